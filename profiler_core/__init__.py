@@ -1,0 +1,45 @@
+"""operator-profiler: which PyTorch operator is slow, and why (hardware counters per operator).
+
+The pipeline, one subpackage per stage::
+
+    capture/      workload.py -> run dir (Kineto, nsys SQLite, ncu counters, Inductor artifacts)
+    ingest/       artifacts -> records (profiler_core.records)
+    metrics/      the 20-counter catalog, per-chip names, aggregation rules
+    attribution/  records -> profile.json (operators -> kernels -> counters, with evidence tiers)
+    analysis/     diagnose, compare
+    report/       terminal, markdown, HTML, Perfetto trace
+    passes/       profile-guided graph passes + numerical validation
+    optimize/     the closed loop
+
+``profiler_core.cli`` (``oprof``) and ``mcp_server`` (``oprof-mcp``) are thin adapters
+over this package.
+"""
+
+from profiler_core.errors import (
+    ArtifactFormatError,
+    AttributionError,
+    DeterminismError,
+    PassError,
+    ProfilerError,
+    SchemaError,
+    ToolNotFoundError,
+    WorkloadError,
+)
+from profiler_core.schema import Profile, read_profile, write_profile
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArtifactFormatError",
+    "AttributionError",
+    "DeterminismError",
+    "PassError",
+    "Profile",
+    "ProfilerError",
+    "SchemaError",
+    "ToolNotFoundError",
+    "WorkloadError",
+    "__version__",
+    "read_profile",
+    "write_profile",
+]

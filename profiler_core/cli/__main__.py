@@ -1,0 +1,3 @@
+from profiler_core.cli import main
+
+main()

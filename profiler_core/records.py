@@ -1,0 +1,155 @@
+"""Internal records the readers produce and the attribution engine consumes.
+
+These are frozen, slotted dataclasses: cheap to hold by the million, hashable, and never
+mutated after a reader builds them. Times are integer nanoseconds on the clock of the run
+that produced them (Kineto, nsys and ncu clocks are *not* comparable; joins never use time
+across runs). Dimensions are ``(x, y, z)`` tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineKernel:
+    """One GPU activity (kernel, memcpy or memset) as a timeline source saw it."""
+
+    name: str  # as the source spells it (Kineto: demangled; nsys: demangled when present)
+    start_ns: int
+    end_ns: int
+    stream: int
+    device: int
+    kind: str = "kernel"  # "kernel" | "memcpy" | "memset"
+    short_name: str | None = None
+    correlation_id: int | None = None  # CUPTI correlation id (links to the runtime launch)
+    external_id: int | None = None  # Kineto "External id" of the launching cpu_op
+    grid: Dim3 | None = None
+    block: Dim3 | None = None
+    registers_per_thread: int | None = None
+    static_smem_bytes: int | None = None
+    dynamic_smem_bytes: int | None = None
+    graph_id: int | None = None  # set when launched by a CUDA graph replay
+    graph_node_id: int | None = None
+    bytes_moved: int | None = None  # memcpy / memset size
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+@dataclass(frozen=True, slots=True)
+class CpuOp:
+    """A host-side operator record (Kineto ``cpu_op`` / ``user_annotation``)."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    tid: int
+    external_id: int | None = None
+    sequence_number: int | None = None
+    input_shapes: tuple[Any, ...] | None = None
+    input_types: tuple[str, ...] | None = None
+    category: str = "cpu_op"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeCall:
+    """A CUDA runtime/driver API call on the host (e.g. ``cudaLaunchKernel``)."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    tid: int
+    correlation_id: int | None = None
+    external_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NvtxRange:
+    """An NVTX push/pop or start/end range on one host thread."""
+
+    text: str
+    start_ns: int
+    end_ns: int
+    tid: int
+    domain: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CounterRow:
+    """One kernel launch measured by Nsight Compute.
+
+    ``metrics`` maps the ncu metric name to its value in base units (``None`` when ncu
+    printed ``n/a`` or nothing). ``nvtx_stack`` is the push/pop stack ncu recorded for the
+    launch, outermost first, when the report was taken with ``--nvtx``.
+    """
+
+    ncu_id: int
+    name: str
+    grid: Dim3 | None
+    block: Dim3 | None
+    stream: int | None
+    device: int | None
+    metrics: Mapping[str, float | None]
+    nvtx_stack: tuple[str, ...] = ()
+    process_id: int | None = None
+    context: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FusionRecord:
+    """What Inductor says a generated kernel computes: its constituent ATen ops."""
+
+    kernel_name: str
+    aten_ops: tuple[str, ...]  # e.g. ("aten::addmm", "aten::relu")
+    source_nodes: tuple[str, ...] = ()
+    source: str = "output_code"  # "provenance" | "output_code"
+
+
+@dataclass(frozen=True)
+class KinetoTrace:
+    """Everything attribution needs from one torch.profiler trace."""
+
+    path: Path
+    kernels: list[TimelineKernel]
+    cpu_ops: list[CpuOp]
+    runtime_calls: list[RuntimeCall]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NsysTimeline:
+    """Everything attribution needs from one Nsight Systems SQLite export."""
+
+    path: Path
+    kernels: list[TimelineKernel]
+    runtime_calls: list[RuntimeCall]
+    nvtx_ranges: list[NvtxRange]
+    gpus: list[Mapping[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NcuReport:
+    """The rows of one Nsight Compute report, in launch order."""
+
+    path: Path
+    rows: list[CounterRow]
+    metrics_returned: frozenset[str]
+    source: str  # "csv" | "ncu-rep"
+    units: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InductorArtifacts:
+    """Kernel name -> fusion record, from provenance JSON or output-code comments."""
+
+    path: Path
+    fusions: Mapping[str, FusionRecord]
+    source: str  # "provenance" | "output_code" | "both"

@@ -1,0 +1,272 @@
+"""profile.json, schema version 1: the one on-disk format every stage reads and writes.
+
+Pydantic v2 models; the exported JSON Schema lives beside this module
+(``profile.schema.json``) and a test keeps it current. Closed vocabularies are ``str``
+enums. Every kernel says where its operator came from (tier, confidence, evidence) and
+where its counters came from (measured, inherited, missing).
+
+    profile = read_profile("profile.json")      # validates; names the offending field
+    write_profile("profile.json", profile)       # atomic: temp file + rename
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from profiler_core.atomic_write import write_text_atomic
+from profiler_core.errors import SchemaError
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
+
+
+class Tier(StrEnum):
+    """Which evidence attributed a kernel to its operator (best tier wins, all are recorded)."""
+
+    CUPTI_CORRELATION = "cupti_correlation"  # Kineto External id -> launching cpu_op
+    NCU_NVTX = "ncu_nvtx"  # the NVTX stack ncu recorded for this very launch
+    NSYS_NVTX = "nsys_nvtx"  # NVTX range enclosing the host-side launch in the nsys run
+    INDUCTOR_FUSION = "inductor_fusion"  # Inductor provenance / output-code comments
+    CUDA_GRAPH = "cuda_graph"  # inherited from the graph's capture-time attribution
+    UNATTRIBUTED = "unattributed"
+
+
+class Confidence(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    NONE = "none"
+
+
+class ExecutionContext(StrEnum):
+    COMPILED_GRAPH = "compiled_graph"  # inside a torch.compile'd region
+    EAGER = "eager"  # eager PyTorch (no compiled region, or after a graph break)
+    OPAQUE_LIBRARY = "opaque_library"  # inside one library call (cuDNN RNN, cuBLAS, NCCL)
+    CUDA_GRAPH_REPLAY = "cuda_graph_replay"
+    UNKNOWN = "unknown"
+
+
+class CounterSource(StrEnum):
+    MEASURED = "measured"  # ncu measured this launch
+    INHERITED = "inherited"  # copied from the representative launch of its configuration
+    MISSING = "missing"  # no ncu row for this launch (hole, or no counter run)
+
+
+class OperatorClass(StrEnum):
+    GEMM = "gemm"
+    ATTENTION = "attention"
+    NORMALIZATION = "normalization"
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    CAST_COPY = "cast_copy"
+    RNN = "rnn"
+    CONVOLUTION = "convolution"
+    COMMUNICATION = "communication"
+    OTHER = "other"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+
+class ToolVersions(_Model):
+    torch: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+    ncu: str | None = None
+    nsys: str | None = None
+    python: str | None = None
+    operator_profiler: str | None = None
+
+
+class ClockSample(_Model):
+    """Clocks observed (NVML) during one phase, or the locked values."""
+
+    phase: str
+    sm_mhz_median: float | None = None
+    sm_mhz_min: float | None = None
+    sm_mhz_max: float | None = None
+    memory_mhz_median: float | None = None
+    samples: int = 0
+
+
+class SourceInfo(_Model):
+    """One artifact that went into the profile."""
+
+    kind: Literal["kineto", "nsys", "ncu", "inductor"]
+    path: str | None = None
+    used: bool = True
+    detail: str | None = None  # e.g. "per-config", "csv", "provenance", why it was not used
+
+
+class CaptureMeta(_Model):
+    workload: str | None = None
+    gpu_name: str | None = None
+    chip: str | None = None
+    sm_count: int | None = None
+    versions: ToolVersions = Field(default_factory=ToolVersions)
+    warmup_iterations: int | None = None
+    measured_iterations: int | None = None
+    compile_mode: str | None = None  # "eager" | "default" | "max-autotune" | "reduce-overhead"
+    clock_policy: Literal["lock", "observe", "off", "unknown"] = "unknown"
+    clocks: list[ClockSample] = Field(default_factory=list)
+    counter_mode: Literal["full", "per-config", "none", "unknown"] = "unknown"
+    timeline_source: Literal["nsys", "kineto"] | None = None
+    sources: list[SourceInfo] = Field(default_factory=list)
+    created_at: str | None = None  # ISO 8601, UTC
+    rank: int | None = None
+    world_size: int | None = None
+
+
+class Evidence(_Model):
+    """What one tier said about a kernel."""
+
+    tier: Tier
+    operator: str | None  # clean name, e.g. "aten::addmm"
+    op_id: int | None = None
+    detail: str | None = None
+
+
+class Attribution(_Model):
+    operator_key: str | None  # key of the Operator this kernel belongs to
+    tier: Tier
+    confidence: Confidence
+    evidence: list[Evidence] = Field(default_factory=list)
+    tiers_agree: bool | None = None  # None when fewer than two tiers spoke
+    reason: str | None = None  # why unattributed / why this tier
+
+
+class Kernel(_Model):
+    id: int  # position in timeline order (0-based)
+    name: str  # demangled or Triton name as the timeline spells it
+    short_name: str | None = None
+    kind: Literal["kernel", "memcpy", "memset"] = "kernel"
+    stream: int
+    device: int
+    start_ns: int
+    end_ns: int
+    duration_ns: int
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    static_smem_bytes: int | None = None
+    dynamic_smem_bytes: int | None = None
+    counters: dict[str, float | None] = Field(default_factory=dict)  # field -> base-unit value
+    counter_source: CounterSource = CounterSource.MISSING
+    ncu_id: int | None = None
+    inherited_from: int | None = None  # kernel id of the measured representative
+    attribution: Attribution
+    fused_with: list[str] = Field(default_factory=list)  # ATen ops Inductor fused into it
+    graph_id: int | None = None
+
+
+class Operator(_Model):
+    key: str  # "<name>#<call_index>", unique in the profile
+    name: str  # clean: "aten::addmm", never the NVTX text with sizes
+    call_index: int  # 0-based, per name, in launch order
+    op_id: int | None = None
+    input_shapes: list | None = None
+    op_class: OperatorClass = OperatorClass.OTHER
+    execution_context: ExecutionContext = ExecutionContext.UNKNOWN
+    is_fused: bool = False
+    fused_with: list[str] = Field(default_factory=list)
+    source_nodes: list[str] = Field(default_factory=list)
+    kernel_ids: list[int] = Field(default_factory=list)
+    kernel_count: int = 0
+    duration_ns: int = 0  # sum of its kernels' timeline durations
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    metric_null_reasons: dict[str, str] = Field(default_factory=dict)
+    confidence: Confidence = Confidence.NONE  # the weakest confidence among its kernels
+    layer_role: Literal["representative", "duplicate"] | None = None
+    inherited_from: str | None = None  # operator key whose counters a duplicate inherits
+
+
+class UnattributedKernel(_Model):
+    kernel_id: int
+    name: str
+    duration_ns: int
+    reason: str
+
+
+class TierCoverage(_Model):
+    kernel_count: int = 0
+    duration_ns: int = 0
+
+
+class Coverage(_Model):
+    kernel_count: int = 0
+    duration_ns: int = 0
+    by_tier: dict[str, TierCoverage] = Field(default_factory=dict)
+    by_confidence: dict[str, TierCoverage] = Field(default_factory=dict)
+    counters_measured: TierCoverage = Field(default_factory=TierCoverage)
+    counters_inherited: TierCoverage = Field(default_factory=TierCoverage)
+    counters_missing: TierCoverage = Field(default_factory=TierCoverage)
+    attributed_time_pct: float = 0.0  # high + medium confidence share of kernel time
+    tier_overlaps: int = 0  # kernels where two or more tiers spoke
+    tier_disagreements: int = 0
+
+
+class CounterAvailability(_Model):
+    field: str
+    ncu_name: str | None
+    available: bool
+    reason: str | None = None
+
+
+class Profile(_Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    capture: CaptureMeta = Field(default_factory=CaptureMeta)
+    operators: list[Operator] = Field(default_factory=list)
+    kernels: list[Kernel] = Field(default_factory=list)
+    unattributed: list[UnattributedKernel] = Field(default_factory=list)
+    coverage: Coverage = Field(default_factory=Coverage)
+    counters: list[CounterAvailability] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def profile_json_schema() -> dict:
+    """The JSON Schema of profile.json (what ``profile.schema.json`` holds)."""
+    return Profile.model_json_schema()
+
+
+def write_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
+    """Write ``profile`` as JSON, atomically."""
+    return write_text_atomic(path, profile.model_dump_json(indent=1))
+
+
+def _first_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "<root>"
+    return f"field '{where}': {first['msg']}"
+
+
+def read_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read and validate a profile.json; a bad file raises ``SchemaError`` naming the field."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError as err:
+        raise SchemaError(f"{p}: no such profile; run 'oprof attribute' to make one") from err
+    except OSError as err:
+        raise SchemaError(f"{p}: cannot read profile ({err.strerror})") from err
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise SchemaError(
+            f"{p}: not valid JSON ({err}); the file is truncated or not a profile.json"
+        ) from err
+    if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
+        raise SchemaError(
+            f"{p}: schema_version {data.get('schema_version')!r} is not supported "
+            f"(this oprof reads version {SCHEMA_VERSION}); re-run 'oprof attribute'"
+        )
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as err:
+        raise SchemaError(f"{p}: invalid profile, {_first_error(err)}") from err

@@ -1,0 +1,82 @@
+"""profile.json schema: the committed JSON Schema is current; read/write validate and are atomic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler_core.errors import SchemaError
+from profiler_core.schema import (
+    SCHEMA_PATH,
+    Attribution,
+    Confidence,
+    Kernel,
+    Profile,
+    Tier,
+    profile_json_schema,
+    read_profile,
+    write_profile,
+)
+
+
+def _kernel(i: int = 0) -> Kernel:
+    return Kernel(
+        id=i, name="triton_poi_fused_add_0", stream=7, device=0, start_ns=100, end_ns=250,
+        duration_ns=150, attribution=Attribution(
+            operator_key="aten::add#0", tier=Tier.CUPTI_CORRELATION, confidence=Confidence.HIGH),
+    )
+
+
+def test_committed_schema_is_current() -> None:
+    committed = json.loads(SCHEMA_PATH.read_text())
+    assert committed == profile_json_schema(), (
+        "profile.schema.json is stale: run python -m profiler_core.schema_export"
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    prof = Profile(kernels=[_kernel(0), _kernel(1)])
+    out = write_profile(tmp_path / "p.json", prof)
+    back = read_profile(out)
+    assert back == prof
+    assert back.kernels[1].attribution.tier is Tier.CUPTI_CORRELATION
+    assert not list(tmp_path.glob(".*.tmp")), "temp file left behind"
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b'{"schema_version": 1, "kernels": [{"id": "x"}]}', "kernels.0"),
+        (b'{"schema_version": 1, "kernels": [', "not valid JSON"),
+        (b'{"schema_version": 7}', "schema_version 7"),
+        (b'{"schema_version": 1, "bogus": 1}', "bogus"),
+    ],
+    ids=["bad-field", "truncated", "future-version", "unknown-field"],
+)
+def test_bad_profiles_name_the_problem(tmp_path: Path, content: bytes, needle: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    with pytest.raises(SchemaError, match="bad.json") as info:
+        read_profile(bad)
+    assert needle in str(info.value)
+
+
+def test_missing_profile(tmp_path: Path) -> None:
+    with pytest.raises(SchemaError, match="oprof attribute"):
+        read_profile(tmp_path / "nope.json")
+
+
+def test_failed_write_leaves_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "p.json"
+    target.write_text("old")
+
+    def boom(*a: object, **k: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.replace", boom)
+    with pytest.raises(OSError):
+        write_profile(target, Profile())
+    assert target.read_text() == "old"
+    assert not list(tmp_path.glob(".*.tmp"))
