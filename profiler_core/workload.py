@@ -1,0 +1,141 @@
+"""The workload contract: one Python file every stage (capture, passes, validation) loads.
+
+A workload file defines::
+
+    def get_model_and_inputs(device: str = "cuda") -> tuple[torch.nn.Module, tuple]:
+        ...                     # model in eval or train mode, example inputs on `device`
+
+    def step(model, inputs):    # optional: one iteration; default below
+        ...
+
+The default step is ``model(*inputs)`` under ``torch.no_grad()`` when the model is in eval
+mode, and plain ``model(*inputs)`` otherwise. Anything wrong with the file raises
+:class:`~profiler_core.errors.WorkloadError` naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from profiler_core.errors import WorkloadError
+
+ENTRY_POINT = "get_model_and_inputs"
+STEP_NAME = "step"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A loaded workload: the module, its model, its example inputs and its step function."""
+
+    path: Path
+    module: ModuleType
+    model: Any  # torch.nn.Module
+    inputs: tuple[Any, ...]
+    step: Callable[[Any, tuple[Any, ...]], Any]
+    custom_step: bool
+
+
+def _last_frame(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (at {Path(last.filename).name}:{last.lineno})"
+
+
+def import_workload_module(path: str | Path) -> ModuleType:
+    """Import a workload file as a fresh module, without running its ``__main__`` block."""
+    p = Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise WorkloadError(f"{path}: no such workload file; pass a .py file defining {ENTRY_POINT}()")
+    if p.suffix != ".py":
+        raise WorkloadError(f"{path}: a workload must be a .py file defining {ENTRY_POINT}()")
+    digest = hashlib.sha1(str(p).encode()).hexdigest()[:10]
+    name = f"oprof_workload_{p.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise WorkloadError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(p.parent))
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        raise WorkloadError(f"{path}:{err.lineno}: syntax error ({err.msg}); fix the file") from err
+    except ImportError as err:
+        raise WorkloadError(
+            f"{path}: import failed: {err}{_last_frame(err)}; install the missing package "
+            "in the environment oprof runs in"
+        ) from err
+    except Exception as err:
+        raise WorkloadError(
+            f"{path}: raised {type(err).__name__} while importing: {err}{_last_frame(err)}"
+        ) from err
+    finally:
+        if sys.path and sys.path[0] == str(p.parent):
+            sys.path.pop(0)
+    if not callable(getattr(module, ENTRY_POINT, None)):
+        raise WorkloadError(
+            f"{path}: defines no {ENTRY_POINT}(device) function; add one returning "
+            "(model, example_inputs)"
+        )
+    return module
+
+
+def default_step(model: Any, inputs: tuple[Any, ...]) -> Any:
+    """``model(*inputs)``, under ``torch.no_grad()`` for a model in eval mode."""
+    import torch
+
+    if not getattr(model, "training", False):
+        with torch.no_grad():
+            return model(*inputs)
+    return model(*inputs)
+
+
+def load_workload(path: str | Path, device: str = "cuda") -> Workload:
+    """Import ``path`` and build its model and inputs on ``device``."""
+    module = import_workload_module(path)
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise WorkloadError(
+                f"{path}: device '{device}' asked for but CUDA is not available here; "
+                "run on a machine with an NVIDIA GPU, or use --device cpu where the command allows it"
+            )
+    try:
+        result = getattr(module, ENTRY_POINT)(device=device)
+    except TypeError as err:
+        if "device" in str(err):
+            raise WorkloadError(
+                f"{path}: {ENTRY_POINT} must accept a 'device' argument (def {ENTRY_POINT}(device='cuda'))"
+            ) from err
+        raise WorkloadError(f"{path}: {ENTRY_POINT}() raised TypeError: {err}{_last_frame(err)}") from err
+    except Exception as err:
+        raise WorkloadError(
+            f"{path}: {ENTRY_POINT}() raised {type(err).__name__}: {err}{_last_frame(err)}"
+        ) from err
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise WorkloadError(
+            f"{path}: {ENTRY_POINT}() must return (model, inputs), got {type(result).__name__}"
+        )
+    model, inputs = result
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,) if not isinstance(inputs, list) else tuple(inputs)
+    if not callable(model):
+        raise WorkloadError(f"{path}: the model returned by {ENTRY_POINT}() is not callable")
+    custom = getattr(module, STEP_NAME, None)
+    if custom is not None and not callable(custom):
+        raise WorkloadError(f"{path}: '{STEP_NAME}' must be a function step(model, inputs)")
+    return Workload(
+        path=Path(path).resolve(), module=module, model=model, inputs=inputs,
+        step=custom or default_step, custom_step=custom is not None,
+    )
