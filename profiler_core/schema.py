@@ -163,7 +163,8 @@ class Kernel(_Model):
     inherited_from: int | None = None  # kernel id of the measured representative
     attribution: Attribution
     fused_with: list[str] = Field(default_factory=list)  # ATen ops Inductor fused into it
-    graph_id: int | None = None
+    graph_id: int | None = None  # CUDA graph that launched it (replay), when known
+    library: str | None = None  # "cublas", "cudnn", "nccl", ... when a vendor library ran it
 
 
 class Operator(_Model):
@@ -183,6 +184,7 @@ class Operator(_Model):
     metrics: dict[str, float | None] = Field(default_factory=dict)
     metric_null_reasons: dict[str, str] = Field(default_factory=dict)
     confidence: Confidence = Confidence.NONE  # the weakest confidence among its kernels
+    library: str | None = None  # vendor library behind its kernels (cuBLAS, cuDNN RNN, NCCL)
     layer_role: Literal["representative", "duplicate"] | None = None
     inherited_from: str | None = None  # operator key whose counters a duplicate inherits
 

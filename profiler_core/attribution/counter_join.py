@@ -1,0 +1,270 @@
+"""Join ncu rows to timeline kernels by invocation order, never by time.
+
+The i-th launch of kernel K in the timeline is the i-th ncu row for K (ncu replays on
+another clock, so timestamps mean nothing across the runs). Before anything is assigned,
+per-name counts are compared and every matched pair's grid and block must agree: two
+compiles of one model were seen to pick different launch configurations for the same
+Triton kernel, and a name-only join would silently hand those launches another
+configuration's counters.
+
+Three shapes of counter run are recognised from the rows themselves:
+
+- ``full``: one row per launch.
+- ``per-config``: ncu ``--filter-mode per-launch-config --launch-count K``: the first K
+  launches of each (kernel, grid, block) configuration are measured; every later launch
+  inherits the first one's counters (``inherited``), and the spread across the K samples is
+  reported.
+- ``prefix``: only the first measured iteration was profiled and the timeline repeats it
+  exactly; launch j inherits from launch ``j mod period``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from profiler_core.attribution.names import kernel_base_name, kernel_join_key
+from profiler_core.errors import DeterminismError
+from profiler_core.records import CounterRow, TimelineKernel
+from profiler_core.schema import CounterSource
+
+ConfigKey = tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None]
+
+
+@dataclass
+class CounterJoin:
+    """Per timeline kernel (same order as the input): which ncu row gives its counters."""
+
+    mode: str  # "full" | "per-config" | "prefix" | "none"
+    row_index: list[int | None]
+    source: list[CounterSource]
+    inherited_from: list[int | None]  # kernel index of the measured representative
+    holes: dict[int, str] = field(default_factory=dict)  # kernel index -> why no counters
+    spread: dict[str, dict[str, float]] = field(default_factory=dict)  # config -> field -> max rel dev
+    name_key: str = "join_key"  # or "base_name" when the full spelling did not join
+    warnings: list[str] = field(default_factory=list)
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _dims(d: tuple[int, int, int] | None) -> str:
+    return "?" if d is None else f"({d[0]}, {d[1]}, {d[2]})"
+
+
+def _choose_key(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) -> tuple[
+    Callable[[str], str], str, list[str]
+]:
+    timeline_names = {kernel_join_key(k.name) for k in kernels}
+    if all(kernel_join_key(r.name) in timeline_names for r in rows):
+        return kernel_join_key, "join_key", []
+    base_names = {kernel_base_name(k.name) for k in kernels}
+    if all(kernel_base_name(r.name) in base_names for r in rows):
+        return kernel_base_name, "base_name", [
+            "kernel names joined on their bare identifiers (the sources spell template arguments "
+            "differently); grid/block checks still guard every pair"
+        ]
+    return kernel_join_key, "join_key", []
+
+
+def _dims_agree(k: TimelineKernel, r: CounterRow) -> bool:
+    return (r.grid is None or k.grid is None or tuple(r.grid) == tuple(k.grid)) and (
+        r.block is None or k.block is None or tuple(r.block) == tuple(k.block)
+    )
+
+
+def _first_divergence(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
+                      key: Callable[[str], str]) -> str:
+    seen_t: dict[str, int] = defaultdict(int)
+    for i in range(max(len(kernels), len(rows))):
+        k = kernels[i] if i < len(kernels) else None
+        r = rows[i] if i < len(rows) else None
+        if k is None:
+            return f"the counter run has an extra launch #{i} '{r.name}' (ncu ID {r.ncu_id}) the timeline lacks"
+        if r is None:
+            return f"the timeline's launch #{i} '{k.name}' has no ncu row (the counter run stopped at {len(rows)})"
+        kk = key(k.name)
+        seen_t[kk] += 1
+        if kk != key(r.name) or not _dims_agree(k, r):
+            return (
+                f"launch #{i}: the timeline has '{k.name}' grid {_dims(k.grid)} block {_dims(k.block)} "
+                f"({_ordinal(seen_t[kk])} launch of it), ncu ID {r.ncu_id} has '{r.name}' "
+                f"grid {_dims(r.grid)} block {_dims(r.block)}"
+            )
+    return "per-kernel launch counts differ"
+
+
+_FIX = ("re-capture all phases with one Inductor cache (oprof capture does), or pass --allow-partial "
+        "to keep mismatched launches as explicit holes")
+
+
+def _is_prefix(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
+               key: Callable[[str], str]) -> bool:
+    period = len(rows)
+    if period == 0 or len(kernels) <= period or len(kernels) % period:
+        return False
+    for j in range(period):
+        if key(kernels[j].name) != key(rows[j].name) or not _dims_agree(kernels[j], rows[j]):
+            return False
+    return all(
+        key(kernels[j].name) == key(kernels[j % period].name) and kernels[j].grid == kernels[j % period].grid
+        for j in range(period, len(kernels))
+    )
+
+
+def _uniform_samples(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
+                     key: Callable[[str], str]) -> bool:
+    """True when every configuration has min(K, launches) rows for one K (a per-config run)."""
+    rows_per: dict[ConfigKey, int] = defaultdict(int)
+    for r in rows:
+        rows_per[_config(key, r.name, r.grid, r.block)] += 1
+    launches: dict[ConfigKey, int] = defaultdict(int)
+    for k in kernels:
+        launches[_config(key, k.name, k.grid, k.block)] += 1
+    if set(rows_per) != set(launches):
+        return False
+    k_samples = max(rows_per.values())
+    return all(rows_per[c] == min(k_samples, launches[c]) for c in launches)
+
+
+def _config(key: Callable[[str], str], name: str, grid: tuple | None, block: tuple | None) -> ConfigKey:
+    return (key(name), tuple(grid) if grid else None, tuple(block) if block else None)
+
+
+def join_counters(
+    kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], *, allow_partial: bool = False
+) -> CounterJoin:
+    """Assign ncu rows to ``kernels`` (GPU kernels only, in launch order); see module docstring."""
+    n = len(kernels)
+    result = CounterJoin(
+        mode="none", row_index=[None] * n, source=[CounterSource.MISSING] * n, inherited_from=[None] * n
+    )
+    if not rows:
+        result.holes = dict.fromkeys(range(n), "no counter run")
+        return result
+    key, key_kind, warnings = _choose_key(kernels, rows)
+    result.name_key, result.warnings = key_kind, warnings
+
+    if len(rows) == n:
+        return _join_full(kernels, rows, key, allow_partial, result)
+    if not _uniform_samples(kernels, rows, key) and _is_prefix(kernels, rows, key):
+        result.mode = "prefix"
+        period = len(rows)
+        for j in range(n):
+            result.row_index[j] = j % period
+            if j < period:
+                result.source[j] = CounterSource.MEASURED
+            else:
+                result.source[j] = CounterSource.INHERITED
+                result.inherited_from[j] = j % period
+        return result
+    if len(rows) > n:
+        if allow_partial:
+            return _join_full(kernels, rows, key, allow_partial, result)
+        raise DeterminismError(
+            f"the counter run measured {len(rows)} launches but the timeline has {n}: "
+            f"{_first_divergence(kernels, rows, key)}; {_FIX}"
+        )
+    return _join_per_config(kernels, rows, key, allow_partial, result)
+
+
+def _join_full(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], key: Callable[[str], str],
+               allow_partial: bool, result: CounterJoin) -> CounterJoin:
+    result.mode = "full"
+    rows_by_name: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        rows_by_name[key(r.name)].append(i)
+    kernels_by_name: dict[str, list[int]] = defaultdict(list)
+    for j, k in enumerate(kernels):
+        kernels_by_name[key(k.name)].append(j)
+    mismatch = {nm for nm in set(rows_by_name) | set(kernels_by_name)
+                if len(rows_by_name.get(nm, ())) != len(kernels_by_name.get(nm, ()))}
+    if mismatch and not allow_partial:
+        raise DeterminismError(
+            f"kernel launch counts differ between the timeline and the counter run "
+            f"({len(mismatch)} kernel name(s)); first divergence: "
+            f"{_first_divergence(kernels, rows, key)}; {_FIX}"
+        )
+    for nm, ks in kernels_by_name.items():
+        rs = rows_by_name.get(nm, [])
+        for nth, j in enumerate(ks):
+            if nth >= len(rs):
+                result.holes[j] = f"no ncu row for the {_ordinal(nth + 1)} launch of this kernel"
+                continue
+            r = rows[rs[nth]]
+            if not _dims_agree(kernels[j], r):
+                if not allow_partial:
+                    raise DeterminismError(
+                        f"the {_ordinal(nth + 1)} launch of '{kernels[j].name}' (timeline launch #{j}) ran "
+                        f"with grid {_dims(kernels[j].grid)} block {_dims(kernels[j].block)} in the timeline "
+                        f"but grid {_dims(r.grid)} block {_dims(r.block)} under ncu (ID {r.ncu_id}); {_FIX}"
+                    )
+                result.holes[j] = (f"grid/block differ from ncu ID {r.ncu_id} "
+                                   f"({_dims(r.grid)} {_dims(r.block)}); counters withheld")
+                continue
+            result.row_index[j] = rs[nth]
+            result.source[j] = CounterSource.MEASURED
+    return result
+
+
+def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], key: Callable[[str], str],
+                     allow_partial: bool, result: CounterJoin) -> CounterJoin:
+    result.mode = "per-config"
+    rows_by_cfg: dict[ConfigKey, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        rows_by_cfg[_config(key, r.name, r.grid, r.block)].append(i)
+    kernels_by_cfg: dict[ConfigKey, list[int]] = defaultdict(list)
+    for j, k in enumerate(kernels):
+        kernels_by_cfg[_config(key, k.name, k.grid, k.block)].append(j)
+    for cfg, rs in rows_by_cfg.items():
+        if cfg not in kernels_by_cfg or len(rs) > len(kernels_by_cfg[cfg]):
+            r = rows[rs[0]]
+            msg = (f"ncu ID {r.ncu_id} measured '{r.name}' grid {_dims(r.grid)} block {_dims(r.block)}, "
+                   f"a launch configuration the timeline "
+                   f"{'never ran' if cfg not in kernels_by_cfg else 'ran fewer times'}")
+            if not allow_partial:
+                raise DeterminismError(f"{msg}; {_FIX}")
+            result.warnings.append(msg)
+    for cfg, ks in kernels_by_cfg.items():
+        rs = rows_by_cfg.get(cfg, [])
+        if not rs:
+            for j in ks:
+                result.holes[j] = "its launch configuration was not measured by the counter run"
+            continue
+        rep = ks[0]
+        for nth, j in enumerate(ks):
+            if nth < len(rs):
+                result.row_index[j] = rs[nth]
+                result.source[j] = CounterSource.MEASURED
+            else:
+                result.row_index[j] = rs[0]
+                result.source[j] = CounterSource.INHERITED
+                result.inherited_from[j] = rep
+        if len(rs) > 1:
+            result.spread[f"{cfg[0]} grid={_dims(cfg[1])} block={_dims(cfg[2])}"] = _spread(
+                [rows[i] for i in rs])
+    missing_cfgs = [cfg for cfg in kernels_by_cfg if cfg not in rows_by_cfg]
+    if missing_cfgs and not allow_partial:
+        j = kernels_by_cfg[missing_cfgs[0]][0]
+        k = kernels[j]
+        raise DeterminismError(
+            f"the timeline's launch #{j} '{k.name}' grid {_dims(k.grid)} block {_dims(k.block)} has a launch "
+            f"configuration the per-config counter run never measured ({len(missing_cfgs)} configuration(s) "
+            f"missing); {_FIX}"
+        )
+    return result
+
+
+def _spread(samples: list[CounterRow]) -> dict[str, float]:
+    """Max relative deviation from the first sample, per metric, across a config's samples."""
+    out: dict[str, float] = {}
+    first = samples[0].metrics
+    for name, base in first.items():
+        if base is None:
+            continue
+        devs = [abs((s.metrics.get(name) or 0.0) - base) / abs(base) if base else 0.0 for s in samples[1:]]
+        out[name] = max(devs, default=0.0)
+    return out

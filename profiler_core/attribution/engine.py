@@ -1,0 +1,345 @@
+"""Build profile.json: every kernel's operator, evidence and counters.
+
+    timeline (nsys, else Kineto) in launch order
+      + Kineto aligned by invocation order     -> tier 1 (CUPTI correlation)
+      + ncu rows joined by invocation order    -> counters, tier 2 (ncu's own NVTX stack)
+      + nsys NVTX enclosure at launch time      -> tier 3
+      + Inductor fusion map                     -> tier 4 (promotes, fills fused_with)
+      -> operators (clean name, call index), per-counter aggregation, coverage, dedup
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from profiler_core.attribution.aggregate import aggregate_counters
+from profiler_core.attribution.counter_join import CounterJoin, join_counters
+from profiler_core.attribution.dedup import mark_repeated_layers
+from profiler_core.attribution.evidence import (
+    Claim,
+    correlation_claims,
+    fusion_claims,
+    ncu_nvtx_claims,
+    nsys_enclosure_claims,
+)
+from profiler_core.attribution.library import kernel_library
+from profiler_core.attribution.op_class import classify_kernel, classify_operator
+from profiler_core.attribution.timeline import align_timelines, launch_order
+from profiler_core.errors import AttributionError
+from profiler_core.metrics.catalog import CATALOG, field_for_ncu_name
+from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
+from profiler_core.schema import (
+    Attribution,
+    CaptureMeta,
+    Confidence,
+    CounterAvailability,
+    CounterSource,
+    Coverage,
+    Evidence,
+    ExecutionContext,
+    Kernel,
+    Operator,
+    Profile,
+    SourceInfo,
+    Tier,
+    TierCoverage,
+    UnattributedKernel,
+)
+
+TIER_ORDER = (Tier.CUPTI_CORRELATION, Tier.NCU_NVTX, Tier.NSYS_NVTX, Tier.INDUCTOR_FUSION)
+TIER_CONFIDENCE = {
+    Tier.CUPTI_CORRELATION: Confidence.HIGH,
+    # ncu recorded the stack for the very launch whose counters it measured: per-launch
+    # evidence, joined by the grid/block-validated invocation order (docs/attribution.md).
+    Tier.NCU_NVTX: Confidence.HIGH,
+    Tier.NSYS_NVTX: Confidence.MEDIUM,
+    Tier.INDUCTOR_FUSION: Confidence.MEDIUM,
+    Tier.CUDA_GRAPH: Confidence.MEDIUM,
+    Tier.UNATTRIBUTED: Confidence.NONE,
+}
+_CONF_RANK = {Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1, Confidence.NONE: 0}
+_OPAQUE_OPS = frozenset({"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "aten::_cudnn_rnn"})
+
+
+def attribute(
+    *,
+    kineto: KinetoTrace | None = None,
+    nsys: NsysTimeline | None = None,
+    ncu: NcuReport | None = None,
+    inductor: InductorArtifacts | None = None,
+    capture: CaptureMeta | None = None,
+    allow_partial: bool = False,
+) -> Profile:
+    """Join loaded artifacts into a validated :class:`Profile`."""
+    if kineto is None and nsys is None:
+        raise AttributionError("no timeline to attribute: give a Kineto trace (--kineto) or an nsys export (--nsys)")
+    warnings: list[str] = []
+    use_nsys = nsys is not None and bool(nsys.kernels)
+    timeline = launch_order(nsys.kernels if use_nsys else kineto.kernels)  # type: ignore[union-attr]
+    if not timeline:
+        raise AttributionError("the timeline holds no GPU kernels; nothing to attribute")
+    if use_nsys:
+        warnings.extend(nsys.warnings)  # type: ignore[union-attr]
+    gpu_idx = [j for j, k in enumerate(timeline) if k.kind == "kernel"]
+    gpu_kernels = [timeline[j] for j in gpu_idx]
+    fusions = inductor.fusions if inductor else {}
+
+    # Tier 1 needs each timeline kernel's Kineto twin.
+    kineto_index: list[int | None] = [None] * len(timeline)
+    kineto_kernels: list[TimelineKernel] = []
+    graph_corr: frozenset[int] = frozenset()
+    if kineto is not None:
+        graph_corr = frozenset(r.correlation_id for r in kineto.runtime_calls
+                               if r.correlation_id is not None and "GraphLaunch" in r.name)
+        if use_nsys:
+            kineto_kernels = [k for k in launch_order(kineto.kernels) if k.kind == "kernel"]
+            aligned, w = align_timelines(gpu_kernels, kineto_kernels, other_label="the Kineto trace",
+                                         allow_partial=allow_partial)
+            warnings.extend(w)
+            for pos, j in enumerate(gpu_idx):
+                kineto_index[j] = aligned[pos]
+        else:
+            kineto_kernels = timeline
+            kineto_index = list(range(len(timeline)))
+
+    # Counters: ncu rows joined to GPU kernels by invocation order.
+    join = join_counters(gpu_kernels, ncu.rows if ncu else [], allow_partial=allow_partial)
+    warnings.extend(join.warnings)
+    row_of: list[int | None] = [None] * len(timeline)
+    source_of = [CounterSource.MISSING] * len(timeline)
+    inherited_of: list[int | None] = [None] * len(timeline)
+    for pos, j in enumerate(gpu_idx):
+        row_of[j] = join.row_index[pos]
+        source_of[j] = join.source[pos]
+        rep = join.inherited_from[pos]
+        inherited_of[j] = gpu_idx[rep] if rep is not None else None
+
+    claims: list[list[Claim | None]] = []
+    if kineto is not None:
+        claims.append(correlation_claims(timeline, kineto_index, kineto_kernels, kineto.cpu_ops, fusions, graph_corr))
+    if ncu is not None:
+        claims.append(ncu_nvtx_claims(ncu.rows, row_of, [s is CounterSource.MEASURED for s in source_of], fusions))
+    if use_nsys:
+        claims.append(nsys_enclosure_claims(timeline, nsys.runtime_calls, nsys.nvtx_ranges, fusions))  # type: ignore[union-attr]
+    if fusions:
+        claims.append(fusion_claims(timeline, fusions))
+
+    field_of = {name: field_for_ncu_name(name) for name in (ncu.metrics_returned if ncu else ())}
+    kernels: list[Kernel] = []
+    instance_of: list[tuple | None] = []
+    winners: list[Claim | None] = []
+    graph_kernels = 0
+    for j, tk in enumerate(timeline):
+        said = [c[j] for c in claims if c[j] is not None]
+        said.sort(key=lambda c: TIER_ORDER.index(c.tier))
+        in_graph = tk.graph_id is not None or (
+            kineto_index[j] is not None and kineto_kernels[kineto_index[j]].correlation_id in graph_corr)  # type: ignore[index]
+        graph_kernels += in_graph
+        winner = said[0] if said else None
+        winners.append(winner)
+        names = {c.operator for c in said}
+        agree = (len(names) == 1) if len(said) >= 2 else None
+        if winner is None:
+            reason = _unattributed_reason(tk, in_graph, kineto is not None, ncu is not None, use_nsys)
+            attribution = Attribution(operator_key=None, tier=Tier.UNATTRIBUTED, confidence=Confidence.NONE,
+                                      reason=reason)
+        else:
+            attribution = Attribution(
+                operator_key=None, tier=winner.tier, confidence=TIER_CONFIDENCE[winner.tier],
+                evidence=[Evidence(tier=c.tier, operator=c.operator, op_id=c.op_id, detail=c.detail) for c in said],
+                tiers_agree=agree,
+                reason=None if agree is not False else "tiers disagree: " + "; ".join(
+                    f"{c.tier.value} says {c.operator}" for c in said),
+            )
+        instance_of.append(winner.instance if winner else None)
+        counters: dict[str, float | None] = {}
+        ri = row_of[j]
+        if ncu is not None:
+            metrics = ncu.rows[ri].metrics if ri is not None else {}
+            counters = {spec.field: None for spec in CATALOG}
+            for name, value in metrics.items():
+                fld = field_of.get(name) or field_for_ncu_name(name)
+                if fld is not None:
+                    counters[fld] = value
+        fused = sorted({op for c in said for op in c.fused_with})
+        kernels.append(Kernel(
+            id=j, name=tk.name, short_name=tk.short_name, kind=tk.kind, stream=tk.stream, device=tk.device,
+            start_ns=tk.start_ns, end_ns=tk.end_ns, duration_ns=tk.duration_ns, grid=tk.grid, block=tk.block,
+            registers_per_thread=tk.registers_per_thread, static_smem_bytes=tk.static_smem_bytes,
+            dynamic_smem_bytes=tk.dynamic_smem_bytes, counters=counters, counter_source=source_of[j],
+            ncu_id=ncu.rows[ri].ncu_id if (ncu is not None and ri is not None) else None,
+            inherited_from=inherited_of[j], attribution=attribution, fused_with=fused, graph_id=tk.graph_id,
+            library=kernel_library(tk.name),
+        ))
+    if graph_kernels:
+        warnings.append(
+            f"{graph_kernels} kernels were launched by CUDA graph replays; only the replays were recorded, "
+            "so their operators come from Inductor's fusion map where it names them, else they stay unattributed"
+        )
+
+    operators = _build_operators(kernels, instance_of, winners, graph_flags=[
+        k.graph_id is not None or "CUDA graph" in (k.attribution.reason or "") for k in kernels])
+    mark_repeated_layers(operators, kernels, measured_iterations=capture.measured_iterations if capture else None)
+    meta = _capture_meta(capture, kineto, nsys, ncu, inductor, join, use_nsys)
+    profile = Profile(
+        capture=meta, operators=operators, kernels=kernels,
+        unattributed=[UnattributedKernel(kernel_id=k.id, name=k.name, duration_ns=k.duration_ns,
+                                         reason=k.attribution.reason or "no evidence")
+                      for k in kernels if k.attribution.tier is Tier.UNATTRIBUTED],
+        coverage=_coverage(kernels),
+        counters=_availability(ncu, meta.chip),
+        warnings=warnings,
+    )
+    return profile
+
+
+def _unattributed_reason(tk: TimelineKernel, in_graph: bool, have_kineto: bool, have_ncu: bool,
+                         have_nsys: bool) -> str:
+    if in_graph:
+        return ("launched by a CUDA graph replay: the graph was captured outside the measured region, so "
+                "no per-kernel launch record exists and Inductor's map does not name this kernel")
+    if not (have_kineto or have_ncu or have_nsys):
+        return "no evidence source covers this kernel"
+    if tk.kind != "kernel":
+        return f"{tk.kind} issued outside any PyTorch operator"
+    return "no PyTorch operator was open when it was launched (outside any operator, or an opaque library path)"
+
+
+def _build_operators(kernels: list[Kernel], instance_of: Sequence[tuple | None], winners: Sequence[Claim | None],
+                     graph_flags: Sequence[bool]) -> list[Operator]:
+    groups: dict[tuple, list[int]] = {}
+    for j, inst in enumerate(instance_of):
+        if inst is not None:
+            groups.setdefault(inst, []).append(j)
+    calls: dict[str, int] = defaultdict(int)
+    operators: list[Operator] = []
+    for members in groups.values():
+        claim = winners[members[0]]
+        assert claim is not None  # groups only hold attributed kernels
+        name = claim.operator
+        idx = calls[name]
+        calls[name] += 1
+        key = f"{name}#{idx}"
+        ks = [kernels[j] for j in members]
+        for k in ks:
+            k.attribution.operator_key = key
+        fused = sorted({op for k in ks for op in k.fused_with})
+        libraries = {k.library for k in ks if k.library}
+        if any(graph_flags[j] for j in members):
+            context = ExecutionContext.CUDA_GRAPH_REPLAY
+        elif name in _OPAQUE_OPS or libraries & {"cudnn", "nccl"}:
+            context = ExecutionContext.OPAQUE_LIBRARY
+        elif claim.compiled is True:
+            context = ExecutionContext.COMPILED_GRAPH
+        elif claim.compiled is False:
+            context = ExecutionContext.EAGER
+        else:
+            context = ExecutionContext.UNKNOWN
+        metrics, reasons = aggregate_counters(ks)
+        op_class = classify_operator(name)
+        if op_class.value == "other" and ks:
+            op_class = classify_kernel(ks[0].name)
+        operators.append(Operator(
+            key=key, name=name, call_index=idx, op_id=claim.op_id,
+            input_shapes=_listify(claim.input_shapes), op_class=op_class, execution_context=context,
+            is_fused=bool(fused), fused_with=fused, kernel_ids=members, kernel_count=len(members),
+            duration_ns=sum(k.duration_ns for k in ks), metrics=metrics, metric_null_reasons=reasons,
+            confidence=min((k.attribution.confidence for k in ks), key=_CONF_RANK.__getitem__),
+            library=sorted(libraries)[0] if len(libraries) == 1 else (", ".join(sorted(libraries)) or None),
+        ))
+    return operators
+
+
+def _listify(value: object) -> list | None:
+    if value is None:
+        return None
+    if isinstance(value, tuple | list):
+        return [_listify(v) if isinstance(v, tuple | list) else v for v in value]
+    return None
+
+
+def _coverage(kernels: Sequence[Kernel]) -> Coverage:
+    cov = Coverage(kernel_count=len(kernels), duration_ns=sum(k.duration_ns for k in kernels))
+    for k in kernels:
+        buckets = ((cov.by_tier, k.attribution.tier.value), (cov.by_confidence, k.attribution.confidence.value))
+        for bucket, key in buckets:
+            tc = bucket.setdefault(key, TierCoverage())
+            tc.kernel_count += 1
+            tc.duration_ns += k.duration_ns
+        target = {CounterSource.MEASURED: cov.counters_measured, CounterSource.INHERITED: cov.counters_inherited,
+                  CounterSource.MISSING: cov.counters_missing}[k.counter_source]
+        target.kernel_count += 1
+        target.duration_ns += k.duration_ns
+        if k.attribution.tiers_agree is not None:
+            cov.tier_overlaps += 1
+            cov.tier_disagreements += not k.attribution.tiers_agree
+    good = sum(cov.by_confidence.get(c, TierCoverage()).duration_ns for c in ("high", "medium"))
+    cov.attributed_time_pct = 100.0 * good / cov.duration_ns if cov.duration_ns else 0.0
+    return cov
+
+
+def _availability(ncu: NcuReport | None, chip: str | None) -> list[CounterAvailability]:
+    out = []
+    for spec in CATALOG:
+        name = spec.ncu_name_for(chip)
+        if ncu is None:
+            out.append(CounterAvailability(field=spec.field, ncu_name=name, available=False,
+                                           reason="no counter run was given"))
+            continue
+        returned = name in ncu.metrics_returned or spec.ncu_name in ncu.metrics_returned or (
+            spec.ncu_name_gb20x in ncu.metrics_returned)
+        out.append(CounterAvailability(
+            field=spec.field, ncu_name=name, available=returned,
+            reason=None if returned else f"ncu returned no '{name}' (not offered on {chip or 'this chip'}, "
+            "or not requested)"))
+    return out
+
+
+def _capture_meta(capture: CaptureMeta | None, kineto: KinetoTrace | None, nsys: NsysTimeline | None,
+                  ncu: NcuReport | None, inductor: InductorArtifacts | None, join: CounterJoin,
+                  use_nsys: bool) -> CaptureMeta:
+    meta = capture.model_copy(deep=True) if capture else CaptureMeta()
+    if kineto is not None:
+        props = (kineto.metadata.get("deviceProperties") or [{}])[0] if kineto.metadata else {}
+        meta.gpu_name = meta.gpu_name or props.get("name")
+        meta.sm_count = meta.sm_count or props.get("numSms")
+        meta.versions.cuda = meta.versions.cuda or _s(kineto.metadata.get("cuda_runtime_version"))
+        meta.versions.driver = meta.versions.driver or _s(kineto.metadata.get("cuda_driver_version"))
+    if nsys is not None and nsys.gpus:
+        gpu = nsys.gpus[0]
+        meta.gpu_name = meta.gpu_name or gpu.get("name")
+        meta.sm_count = meta.sm_count or gpu.get("smCount")
+    if meta.chip is None and meta.gpu_name:
+        meta.chip = _chip_from_name(meta.gpu_name)
+    meta.timeline_source = "nsys" if use_nsys else "kineto"
+    if meta.counter_mode == "unknown":
+        meta.counter_mode = {"full": "full", "prefix": "full", "per-config": "per-config"}.get(join.mode, "none")
+    if not meta.sources:
+        meta.sources = [
+            SourceInfo(kind="kineto", path=_p(kineto), used=kineto is not None),
+            SourceInfo(kind="nsys", path=_p(nsys), used=use_nsys),
+            SourceInfo(kind="ncu", path=_p(ncu), used=ncu is not None, detail=join.mode if ncu else None),
+            SourceInfo(kind="inductor", path=_p(inductor), used=inductor is not None,
+                       detail=inductor.source if inductor else None),
+        ]
+    meta.created_at = meta.created_at or datetime.now(UTC).isoformat(timespec="seconds")
+    return meta
+
+
+def _p(obj: object) -> str | None:
+    path = getattr(obj, "path", None)
+    return path.name if path is not None else None
+
+
+def _s(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _chip_from_name(name: str) -> str | None:
+    try:
+        from profiler_core.metrics.availability import chip_from_name
+    except ImportError:  # pragma: no cover - availability ships with the metrics package
+        return None
+    return chip_from_name(name)

@@ -1,0 +1,151 @@
+"""Kernel and operator names: one spelling for joins, one clean name for people.
+
+Kineto, nsys and ncu spell one kernel differently, and two ncu exports of one kernel were
+seen to differ too. Joins compare :func:`kernel_join_key`; a failed join may retry on
+:func:`kernel_base_name` (the bare identifier) and says so.
+
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T)"
+        -> join key "at::vectorized_elementwise_kernel<4, at::FillFunctor<float>>"
+        -> base name "vectorized_elementwise_kernel"
+    "elemWiseRNNcell<float, float, float, (cudnnRNNMode_t)3, ...>" -> "...float, 3, ..."
+
+NVTX texts written by ``emit_nvtx`` carry arguments: ``"aten::addmm, seq = 28, op_id = 31,
+sizes = [[8], [8, 4]], input_op_ids = [...]"``; :func:`parse_nvtx_op` splits them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\)\s*(?=-?\d)")  # C-style cast before a number
+_WS = re.compile(r"\s+")
+_NVTX_KEY = re.compile(r",\s*(seq|op_id|sizes|input_op_ids|stream|Sequence number)\s*=\s*")
+_OP_NAME = re.compile(r"^[A-Za-z_][\w]*(::|\.)[A-Za-z_][\w.]*$")
+
+
+def _strip_trailing_params(name: str) -> str:
+    """Drop a trailing top-level ``(...)`` parameter list, keeping template arguments."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        ch = name[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                head = name[:i].rstrip()
+                # "(anonymous namespace)" or a bare "(...)" name is not a parameter list
+                return head if head and not head.endswith("::") else name
+    return name
+
+
+@lru_cache(maxsize=65536)
+def kernel_join_key(name: str) -> str:
+    """The spelling of a kernel name that every source agrees on (see module docstring)."""
+    key = name.strip()
+    if key.startswith("void "):
+        key = key[5:]
+    key = _strip_trailing_params(key)
+    key = key.replace("at::native::", "at::")
+    key = _CAST.sub("", key)
+    key = _WS.sub(" ", key).replace("< ", "<").replace(" >", ">")
+    return key
+
+
+@lru_cache(maxsize=65536)
+def kernel_base_name(name: str) -> str:
+    """The bare identifier of a kernel: no namespaces, template arguments or parameters."""
+    key = kernel_join_key(name)
+    depth = 0
+    out: list[str] = []
+    for ch in key:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    bare = "".join(out).strip()
+    return bare.rsplit("::", 1)[-1].strip() or key
+
+
+def clean_op_name(name: str) -> str:
+    """``aten.addmm`` / ``aten::addmm.default`` / NVTX text -> ``aten::addmm``."""
+    head = _NVTX_KEY.split(name, maxsplit=1)[0].strip()
+    if "::" not in head and head.count(".") >= 1 and _OP_NAME.match(head):
+        ns, _, rest = head.partition(".")
+        head = f"{ns}::{rest}"
+    if "::" in head:
+        ns, _, op = head.partition("::")
+        op = op.split(".", 1)[0]  # overload name ("default", "Tensor") is not identity
+        head = f"{ns}::{op}"
+    return head
+
+
+def is_operator_name(name: str) -> bool:
+    """True for namespaced operator names such as ``aten::mm`` or ``c10d::allreduce_``."""
+    return "::" in name and bool(_OP_NAME.match(name.split(",", 1)[0].strip()))
+
+
+def is_generated_kernel_name(name: str) -> bool:
+    """True for Inductor-generated kernel names (``triton_poi_fused_...``, ``cpp_fused_...``)."""
+    return name.startswith(("triton_", "cpp_fused", "cutlass_fused"))
+
+
+@dataclass(frozen=True, slots=True)
+class NvtxOp:
+    """An operator range as emit_nvtx wrote it."""
+
+    name: str  # clean
+    op_id: int | None
+    seq: int | None
+    input_shapes: tuple | None
+
+
+@lru_cache(maxsize=65536)
+def parse_nvtx_op(text: str) -> NvtxOp | None:
+    """Split an emit_nvtx range text; None when the text is not an operator range."""
+    parts = _NVTX_KEY.split(text)
+    head = parts[0].strip()
+    if not head or head.startswith("##") or " " in head:
+        return None
+    values: dict[str, str] = {}
+    for i in range(1, len(parts) - 1, 2):
+        values[parts[i]] = parts[i + 1].strip().rstrip(",")
+    if not (is_operator_name(head) or is_generated_kernel_name(head)):
+        return None
+    shapes = None
+    if "sizes" in values:
+        try:
+            shapes = _freeze(ast.literal_eval(values["sizes"]))
+        except (ValueError, SyntaxError):
+            shapes = None
+    return NvtxOp(
+        name=clean_op_name(head) if "::" in head else head,
+        op_id=_int(values.get("op_id")),
+        seq=_int(values.get("seq", values.get("Sequence number"))),
+        input_shapes=shapes,
+    )
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def normalize_kernel_name(name: str) -> str:
+    """Alias of :func:`kernel_join_key` (the name other stages use)."""
+    return kernel_join_key(name)

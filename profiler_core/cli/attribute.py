@@ -1,0 +1,82 @@
+"""``oprof attribute``: build profile.json from a run directory or from explicit files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from profiler_core.attribution import attribute_files, attribute_run
+from profiler_core.cli import command, emit_json, err_console
+from profiler_core.errors import ProfilerError
+from profiler_core.schema import Profile, write_profile
+
+
+@command("attribute")
+def attribute_cmd(
+    run_dir: Annotated[Path | None, typer.Argument(help="A capture directory written by 'oprof capture'.")] = None,
+    kineto: Annotated[Path | None, typer.Option(help="torch.profiler trace (.json or .json.gz).")] = None,
+    nsys: Annotated[Path | None, typer.Option(help="Nsight Systems SQLite export.")] = None,
+    ncu: Annotated[Path | None, typer.Option(help="Nsight Compute CSV (--page raw) or .ncu-rep.")] = None,
+    inductor: Annotated[Path | None, typer.Option(
+        help="TORCH_TRACE dir/.tgz or an output-code log.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write profile.json.")] = None,
+    allow_partial: Annotated[bool, typer.Option(
+        help="Keep launches that do not join as explicit holes instead of failing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the coverage summary as JSON on stdout.")] = False,
+    top: Annotated[int, typer.Option(help="Operators to list.")] = 10,
+) -> None:
+    """Attribute every kernel to its operator, with counters and evidence tiers."""
+    explicit = any(p is not None for p in (kineto, nsys, ncu, inductor))
+    if run_dir is not None and explicit:
+        raise ProfilerError("give either a run directory or --kineto/--nsys/--ncu/--inductor files, not both")
+    if run_dir is not None:
+        profile = attribute_run(run_dir, allow_partial=allow_partial)
+        out = output or run_dir / "profile.json"
+    elif explicit:
+        profile = attribute_files(kineto=kineto, nsys=nsys, ncu=ncu, inductor=inductor, allow_partial=allow_partial)
+        out = output or Path("profile.json")
+    else:
+        raise ProfilerError("nothing to attribute: pass a run directory, or --kineto/--nsys with --ncu")
+    write_profile(out, profile)
+    if as_json:
+        emit_json({"profile": str(out), "coverage": profile.coverage.model_dump(mode="json"),
+                   "warnings": profile.warnings})
+        return
+    render_attribution_summary(profile, top=top)
+    err_console.print(f"wrote {out}")
+
+
+def render_attribution_summary(profile: Profile, *, top: int = 10) -> None:
+    """Coverage by tier, top operators with their bottleneck counters, disagreements, warnings."""
+    cov = profile.coverage
+    total = cov.duration_ns or 1
+    t = Table(title=f"coverage: {cov.kernel_count} kernels, {cov.duration_ns / 1e3:.1f} us "
+                    f"({cov.attributed_time_pct:.2f}% of time attributed at high/medium)")
+    t.add_column("tier")
+    t.add_column("kernels", justify="right")
+    t.add_column("time %", justify="right")
+    for tier, tc in sorted(cov.by_tier.items(), key=lambda kv: -kv[1].duration_ns):
+        t.add_row(tier, str(tc.kernel_count), f"{100 * tc.duration_ns / total:.2f}")
+    err_console.print(t)
+    err_console.print(
+        f"counters: measured {cov.counters_measured.kernel_count}, inherited {cov.counters_inherited.kernel_count}, "
+        f"missing {cov.counters_missing.kernel_count} kernels; tiers overlapped on {cov.tier_overlaps} kernels, "
+        f"disagreed on {cov.tier_disagreements}")
+    ops = Table(title=f"top {top} operators by kernel time")
+    for col in ("operator", "class", "kernels", "time us", "share %", "tensor %", "occupancy %", "dram %", "conf"):
+        ops.add_column(col, justify="left" if col in ("operator", "class", "conf") else "right")
+    for op in sorted(profile.operators, key=lambda o: -o.duration_ns)[:top]:
+        m = op.metrics
+        ops.add_row(op.key, op.op_class.value, str(op.kernel_count), f"{op.duration_ns / 1e3:.1f}",
+                    f"{100 * op.duration_ns / total:.1f}", _fmt(m.get("tensor_core_active_pct")),
+                    _fmt(m.get("achieved_occupancy_pct")), _fmt(m.get("dram_throughput_pct")), op.confidence.value)
+    err_console.print(ops)
+    for w in profile.warnings[:10]:
+        err_console.print(f"[yellow]warning:[/] {w}")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

@@ -1,0 +1,56 @@
+"""Name normalisation on real spellings seen in H200 exports of the same kernels."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiler_core.attribution.names import clean_op_name, kernel_base_name, kernel_join_key, parse_nvtx_op
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # two ncu exports of one kernel (notes/device.md)
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1>>",
+         "void at::vectorized_elementwise_kernel<4, at::FillFunctor<float>, std::array<char*, 1>>"),
+        ("elemWiseRNNcell<float, float, float, (cudnnRNNMode_t)3, (cudnnRNNBiasMode_t)2, (cudnnRNNClipMode_t)0>",
+         "elemWiseRNNcell<float, float, float, 3, 2, 0>"),
+        # demangled with parameters (nsys) vs function name (ncu default)
+        ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp<float>)",
+         "at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>"),
+    ],
+    ids=["at-native", "cudnn-enum-cast", "parameter-list"],
+)
+def test_real_spelling_pairs_join(a: str, b: str) -> None:
+    assert kernel_join_key(a) == kernel_join_key(b)
+
+
+def test_short_name_matches_base_name() -> None:
+    demangled = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T)"
+    assert kernel_base_name(demangled) == "vectorized_elementwise_kernel"
+    assert kernel_join_key("triton_poi_fused_addmm_relu_0") == "triton_poi_fused_addmm_relu_0"
+
+
+def test_distinct_kernels_stay_distinct() -> None:
+    assert kernel_join_key("gemm<float, 64>") != kernel_join_key("gemm<float, 128>")
+
+
+def test_parse_nvtx_operator_range() -> None:
+    op = parse_nvtx_op("aten::mm, op_id = 7, sizes = [[512, 256], [256, 256], [512, 256]], input_op_ids = [(0,-1)]")
+    assert op is not None
+    assert (op.name, op.op_id) == ("aten::mm", 7)
+    assert op.input_shapes == ((512, 256), (256, 256), (512, 256))
+    assert parse_nvtx_op("aten::addmm, seq = 28, op_id = 31").seq == 28  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text", ["## Call CompiledFxGraph fv3k ##, op_id = 5", "Torch-Compiled Region: 0/0, op_id = 2",
+                                  "TorchDynamo Cache Lookup, op_id = 1", ""])
+def test_non_operator_ranges_are_not_operators(text: str) -> None:
+    assert parse_nvtx_op(text) is None
+
+
+@pytest.mark.parametrize(("raw", "clean"), [("aten.addmm", "aten::addmm"), ("aten::add.Tensor", "aten::add"),
+                                             ("aten::addmm, seq = 28, op_id = 31", "aten::addmm"),
+                                             ("c10d::allreduce_", "c10d::allreduce_")])
+def test_clean_op_name(raw: str, clean: str) -> None:
+    assert clean_op_name(raw) == clean
