@@ -222,7 +222,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             step()
         except Exception as err:
-            hint = "; try --compile-mode eager" if mode is not CompileMode.EAGER and stage == "warmup" else ""
+            hint = ("; try --compile-mode eager to tell a compile problem from a model bug"
+                    if mode is not CompileMode.EAGER and stage == "warmup"
+                    else "; fix the model or its inputs so that one iteration runs on the device")
             raise WorkloadError(
                 f"{path}: step() raised {type(err).__name__} during {stage}: {err}{_where(err)}{hint}"
             ) from err

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import profiler_core
 from profiler_core.capture import phases
-from profiler_core.capture.chip import GpuInfo, detect_gpu
+from profiler_core.capture.chip import GpuInfo, chip_for_capability, detect_gpu
 from profiler_core.capture.clocks import (
     ClockObserver,
     ClockReader,
@@ -354,6 +354,10 @@ class CaptureSession:
         gpu.sm_count = info.get("sm_count", gpu.sm_count)
         gpu.compute_capability = gpu.compute_capability or info.get("compute_capability")
         gpu.name = gpu.name or info.get("name")
+        if gpu.chip is None and gpu.compute_capability:
+            major, _, minor = gpu.compute_capability.partition(".")
+            if major.isdigit() and minor.isdigit():
+                gpu.chip = chip_for_capability((int(major), int(minor)))
         v = self.manifest.versions
         v.torch, v.cuda, v.python = versions.get("torch"), versions.get("cuda"), versions.get("python")
 
@@ -431,6 +435,7 @@ class CaptureSession:
             self.counters()
             self.check()
             manifest.status = RunStatus.COMPLETE
+            self.save()  # attribution reads the finished manifest from disk
             if self.config.attribute:
                 try:
                     self.attribute()

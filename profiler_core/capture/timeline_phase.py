@@ -26,6 +26,9 @@ def run_timeline(cap: CaptureSession) -> None:
     if not cap.config.nsys or cap.tools.nsys is None:
         why = "--no-nsys was given" if not cap.config.nsys else cap.tools.nsys_missing
         cap.manifest.warnings.append(f"nsys skipped ({why}); the Kineto trace is the timeline")
+        if cap.config.clocks is ClockPolicy.LOCK:
+            cap.manifest.warnings.append("--clocks lock locks the nsys phase; without nsys no phase ran "
+                                         "with locked clocks")
         cap.say("timeline", "skipped: the Kineto trace is the timeline")
         return
     cap.say("timeline", "running nsys")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import profiler_core.attribution
 from profiler_core.capture import pipeline
 from profiler_core.capture.config import CaptureConfig
 from profiler_core.capture.determinism import PhaseLaunches, launches
@@ -29,6 +30,7 @@ from profiler_core.errors import (
     ToolFailedError,
     WorkloadError,
 )
+from profiler_core.schema import Profile, read_profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
 from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
 
@@ -64,9 +66,19 @@ def _value(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
-def test_default_capture_writes_every_artifact_and_an_honest_manifest(fakes: FakeLog, tmp_path: Path) -> None:
+def test_default_capture_writes_every_artifact_and_an_honest_manifest(
+    fakes: FakeLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[tuple[str, int, int, str]] = []
-    result = pipeline.capture(WORKLOAD, _config(tmp_path), progress=lambda *a: seen.append(a))
+    attributed: list[Path] = []
+
+    def attribute_run(run_dir: Path) -> Profile:
+        attributed.append(run_dir)
+        assert read_manifest(run_dir).status is RunStatus.COMPLETE  # attribution sees a finished run
+        return Profile(warnings=["attributed by the stand-in"])
+
+    monkeypatch.setattr(profiler_core.attribution, "attribute_run", attribute_run, raising=False)
+    result = pipeline.capture(WORKLOAD, _config(tmp_path, attribute=True), progress=lambda *a: seen.append(a))
     run = result.run_dir
     m = read_manifest(run)
     assert m == result.manifest and m.status is RunStatus.COMPLETE and m.error is None
@@ -144,11 +156,15 @@ def test_default_capture_writes_every_artifact_and_an_honest_manifest(fakes: Fak
     assert not Path(harness_calls[0]["cache"]).exists()
     # progress: every planned phase reported, steps counted against the plan
     assert {(s[0], s[1], s[2]) for s in seen if s[3].startswith("done")} == {
-        ("kineto", 1, 4),
-        ("timeline", 2, 4),
-        ("counters", 3, 4),
-        ("check", 4, 4),
+        ("kineto", 1, 5),
+        ("timeline", 2, 5),
+        ("counters", 3, 5),
+        ("check", 4, 5),
+        ("attribute", 5, 5),
     }
+    # --attribute: profile.json from the attribution engine, named in the manifest
+    assert attributed == [run] and m.artifacts.profile == "profile.json"
+    assert read_profile(run / "profile.json").warnings == ["attributed by the stand-in"]
 
 
 @pytest.mark.slow

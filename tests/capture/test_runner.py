@@ -124,3 +124,29 @@ def test_sigterm_ignoring_grandchild_is_killed_after_the_grace_period(tmp_path: 
 def test_missing_program_is_a_tool_failure(tmp_path: Path) -> None:
     with pytest.raises(ToolFailedError, match="cannot start"):
         run_process([str(tmp_path / "nope")], stdout_path=tmp_path / "o.log", stderr_path=tmp_path / "e.log")
+
+
+class _CtrlC:
+    """Stands in for the cancel event; raises KeyboardInterrupt (Ctrl-C) on its third check."""
+
+    def __init__(self) -> None:
+        self.checks = 0
+
+    def is_set(self) -> bool:
+        self.checks += 1
+        if self.checks >= 3:
+            raise KeyboardInterrupt
+        return False
+
+
+def test_ctrl_c_kills_the_group_and_propagates(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        run_process(
+            _family_script(tmp_path),
+            stdout_path=tmp_path / "o.log",
+            stderr_path=tmp_path / "e.log",
+            cancel=_CtrlC(),  # type: ignore[arg-type]
+            kill_grace_s=2.0,
+        )
+    child, grandchild = (int(_wait_for(tmp_path / f"{n}.pid")) for n in ("child", "grandchild"))
+    assert _gone(child) and _gone(grandchild)
