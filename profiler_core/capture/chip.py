@@ -150,7 +150,9 @@ def detect_gpu(device: str = "cuda", *, nvml: Any = None, env: Mapping[str, str]
     ordinal = device_ordinal(device)
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         except ImportError:
             nvml = None
     if nvml is not None:

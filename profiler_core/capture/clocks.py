@@ -44,7 +44,9 @@ class NvmlClockReader:
 
     def __init__(self, nvml_index: int, nvml: Any = None) -> None:
         if nvml is None:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         nvml.nvmlInit()
         self._nvml = nvml
         self._handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index)

@@ -146,7 +146,7 @@ class Artifacts(_Model):
 
 
 class RunManifest(_Model):
-    schema_version: Literal[1] = MANIFEST_SCHEMA_VERSION
+    schema_version: Literal[1] = 1  # MANIFEST_SCHEMA_VERSION
     operator_profiler: str
     created_at: str
     status: RunStatus = RunStatus.RUNNING
