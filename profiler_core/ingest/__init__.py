@@ -1,0 +1,6 @@
+"""Readers that turn profiler artifacts into the records in ``profiler_core.records``."""
+
+from profiler_core.ingest.kineto import read_kineto
+from profiler_core.ingest.nsys import read_nsys
+
+__all__ = ["read_kineto", "read_nsys"]
