@@ -75,8 +75,8 @@ def read_kineto(path: str | Path) -> KinetoTrace:
             found = collect_events(path, events, base_ns)
     except _DECODE_ERRORS as err:
         raise ArtifactFormatError(
-            f"{path}: not a readable JSON trace ({type(err).__name__}: {err}); the file is truncated "
-            f"or corrupt: {_REEXPORT}"
+            f"{path}: not a readable JSON trace ({type(err).__name__}: {' '.join(str(err).split())}); "
+            f"the file is truncated or corrupt: {_REEXPORT}"
         ) from err
     except OSError as err:
         raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.record_factory import record_factory
 from profiler_core.records import CpuOp, Dim3, RuntimeCall, TimelineKernel
 
 _GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -31,6 +32,17 @@ _INT = frozenset({int})
 _INT_OR_NONE = frozenset({int, type(None)})
 _STR = frozenset({str})
 _LIST = frozenset({list})
+_make_kernel = record_factory(TimelineKernel, (
+    "name", "start_ns", "end_ns", "stream", "device", "kind", "correlation_id", "external_id", "grid",
+    "block", "registers_per_thread", "graph_id", "graph_node_id", "bytes_moved", "smem_bytes",
+))
+_make_cpu_op = record_factory(CpuOp, (
+    "name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes", "input_types",
+    "category",
+))
+_make_call = record_factory(
+    RuntimeCall, ("name", "start_ns", "end_ns", "tid", "correlation_id", "external_id")
+)
 
 
 @dataclass
@@ -80,12 +92,11 @@ def _gpu_activity(event: dict[str, Any], kind: str, base_ns: int) -> TimelineKer
         _integers(name=name, stream=stream, device=device, correlation=correlation, external=external,
                   registers=registers, smem=smem, graph=graph, node=node, size=size)
     start_ns = base_ns + us_to_ns(event["ts"])
-    return TimelineKernel(
-        name=name, start_ns=start_ns, end_ns=start_ns + us_to_ns(event["dur"]), stream=stream,
-        device=device, kind=kind, correlation_id=correlation, external_id=external,
-        grid=_dim3(get("grid")), block=_dim3(get("block")), registers_per_thread=registers,
-        graph_id=graph or None, graph_node_id=node or None,  # CUPTI writes 0 for "not a graph launch"
-        bytes_moved=size, smem_bytes=smem,
+    return _make_kernel(
+        name, start_ns, start_ns + us_to_ns(event["dur"]), stream, device, kind, correlation, external,
+        _dim3(get("grid")), _dim3(get("block")), registers,
+        graph or None, node or None,  # CUPTI writes 0 for "not launched by a graph"
+        size, smem,
     )
 
 
@@ -98,12 +109,9 @@ def _cpu_op(event: dict[str, Any], category: str, base_ns: int) -> CpuOp:
         _integers(name=name, tid=tid, external=external, sequence=sequence)
     shapes, types = get("Input Dims"), get("Input type")
     start_ns = base_ns + us_to_ns(event["ts"])
-    return CpuOp(
-        name=name, start_ns=start_ns, end_ns=start_ns + us_to_ns(event["dur"]), tid=tid,
-        external_id=external, sequence_number=sequence,
-        input_shapes=None if shapes is None else _shapes(shapes),
-        input_types=None if types is None else _strings(types),
-        category=category,
+    return _make_cpu_op(
+        name, start_ns, start_ns + us_to_ns(event["dur"]), tid, external, sequence,
+        None if shapes is None else _shapes(shapes), None if types is None else _strings(types), category,
     )
 
 
@@ -114,8 +122,7 @@ def _runtime_call(event: dict[str, Any], base_ns: int) -> RuntimeCall:
     if type(name) is not str or type(tid) is not int or not _all_optional_int(correlation, external):
         _integers(name=name, tid=tid, correlation=correlation, external=external)
     start_ns = base_ns + us_to_ns(event["ts"])
-    return RuntimeCall(name=name, start_ns=start_ns, end_ns=start_ns + us_to_ns(event["dur"]), tid=tid,
-                       correlation_id=correlation, external_id=external)
+    return _make_call(name, start_ns, start_ns + us_to_ns(event["dur"]), tid, correlation, external)
 
 
 def us_to_ns(value: Any) -> int:

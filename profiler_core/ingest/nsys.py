@@ -22,6 +22,7 @@ from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.gc_pause import gc_paused
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
 from profiler_core.ingest.nsys_tables import read_gpus, read_nvtx_ranges, read_runtime_calls
+from profiler_core.ingest.record_factory import record_factory
 from profiler_core.records import NsysTimeline, TimelineKernel
 
 _KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
@@ -30,6 +31,11 @@ _KERNEL_NOT_NULL = ("start", "end", "deviceId", "streamId")
 _KERNEL_OPTIONAL = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
                     "staticSharedMemory", "dynamicSharedMemory", "graphId", "graphNodeId")
 _BATCH_ROWS = 50_000
+_make_kernel = record_factory(TimelineKernel, (
+    "name", "start_ns", "end_ns", "stream", "device", "short_name", "correlation_id", "grid", "block",
+    "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes", "smem_bytes", "graph_id",
+    "graph_node_id",
+))
 
 
 def read_nsys(path: str | Path) -> NsysTimeline:
@@ -75,40 +81,32 @@ def _read_kernels(schema: ExportSchema) -> list[TimelineKernel]:
             f"`nsys profile -t cuda,nvtx` and {REEXPORT}"
         )
     schema.require(table, _KERNEL_REQUIRED)
-    names = [c for c in ("demangledName", "shortName") if c in schema.columns(table)]
-    if not names:
+    if not {"demangledName", "shortName"} & schema.columns(table):
         schema.require(table, ("demangledName",))
-    schema.check_integers(table, _KERNEL_NOT_NULL, ("correlationId", *_KERNEL_OPTIONAL))
-    optional = ", ".join(schema.column_or_null(table, c, "k") for c in _KERNEL_OPTIONAL)
-    demangled = "d.value" if "demangledName" in names else "NULL"
-    short = "s.value" if "shortName" in names else "NULL"
-    joins = "".join(
-        f" LEFT JOIN StringIds AS {alias} ON {alias}.id = k.{column}"
-        for alias, column in (("d", "demangledName"), ("s", "shortName"))
-        if column in names
-    )
+    # Each name is looked up once and shared: 500k rows name a few hundred kernels.
+    strings = schema.strings()
+    columns = ", ".join(schema.column_or_null(table, c, "k") for c in ("demangledName", "shortName",
+                                                                        *_KERNEL_OPTIONAL))
     cursor = schema.conn.execute(
-        f"SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, {demangled}, {short}, {optional} "
-        f"FROM {table} AS k{joins}"
+        f"SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, {columns}, "
+        f"{schema.integers_ok(table, 'k', _KERNEL_NOT_NULL, ('correlationId', *_KERNEL_OPTIONAL))} "
+        f"FROM {table} AS k"
     )
     kernels: list[TimelineKernel] = []
-    append = kernels.append
+    append, make = kernels.append, _make_kernel
     while rows := cursor.fetchmany(_BATCH_ROWS):
-        for (start, end, device, stream, correlation, demangled_name, short_name,
-             gx, gy, gz, bx, by, bz, registers, static_smem, dynamic_smem, graph, node) in rows:
-            name = demangled_name or short_name
-            if type(name) is not str:
-                raise _nameless(schema.path, table, start)
-            append(TimelineKernel(
-                name=name, start_ns=start, end_ns=end, stream=stream, device=device,
-                short_name=short_name, correlation_id=correlation,
-                grid=None if gx is None else (gx, gy, gz),
-                block=None if bx is None else (bx, by, bz),
-                registers_per_thread=registers,
-                static_smem_bytes=static_smem, dynamic_smem_bytes=dynamic_smem,
-                smem_bytes=None if static_smem is None or dynamic_smem is None
-                else static_smem + dynamic_smem,
-                graph_id=graph, graph_node_id=node,
+        for (start, end, device, stream, correlation, demangled_id, short_id,
+             gx, gy, gz, bx, by, bz, registers, static_smem, dynamic_smem, graph, node, ok) in rows:
+            short_name = strings[short_id]
+            name = strings[demangled_id] or short_name
+            if name is None or not ok:
+                raise _nameless(schema.path, table, start) if ok else schema.damaged(table, start)
+            append(make(
+                name, start, end, stream, device, short_name, correlation,
+                None if gx is None else (gx, gy, gz), None if bx is None else (bx, by, bz),
+                registers, static_smem, dynamic_smem,
+                None if static_smem is None or dynamic_smem is None else static_smem + dynamic_smem,
+                graph, node,
             ))
     return kernels
 
@@ -118,23 +116,27 @@ def _read_copies(schema: ExportSchema, table: str, kind: str) -> list[TimelineKe
     if table not in schema.tables:
         return []
     schema.require(table, _KERNEL_REQUIRED)
-    schema.check_integers(table, _KERNEL_NOT_NULL, ("correlationId", "bytes", "graphNodeId"))
     labels = schema.enum_labels("ENUM_CUDA_MEMCPY_OPER") if kind == "memcpy" else {}
     copy_kind = schema.column_or_null(table, "copyKind", "c") if kind == "memcpy" else "NULL"
+    optional = ", ".join(schema.column_or_null(table, c, "c") for c in ("bytes", "graphNodeId"))
+    ok = schema.integers_ok(table, "c", _KERNEL_NOT_NULL, ("correlationId", "bytes", "graphNodeId"))
     cursor = schema.conn.execute(
-        f"SELECT c.start, c.end, c.deviceId, c.streamId, c.correlationId, "
-        f"{schema.column_or_null(table, 'bytes', 'c')}, {schema.column_or_null(table, 'graphNodeId', 'c')}, "
-        f"{copy_kind} FROM {table} AS c"
+        f"SELECT c.start, c.end, c.deviceId, c.streamId, c.correlationId, {optional}, {copy_kind}, {ok} "
+        f"FROM {table} AS c"
     )
     records: list[TimelineKernel] = []
     while rows := cursor.fetchmany(_BATCH_ROWS):
-        for start, end, device, stream, correlation, size, node, copy in rows:
+        for start, end, device, stream, correlation, size, node, copy, ok in rows:
+            if not ok:
+                raise schema.damaged(table, start)
             if kind == "memset":
                 name = "CUDA memset"
+            elif copy is None:
+                name = "CUDA memcpy"
             else:
-                name = f"CUDA memcpy {labels.get(copy, 'kind ' + str(copy)) if copy is not None else ''}"
+                name = f"CUDA memcpy {labels.get(copy, f'kind {copy}')}"
             records.append(TimelineKernel(
-                name=name.rstrip(), start_ns=start, end_ns=end, stream=stream, device=device, kind=kind,
+                name=name, start_ns=start, end_ns=end, stream=stream, device=device, kind=kind,
                 correlation_id=correlation, bytes_moved=size, graph_node_id=node,
             ))
     return records

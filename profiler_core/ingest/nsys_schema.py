@@ -9,7 +9,7 @@ layout. It also owns the checks that turn "this is not what we expected" into an
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +43,27 @@ def open_export(path: Path) -> sqlite3.Connection:
         return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as err:
         raise ArtifactFormatError(f"{path}: SQLite cannot open it ({err}); {REEXPORT}") from err
+
+
+class StringIds(dict[int, "str | None"]):
+    """``StringIds`` looked up on first use: ``strings[id]`` is the text, or None when absent.
+
+    A big export names a few hundred kernels and API calls in 500k rows, so one point query
+    per distinct id beats both a join (a fresh str per row) and loading the whole table.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, transform: Callable[[str], str] | None) -> None:
+        super().__init__()
+        self._conn = conn
+        self._transform = transform
+
+    def __missing__(self, key: int) -> str | None:
+        row = self._conn.execute("SELECT value FROM StringIds WHERE id = ?", (key,)).fetchone()
+        value = row[0] if row is not None and type(row[0]) is str else None
+        if value is not None and self._transform is not None:
+            value = self._transform(value)
+        self[key] = value
+        return value
 
 
 @dataclass
@@ -94,21 +115,30 @@ class ExportSchema:
         """``alias.column`` for a SELECT list, or ``NULL`` when this export has no such column."""
         return f"{alias}.{column}" if column in self.columns(table) else "NULL"
 
-    def check_integers(self, table: str, not_null: Sequence[str], nullable: Sequence[str] = ()) -> None:
-        """Raise when a damaged file holds a non-integer where nsys writes integers.
+    def integers_ok(
+        self, table: str, alias: str, not_null: Sequence[str], nullable: Sequence[str] = ()
+    ) -> str:
+        """A SELECT-list expression that is 1 when the row holds integers where nsys writes them.
 
-        One SQL scan costs far less than checking each value in Python, and lets the row
-        loops trust their types.
+        Selected with the row, it costs no extra scan of a 500k-row table, and lets the row
+        loops trust their types: a damaged file raises ``damaged()`` instead of yielding
+        records with strings for times.
         """
-        conditions = [f"typeof({c}) != 'integer'" for c in not_null]
+        conditions = [f"typeof({alias}.{c}) = 'integer'" for c in not_null]
         present = [c for c in nullable if c in self.columns(table)]
-        conditions += [f"typeof({c}) NOT IN ('integer', 'null')" for c in present]
-        bad = self.conn.execute(f"SELECT count(*) FROM {table} WHERE {' OR '.join(conditions)}").fetchone()[0]
-        if bad:
-            raise ArtifactFormatError(
-                f"{self.path}: {bad} row(s) of {table} hold non-integer values in "
-                f"{', '.join([*not_null, *nullable])}; the file is damaged: {REEXPORT}"
-            )
+        conditions += [f"typeof({alias}.{c}) IN ('integer', 'null')" for c in present]
+        return "(" + " AND ".join(conditions) + ")"
+
+    def damaged(self, table: str, start: object) -> ArtifactFormatError:
+        """The error for a row that ``integers_ok`` rejected."""
+        return ArtifactFormatError(
+            f"{self.path}: a {table} row (start {start!r}) holds a non-integer time, id or size; the file is "
+            f"damaged: {REEXPORT}"
+        )
+
+    def strings(self, transform: Callable[[str], str] | None = None) -> StringIds:
+        """A lazy ``id -> text`` view of ``StringIds`` (optionally transformed once per id)."""
+        return StringIds(self.conn, transform)
 
     def enum_labels(self, table: str) -> dict[int, str]:
         """``id -> label`` of one of nsys's ENUM_* tables (empty when absent)."""

@@ -15,7 +15,8 @@ from operator import attrgetter
 from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema
+from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, StringIds
+from profiler_core.ingest.record_factory import record_factory
 from profiler_core.records import NvtxRange, RuntimeCall
 
 _RUNTIME_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
@@ -26,35 +27,36 @@ _NVTX_MARK = 34
 _NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 _NVTX_DOMAIN_CREATE = 75
 _BATCH_ROWS = 50_000
+_make_call = record_factory(RuntimeCall, ("name", "start_ns", "end_ns", "tid", "correlation_id"))
+_make_range = record_factory(NvtxRange, ("text", "start_ns", "end_ns", "tid", "domain"))
 
 
 def read_runtime_calls(schema: ExportSchema) -> list[RuntimeCall]:
     """CUDA runtime (required) and driver (when exported) API calls, sorted by start."""
     schema.require_table(_RUNTIME_TABLES[0])
     calls: list[RuntimeCall] = []
-    clean: dict[str, str] = {}
+    append, make = calls.append, _make_call
+    # A few dozen distinct API names: each is cleaned once, then shared by every call.
+    names = schema.strings(lambda name: _VERSION_SUFFIX.sub("", name))
     for table in _RUNTIME_TABLES:
         if table not in schema.tables:
             continue
         schema.require(table, _API_REQUIRED)
-        schema.check_integers(table, ("start", "end"), ("globalTid", "correlationId"))
+        ok = schema.integers_ok(table, "r", ("start", "end"), ("globalTid", "correlationId"))
         cursor = schema.conn.execute(
-            f"SELECT r.start, r.end, r.globalTid, r.correlationId, s.value "
-            f"FROM {table} AS r LEFT JOIN StringIds AS s ON s.id = r.nameId"
+            f"SELECT r.start, r.end, r.globalTid, r.correlationId, r.nameId, {ok} FROM {table} AS r"
         )
-        append = calls.append
         while rows := cursor.fetchmany(_BATCH_ROWS):
-            for start, end, tid, correlation, raw in rows:
-                name = clean.get(raw)
-                if name is None:
-                    if type(raw) is not str:
-                        raise ArtifactFormatError(
-                            f"{schema.path}: a {table} row (start {start}) names no API call (its StringIds "
-                            f"entry is missing or not text); {REEXPORT}"
-                        )
-                    name = clean[raw] = _VERSION_SUFFIX.sub("", raw)
-                append(RuntimeCall(name=name, start_ns=start, end_ns=end, tid=tid,
-                                   correlation_id=correlation))
+            for start, end, tid, correlation, name_id, ok in rows:
+                name = names[name_id]
+                if name is None or not ok:
+                    if not ok:
+                        raise schema.damaged(table, start)
+                    raise ArtifactFormatError(
+                        f"{schema.path}: a {table} row (start {start}) names no API call (its StringIds "
+                        f"entry is missing or not text); {REEXPORT}"
+                    )
+                append(make(name, start, end, tid, correlation))
     calls.sort(key=attrgetter("start_ns"))
     return calls
 
@@ -71,23 +73,26 @@ def read_nvtx_ranges(schema: ExportSchema, warnings: list[str]) -> list[NvtxRang
     columns = schema.columns(_NVTX_TABLE)
     if not {"text", "textId"} & columns:
         schema.require(_NVTX_TABLE, ("text",))
-    schema.check_integers(_NVTX_TABLE, ("start", "eventType"), ("end", "globalTid", "textId", "domainId"))
-    text = _text_expression(columns)
-    join = " LEFT JOIN StringIds AS s ON s.id = n.textId" if "textId" in columns else ""
     _count_skipped(schema, warnings)
-    domains = _domains(schema, text, join) if "domainId" in columns else {}
-    domain = "n.domainId" if "domainId" in columns else "NULL"
+    strings = schema.strings()
+    domains = _domains(schema, strings) if "domainId" in columns else {}
+    selected = ", ".join(schema.column_or_null(_NVTX_TABLE, c, "n") for c in ("text", "textId", "domainId"))
+    ok = schema.integers_ok(_NVTX_TABLE, "n", ("start", "end"), ("globalTid",))
     cursor = schema.conn.execute(
-        f"SELECT n.start, n.end, n.globalTid, {text}, {domain} FROM {_NVTX_TABLE} AS n{join} "
+        f"SELECT n.start, n.end, n.globalTid, {selected}, {ok} FROM {_NVTX_TABLE} AS n "
         f"WHERE n.eventType IN {_NVTX_RANGES} AND n.end IS NOT NULL"
     )
     ranges: list[NvtxRange] = []
-    append = ranges.append
+    append, make, domain_of = ranges.append, _make_range, domains.get
     while rows := cursor.fetchmany(_BATCH_ROWS):
-        for start, end, tid, label, domain_id in rows:
-            # A range pushed without a message is legal NVTX; its text is empty, not invented.
-            append(NvtxRange(text=label if type(label) is str else "", start_ns=start, end_ns=end, tid=tid,
-                             domain=domains.get(domain_id)))
+        for start, end, tid, text, text_id, domain_id, ok in rows:
+            if not ok:
+                raise schema.damaged(_NVTX_TABLE, start)
+            if type(text) is not str:
+                # Registered strings live in StringIds; a range pushed with no message at all
+                # is legal NVTX, and its text is empty rather than invented.
+                text = strings[text_id] or ""
+            append(make(text, start, end, tid, domain_of(domain_id)))
     ranges.sort(key=attrgetter("start_ns"))
     return ranges
 
@@ -101,12 +106,6 @@ def read_gpus(schema: ExportSchema) -> list[Mapping[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _text_expression(columns: frozenset[str]) -> str:
-    if {"text", "textId"} <= columns:
-        return "COALESCE(n.text, s.value)"
-    return "n.text" if "text" in columns else "s.value"
-
-
 def _count_skipped(schema: ExportSchema, warnings: list[str]) -> None:
     marks, unended = schema.conn.execute(
         f"SELECT coalesce(sum(eventType = {_NVTX_MARK}), 0), "
@@ -118,9 +117,15 @@ def _count_skipped(schema: ExportSchema, warnings: list[str]) -> None:
         warnings.append(f"{unended} NVTX range(s) skipped: never ended before the capture stopped")
 
 
-def _domains(schema: ExportSchema, text: str, join: str) -> dict[int, str]:
+def _domains(schema: ExportSchema, strings: StringIds) -> dict[int, str]:
     """``domainId -> name`` from the domain-create rows; the default domain (0) has no name."""
+    selected = ", ".join(schema.column_or_null(_NVTX_TABLE, c, "n") for c in ("text", "textId"))
     rows = schema.conn.execute(
-        f"SELECT n.domainId, {text} FROM {_NVTX_TABLE} AS n{join} WHERE n.eventType = {_NVTX_DOMAIN_CREATE}"
+        f"SELECT n.domainId, {selected} FROM {_NVTX_TABLE} AS n WHERE n.eventType = {_NVTX_DOMAIN_CREATE}"
     ).fetchall()
-    return {domain_id: name for domain_id, name in rows if domain_id and type(name) is str}
+    domains = {}
+    for domain_id, text, text_id in rows:
+        name = text if type(text) is str else strings[text_id]
+        if domain_id and name is not None:
+            domains[domain_id] = name
+    return domains
