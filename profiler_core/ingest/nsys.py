@@ -63,7 +63,8 @@ def read_nsys(path: str | Path) -> NsysTimeline:
                 gpus=read_gpus(schema),
                 warnings=warnings,
             )
-    except sqlite3.Error as err:
+    except (sqlite3.Error, UnicodeDecodeError) as err:
+        # sqlite3 raises UnicodeDecodeError itself for TEXT that is not UTF-8 (a damaged page).
         raise ArtifactFormatError(
             f"{path}: SQLite cannot read it ({type(err).__name__}: {err}); the file is corrupt or "
             f"truncated: {REEXPORT}"
