@@ -47,6 +47,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Subcommand modules, imported (and so registered) when the app is first built.
 _COMMAND_MODULES = (
     "profiler_core.cli.summary",
+    "profiler_core.cli.diagnose",
+    "profiler_core.cli.compare",
+    "profiler_core.cli.report",
 )
 
 
