@@ -12,7 +12,7 @@ executed instructions (IPC by active cycles) when every sample carries that weig
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from profiler_core.metrics.catalog import CATALOG, Aggregation
 
@@ -22,41 +22,64 @@ _WEIGHT_FIELD = {
     Aggregation.INSTRUCTION_WEIGHTED: "executed_instructions",
     Aggregation.ACTIVE_CYCLE_WEIGHTED: "sm_active_cycles",
 }
+_SPECS = {spec.field: spec for spec in CATALOG}
 
 
-def _weighted(values: list[tuple[float, float]]) -> float | None:
-    """Weighted mean of (value, weight) pairs; the plain mean when all weights are zero."""
-    if not values:
-        return None
-    total = sum(w for _, w in values)
-    if total <= 0:
-        return sum(v for v, _ in values) / len(values)
-    return sum(v * w for v, w in values) / total
+# A rate's running sums: [count, plain sum, sum v*d, sum d, sum v*w, sum w, every row had w].
+_COUNT, _PLAIN, _DNUM, _DDEN, _WNUM, _WDEN, _WOK = range(7)
 
 
-def aggregate_counters(samples: Iterable[CounterSample]) -> dict[str, float | None]:
-    """One counter set for a group of (counters, duration_ns) samples; absent everywhere -> omitted."""
-    rows = [(counters, max(int(duration_ns), 0)) for counters, duration_ns in samples]
+def aggregate_counters(samples: Iterable[CounterSample], fields: Collection[str] | None = None,
+                       ) -> dict[str, float | None]:
+    """One counter set for a group of (counters, duration_ns) samples; absent everywhere -> omitted.
+
+    ``fields`` limits the work to those counters (the others are left out of the result).
+    """
+    totals: dict[str, float] = {}
+    means: dict[str, list] = {}
+    nulls: set[str] = set()
+    wanted = None if fields is None else [f for f in fields if f in _SPECS]
+    for counters, duration_ns in samples:
+        d = duration_ns if duration_ns > 0 else 0
+        items = counters.items() if wanted is None else ((f, counters[f]) for f in wanted if f in counters)
+        for name, value in items:
+            spec = _SPECS.get(name)
+            if spec is None:
+                continue
+            if value is None:
+                nulls.add(name)  # known field, not measured here: kept as null if measured nowhere
+                continue
+            agg = spec.aggregation
+            if agg is Aggregation.SUM:
+                totals[name] = totals.get(name, 0.0) + value
+            elif agg is Aggregation.MAX:
+                totals[name] = max(totals.get(name, value), value)
+            else:
+                m = means.get(name)
+                if m is None:
+                    m = means[name] = [0, 0.0, 0.0, 0, 0.0, 0.0, True]
+                m[_COUNT] += 1
+                m[_PLAIN] += value
+                m[_DNUM] += value * d
+                m[_DDEN] += d
+                weight_field = _WEIGHT_FIELD.get(agg)
+                if weight_field is not None:
+                    w = counters.get(weight_field)
+                    if w is None:
+                        m[_WOK] = False
+                    else:
+                        m[_WNUM] += value * w
+                        m[_WDEN] += w
     out: dict[str, float | None] = {}
     for spec in CATALOG:
-        present = [(c[spec.field], d, c) for c, d in rows if c.get(spec.field) is not None]
-        if not present:
-            if any(spec.field in c for c, _ in rows):
-                out[spec.field] = None  # known field, measured nowhere: keep the null
-            continue
-        values = [float(v) for v, _, _ in present]  # type: ignore[arg-type]
-        if spec.aggregation is Aggregation.SUM:
-            out[spec.field] = sum(values)
-        elif spec.aggregation is Aggregation.MAX:
-            out[spec.field] = max(values)
-        else:
-            weight_field = _WEIGHT_FIELD.get(spec.aggregation)
-            use_weight = weight_field is not None and all(
-                c.get(weight_field) is not None for _, _, c in present
-            )
-            pairs = [
-                (float(v), float(c[weight_field]) if use_weight else float(d))  # type: ignore[arg-type]
-                for v, d, c in present
-            ]
-            out[spec.field] = _weighted(pairs)
+        name = spec.field
+        if name in totals:
+            out[name] = float(totals[name])
+        elif name in means:
+            m = means[name]
+            by_counter = spec.aggregation in _WEIGHT_FIELD and m[_WOK]
+            num, den = (m[_WNUM], m[_WDEN]) if by_counter else (m[_DNUM], m[_DDEN])
+            out[name] = float(num / den if den > 0 else m[_PLAIN] / m[_COUNT])
+        elif name in nulls:
+            out[name] = None
     return out

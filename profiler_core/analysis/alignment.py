@@ -21,6 +21,9 @@ Three passes, each on what the previous left over:
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import StrEnum
@@ -29,6 +32,10 @@ from profiler_core.analysis.operator_class import aten_name
 from profiler_core.analysis.patterns import manual_attention_groups
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.schema import Operator, OperatorClass
+
+# Role matching is quadratic in the worst case: stretches larger than this (ops x ops) are cut first.
+_SMALL_STRETCH = 64 * 64
+_CHUNK_OPS = 64
 
 
 class AlignMethod(StrEnum):
@@ -79,8 +86,12 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
                 same_key = a_ops[i].key == b_ops[j].key
                 groups.append(_Group([i], [j], AlignMethod.KEY if same_key else AlignMethod.SEQUENCE))
             continue
-        groups.extend(_align_stretch(a_ops, b_ops, a_roles, b_roles, range(i1, i2), range(j1, j2),
-                                     neighbours=groups[-1:]))
+        for piece in _segments(list(range(i1, i2)), list(range(j1, j2)), a_roles, b_roles):
+            if isinstance(piece, _Group):
+                groups.append(piece)  # an anchor
+            else:
+                groups.extend(_align_stretch(a_ops, b_ops, a_roles, b_roles, piece[0], piece[1],
+                                             neighbours=groups[-1:]))
     _absorb_into_next(groups, a_ops, b_ops)
     out = []
     for g in sorted(groups, key=_order_key(groups)):
@@ -103,18 +114,54 @@ def _order_key(groups: list[_Group]):
         for j in g.opt:
             if g.base:
                 opt_to_base[j] = float(min(g.base))
+    positions = sorted(opt_to_base)
+    running, best = [], -1.0
+    for j in positions:  # running[i]: the latest baseline position among optimized ops <= positions[i]
+        best = max(best, opt_to_base[j])
+        running.append(best)
 
     def key(g: _Group) -> float:
         if g.base:
             return float(min(g.base))
-        earlier = [pos for j, pos in opt_to_base.items() if j < min(g.opt)]
-        return (max(earlier) if earlier else -1.0) + 0.5
+        i = bisect_left(positions, min(g.opt))
+        return (running[i - 1] if i else -1.0) + 0.5
 
     return key
 
 
+def _segments(a_idx: list[int], b_idx: list[int], a_roles: list[str], b_roles: list[str],
+              ) -> Iterator[tuple[list[int], list[int]] | _Group]:
+    """Split a large stretch so role matching stays cheap: at anchors, else into proportional chunks.
+
+    An anchor role occurs equally often on both sides (e.g. one LayerNorm per layer in each
+    profile); its i-th occurrences are paired and cut the stretch into layer-sized pieces.
+    """
+    if len(a_idx) * len(b_idx) <= _SMALL_STRETCH or not a_idx or not b_idx:
+        yield a_idx, b_idx
+        return
+    count_a = Counter(a_roles[i] for i in a_idx)
+    count_b = Counter(b_roles[j] for j in b_idx)
+    anchors = [r for r, n in count_a.items() if n >= 2 and count_b.get(r) == n]
+    if not anchors:
+        chunks = -(-len(a_idx) // _CHUNK_OPS)
+        for c in range(chunks):
+            a_lo, a_hi = c * len(a_idx) // chunks, (c + 1) * len(a_idx) // chunks
+            b_lo, b_hi = c * len(b_idx) // chunks, (c + 1) * len(b_idx) // chunks
+            yield a_idx[a_lo:a_hi], b_idx[b_lo:b_hi]
+        return
+    role = max(anchors, key=lambda r: (count_a[r], r))
+    cuts_a = [n for n, i in enumerate(a_idx) if a_roles[i] == role]
+    cuts_b = [n for n, j in enumerate(b_idx) if b_roles[j] == role]
+    prev_a = prev_b = 0
+    for ca, cb in zip(cuts_a, cuts_b, strict=True):
+        yield from _segments(a_idx[prev_a:ca], b_idx[prev_b:cb], a_roles, b_roles)
+        yield _Group([a_idx[ca]], [b_idx[cb]], AlignMethod.CLASS_POSITION)
+        prev_a, prev_b = ca + 1, cb + 1
+    yield from _segments(a_idx[prev_a:], b_idx[prev_b:], a_roles, b_roles)
+
+
 def _align_stretch(a_ops: list[Operator], b_ops: list[Operator], a_roles: list[str], b_roles: list[str],
-                   a_range: range, b_range: range, neighbours: list[_Group]) -> list[_Group]:
+                   a_range: list[int], b_range: list[int], neighbours: list[_Group]) -> list[_Group]:
     """Pair a stretch by role, then absorb the leftovers (see the module docstring)."""
     paired: list[_Group] = []
     a_left, b_left = list(a_range), list(b_range)

@@ -141,7 +141,8 @@ def _counter_deltas(base: dict[str, float | None], opt: dict[str, float | None],
         b, o = base.get(f), opt.get(f)
         if b is None and o is None:
             continue
-        out.append(CounterDelta(
+        # Trusted values built here: construct without re-validating (thousands of rows per comparison).
+        out.append(CounterDelta.model_construct(
             field=f, base=b, opt=o, delta=(o - b) if b is not None and o is not None else None,
             direction=direction(f, b, o, same_abs=t.counter_same_abs, same_rel_pct=t.counter_same_rel_pct),
             text=shift_text(f, b, o)))

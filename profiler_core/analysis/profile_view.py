@@ -39,6 +39,9 @@ class ProfileView:
         self.profile = profile
         self.kernels_by_id: dict[int, Kernel] = {k.id: k for k in profile.kernels}
         self.operators_by_key: dict[str, Operator] = {op.key: op for op in profile.operators}
+        # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
+        self._kernels_of: dict[str, list[Kernel]] = {}
+        self._counters_of: dict[str, dict[str, float | None]] = {}
 
     # -- time
     @cached_property
@@ -74,8 +77,11 @@ class ProfileView:
 
     def kernels_of(self, op: Operator) -> list[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""
-        ks = [self.kernels_by_id[i] for i in op.kernel_ids if i in self.kernels_by_id]
-        return sorted(ks, key=lambda k: k.start_ns)
+        cached = self._kernels_of.get(op.key)
+        if cached is None:
+            ks = [self.kernels_by_id[i] for i in op.kernel_ids if i in self.kernels_by_id]
+            cached = self._kernels_of[op.key] = sorted(ks, key=lambda k: k.start_ns)
+        return cached
 
     def op_duration_ns(self, op: Operator) -> int:
         """Sum of the operator's kernel durations (the stored figure when its kernels are absent)."""
@@ -84,10 +90,12 @@ class ProfileView:
 
     def op_counters(self, op: Operator) -> dict[str, float | None]:
         """The operator's aggregated counters (recomputed from kernels when they carry counters)."""
-        ks = [k for k in self.kernels_of(op) if k.counters]
-        if ks:
-            return aggregate_counters((k.counters, k.duration_ns) for k in ks)
-        return dict(op.metrics)
+        cached = self._counters_of.get(op.key)
+        if cached is None:
+            ks = [k for k in self.kernels_of(op) if k.counters]
+            cached = aggregate_counters((k.counters, k.duration_ns) for k in ks) if ks else dict(op.metrics)
+            self._counters_of[op.key] = cached
+        return cached
 
     # -- kernels
     @cached_property
@@ -132,9 +140,9 @@ class ProfileView:
                  ) -> FindingEvidence:
         """Evidence for a set of kernels: time, share, aggregated counters, tiers, confidence."""
         duration = sum(k.duration_ns for k in kernels)
-        counters = aggregate_counters((k.counters, k.duration_ns) for k in kernels if k.counters)
-        if counter_fields is not None:
-            wanted = list(counter_fields)
+        wanted = None if counter_fields is None else list(counter_fields)
+        counters = aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), wanted)
+        if wanted is not None:
             counters = {f: counters.get(f) for f in wanted}
         by_name: Counter[str] = Counter()
         for k in kernels:

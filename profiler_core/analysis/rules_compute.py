@@ -47,7 +47,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     if not idle:
         return []
     kernels = ctx.view.kernels_of_ops(idle)
-    agg = ctx.view.evidence(kernels).counters
+    agg = ctx.view.evidence(kernels, counter_fields=_GEMM_FIELDS).counters
     all_gemm_ns = sum(ctx.view.op_duration_ns(op) for op in ctx.ops
                       if ctx.view.op_class(op) is OperatorClass.GEMM)
     idle_ns = sum(k.duration_ns for k in kernels)
@@ -82,7 +82,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     chosen, facts = [], []
     for group in groups:
         ops = [ctx.ops[i] for i in group]
-        agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops)).counters
+        agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_GEMM_FIELDS).counters
         occupancy = counter(agg, "achieved_occupancy_pct")
         if occupancy is None or occupancy >= t.low_occupancy_pct:
             continue
@@ -95,7 +95,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     n_groups = len(facts)
     facts = [f"{n_groups} group(s) of parallel projections; shared input inferred from identical "
              "input shapes (or identical launches)", *facts[:6]]
-    agg = ctx.view.evidence(ctx.view.kernels_of_ops(chosen)).counters
+    agg = ctx.view.evidence(ctx.view.kernels_of_ops(chosen), counter_fields=_GEMM_FIELDS).counters
     return [ctx.finding(
         "parallel_projections",
         title="Low occupancy on parallel projection GEMMs",

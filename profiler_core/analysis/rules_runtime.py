@@ -19,6 +19,8 @@ from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
+_MEMORY_FIELDS = ("dram_throughput_pct", "sm_throughput_pct", "dram_bytes_read", "dram_bytes_written")
+_SPILL_FIELDS = ("local_memory_wavefronts", "registers_per_thread", "achieved_occupancy_pct")
 _GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
 
 
@@ -46,7 +48,7 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
     if not chains:
         return []
     ops = [op for chain in chains for op in chain]
-    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops)).counters
+    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_MEMORY_FIELDS).counters
     eager = sum(1 for op in ops if op.execution_context is ExecutionContext.EAGER)
     facts = [f"{len(chains)} chain(s), longest {max(len(c) for c in chains)} operators",
              *(" -> ".join(op.key for op in chain[:6]) for chain in chains[:3])]
@@ -63,7 +65,7 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
         ops=ops,
         transformation=Transformation.ELEMENTWISE_FUSION,
         facts=facts,
-        counter_fields=("dram_throughput_pct", "sm_throughput_pct", "dram_bytes_read", "dram_bytes_written"),
+        counter_fields=_MEMORY_FIELDS,
         expected_shifts={"dram_bytes_read": "down"},
     )]
 
@@ -161,7 +163,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
            if (counter(ctx.view.op_counters(op), "local_memory_wavefronts") or 0) > limit]
     if not ops:
         return []
-    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops)).counters
+    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_SPILL_FIELDS).counters
     return [ctx.finding(
         "register_spills",
         title="Register spills to local memory",
@@ -172,7 +174,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
         ops=ops,
         facts=[f"registers per thread up to {counter(agg, 'registers_per_thread') or 0:.0f}",
                "a smaller tile, fewer live values, or a lower-precision type reduces the pressure"],
-        counter_fields=("local_memory_wavefronts", "registers_per_thread", "achieved_occupancy_pct"),
+        counter_fields=_SPILL_FIELDS,
         expected_shifts={"local_memory_wavefronts": "down"},
     )]
 
