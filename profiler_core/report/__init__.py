@@ -3,7 +3,7 @@
     render_html(profile, findings=diagnose(profile), baseline=baseline)   # self-contained page
     render_markdown(comparison=compare(baseline, profile))                # pull-request comment
     export_perfetto(profile)                                              # Chrome trace dict
-    compact_summary(profile, top_k=10)                                    # a few KB for an LLM
+    compact_summary(profile, top_k=10)                                    # a few KB for an MCP client
 """
 
 from profiler_core.report.html import render_html

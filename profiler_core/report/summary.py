@@ -1,4 +1,4 @@
-"""A compact summary of one profile for an LLM's context: top operators, findings, coverage.
+"""A compact summary of one profile for an MCP client's context: top operators, findings, coverage.
 
 Bounded: the compact JSON of the summary never exceeds ``SUMMARY_MAX_BYTES``. When a profile
 has more to say, the summary sheds detail in a fixed order (finding facts, operator lists,

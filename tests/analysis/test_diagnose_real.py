@@ -53,7 +53,7 @@ def test_optimized_run_no_longer_licenses_the_applied_passes() -> None:
 
 
 def test_same_model_other_run_gives_the_same_findings() -> None:
-    """h200_joinable is the baseline model captured in another session: same rules, same operators."""
+    """h200_joinable is the baseline model captured in another run: same rules, same operators."""
     a, b = diagnose(pair_profile("base")), diagnose(joinable_profile())
     assert [(f.rule_id, f.operators) for f in a.findings] == [(f.rule_id, f.operators) for f in b.findings]
     for fa, fb in zip(a.findings, b.findings, strict=True):
