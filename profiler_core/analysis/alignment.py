@@ -2,9 +2,9 @@
 
 Three passes, each on what the previous left over:
 
-1. **Names.** A sequence match on operator names (launch order). Operators matched here are
-   paired 1:1: ``key`` when the call index agrees too, ``sequence`` when an insertion or a
-   removal shifted it.
+1. **Names.** A sequence match on operator names and roles (launch order). Operators matched
+   here are paired 1:1: ``key`` when the call index agrees too, ``sequence`` when an insertion
+   or a removal shifted it.
 2. **Roles.** Inside each stretch the names could not match, a second sequence match on
    roles: the operator class, with the GEMMs and softmax of a hand-written attention counted
    as ``attention`` (so bmm-softmax-bmm lines up with the SDPA call that replaced it). Pairs
@@ -65,7 +65,7 @@ class _Group:
 
 def operator_roles(view: ProfileView, ops: list[Operator], attention_window: int) -> list[str]:
     """Each operator's role: its class, with hand-written attention parts as ``attention``."""
-    roles = [view.op_class(op).value for op in ops]
+    roles = [view.work_class(op).value for op in ops]
     for group in manual_attention_groups(view, ops, attention_window):
         for i in group:
             roles[i] = OperatorClass.ATTENTION.value
@@ -79,7 +79,10 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
     a_roles = operator_roles(base, a_ops, attention_window)
     b_roles = operator_roles(opt, b_ops, attention_window)
     groups: list[_Group] = []
-    names = SequenceMatcher(None, [o.name for o in a_ops], [o.name for o in b_ops], autojunk=False)
+    # Name and role together: Inductor may file a bias epilogue under "aten::addmm" in one profile
+    # while "aten::addmm" is a real GEMM in the other; those must not pair by name.
+    names = SequenceMatcher(None, [(o.name, r) for o, r in zip(a_ops, a_roles, strict=True)],
+                            [(o.name, r) for o, r in zip(b_ops, b_roles, strict=True)], autojunk=False)
     for tag, i1, i2, j1, j2 in names.get_opcodes():
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
@@ -203,16 +206,17 @@ def _align_stretch(a_ops: list[Operator], b_ops: list[Operator], a_roles: list[s
 
 def _fused_target(index: int, op: Operator, groups: list[_Group], other_ops: list[Operator],
                   side: str) -> _Group | None:
-    """The nearest group linked to ``op`` through fused_with, in either direction (earlier on ties)."""
+    """The nearest group linked to ``op`` by name or fused_with, in either direction (earlier on ties)."""
     fused = {aten_name(f) for f in op.fused_with}
     best: tuple[int, int] | None = None
     chosen = None
     for g in groups:
         members = g.opt if side == "opt" else g.base
         own = g.base if side == "opt" else g.opt
-        # Either op names a member among the ops it fused, or a member names op among its own.
-        linked = any(other_ops[k].name in fused or op.name in {aten_name(f) for f in other_ops[k].fused_with}
-                     for k in members)
+        # op names a member among the ops it fused, a member names op among its own, or both carry
+        # one name (an epilogue filed under "aten::addmm" beside the GEMM that absorbed it).
+        linked = any(other_ops[k].name in fused or other_ops[k].name == op.name
+                     or op.name in {aten_name(f) for f in other_ops[k].fused_with} for k in members)
         if not own or not linked:
             continue
         distance = min(abs(k - index) for k in own)

@@ -28,7 +28,7 @@ def manual_attention_groups(view: ProfileView, ops: Sequence[Operator], window: 
     groups: list[list[int]] = []
     used: set[int] = set()
     for s, op in enumerate(ops):
-        if not is_softmax(op.name, op.fused_with) or view.op_class(op) is OperatorClass.ATTENTION:
+        if not is_softmax(op.name, op.fused_with) or view.work_class(op) is OperatorClass.ATTENTION:
             continue
         before = _nearest(ops, range(s - 1, max(s - 1 - window, -1), -1), used)
         after = _nearest(ops, range(s + 1, min(s + 1 + window, len(ops))), used)
@@ -51,8 +51,8 @@ def _nearest(ops: Sequence[Operator], indices: range, used: set[int]) -> int | N
 def gemm_signature(view: ProfileView, op: Operator) -> tuple | None:
     """What a projection GEMM reads: (activation shape, weight shape), else its kernels' launch shapes."""
     short = aten_short(op.name)
-    if short not in _PROJECTION_OPS:
-        return None
+    if short not in _PROJECTION_OPS or view.work_class(op) is not OperatorClass.GEMM:
+        return None  # not a projection, or only its epilogue (the GEMM ran under another operator)
     shapes = [tuple(s) for s in (op.input_shapes or []) if isinstance(s, list)]
     if shapes:
         # mm(a, b), addmm(bias, a, b), linear(x, w, b): the activation and the weight.
@@ -85,7 +85,7 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
             close()
             run, signature = [i], sig
             continue
-        cls = view.op_class(op)
+        cls = view.work_class(op)
         if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(op, cls):
             continue
         close()
@@ -95,11 +95,16 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
 
 
 def _is_bias_epilogue(op: Operator, cls: OperatorClass) -> bool:
-    """An Inductor pointwise kernel that only adds a GEMM's bias (and reshapes)."""
-    if cls is not OperatorClass.ELEMENTWISE:
+    """An Inductor pointwise kernel that only adds a GEMM's bias (and reshapes).
+
+    Spelled ``triton_poi_fused_addmm_clone_..`` when the operator is named after its kernel, or
+    ``aten::addmm`` with ``fused_with`` [clone, transpose, view] when it is filed under its op.
+    """
+    if cls not in (OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY):
         return False
-    fused = {aten_short(f) for f in op.fused_with} or set(op.name.split("_"))
-    return "addmm" in fused and not fused & {"relu", "gelu", "silu", "tanh", "sigmoid", "add", "mul"}
+    fused = {aten_short(f) for f in op.fused_with} | {aten_short(op.name)} | set(op.name.split("_"))
+    return bool(fused & {"addmm", "linear"}) and not fused & {"relu", "gelu", "silu", "tanh", "sigmoid",
+                                                              "add", "mul"}
 
 
 def same_shape_gemm_runs(view: ProfileView, ops: Sequence[Operator]) -> dict[tuple, list[int]]:

@@ -17,6 +17,9 @@ from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
 
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]
+# Classes whose kernels do the operator's real work; a lighter kernel under them is an epilogue.
+_HEAVY = (OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.RNN,
+          OperatorClass.COMMUNICATION)
 
 
 def weakest_confidence(levels: Iterable[Confidence]) -> Confidence:
@@ -42,6 +45,8 @@ class ProfileView:
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
         self._kernels_of: dict[str, list[Kernel]] = {}
         self._counters_of: dict[str, dict[str, float | None]] = {}
+        self._name_class: dict[str, OperatorClass] = {}
+        self._work_class: dict[str, OperatorClass] = {}
 
     # -- time
     @cached_property
@@ -74,6 +79,38 @@ class ProfileView:
         if op.op_class is not OperatorClass.OTHER:
             return op.op_class
         return classify_operator(op.name, op.fused_with)
+
+    def work_class(self, op: Operator) -> OperatorClass:
+        """What the operator's kernels do, which rules judge by.
+
+        Usually its class. But Inductor files a pointwise bias-add under ``aten::addmm`` (the
+        GEMM itself ran in cuBLAS as ``aten::mm``): an operator classed GEMM or attention whose
+        kernels are all named as something lighter works as that lighter class.
+        """
+        cached = self._work_class.get(op.key)
+        if cached is None:
+            cached = self._work_class[op.key] = self._work_class_of(op)
+        return cached
+
+    def _work_class_of(self, op: Operator) -> OperatorClass:
+        cls = self.op_class(op)
+        kinds: dict[OperatorClass, int] = {}
+        for k in self.kernels_of(op):
+            kc = self.kernel_name_class(k)
+            kinds[kc] = kinds.get(kc, 0) + k.duration_ns
+        for heavy in _HEAVY:
+            if heavy in kinds:
+                return heavy
+        if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
+            return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
+        return cls
+
+    def kernel_name_class(self, kernel: Kernel) -> OperatorClass:
+        """The class a kernel's own name (and fused ops) says, whoever launched it."""
+        cached = self._name_class.get(kernel.name)
+        if cached is None:
+            cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
+        return cached
 
     def kernels_of(self, op: Operator) -> list[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""

@@ -34,7 +34,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     limit = ctx.thresholds.tensor_core_idle_pct
     idle, precisions = [], Counter[str]()
     for op in ctx.ops:
-        if ctx.view.op_class(op) is not OperatorClass.GEMM:
+        if ctx.view.work_class(op) is not OperatorClass.GEMM:
             continue
         tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
         if tc is None or tc > limit:
@@ -49,7 +49,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     kernels = ctx.view.kernels_of_ops(idle)
     agg = ctx.view.evidence(kernels, counter_fields=_GEMM_FIELDS).counters
     all_gemm_ns = sum(ctx.view.op_duration_ns(op) for op in ctx.ops
-                      if ctx.view.op_class(op) is OperatorClass.GEMM)
+                      if ctx.view.work_class(op) is OperatorClass.GEMM)
     idle_ns = sum(k.duration_ns for k in kernels)
     precision_text = ", ".join(f"{p} x{n}" for p, n in precisions.most_common())
     return [ctx.finding(

@@ -35,7 +35,7 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
             continue  # views and other kernel-less ops neither extend nor break a chain
         c = ctx.view.op_counters(op)
         dram, sm = counter(c, "dram_throughput_pct"), counter(c, "sm_throughput_pct")
-        bound = (ctx.view.op_class(op) in _MEMORY_CLASSES and dram is not None and sm is not None
+        bound = (ctx.view.work_class(op) in _MEMORY_CLASSES and dram is not None and sm is not None
                  and dram >= t.memory_bound_dram_pct and sm < t.memory_bound_sm_max_pct)
         if bound:
             run.append(op)
@@ -135,7 +135,7 @@ def cast_overhead(ctx: RuleContext) -> list[Finding]:
     """dtype casts inside a compiled graph: freezing folds the casts of weights into constants."""
     ops = [op for op in ctx.ops
            if op.execution_context is ExecutionContext.COMPILED_GRAPH
-           and ctx.view.op_class(op) is OperatorClass.CAST_COPY
+           and ctx.view.work_class(op) is OperatorClass.CAST_COPY
            and overhead_kind(op.name, op.fused_with) == "cast"]
     kernels = ctx.view.kernels_of_ops(ops)
     share = ctx.view.share_pct(sum(k.duration_ns for k in kernels))
