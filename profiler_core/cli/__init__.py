@@ -47,6 +47,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Subcommand modules, imported (and so registered) when the app is first built.
 _COMMAND_MODULES = (
     "profiler_core.cli.summary",
+    "profiler_core.cli.passes",
 )
 
 
