@@ -88,13 +88,16 @@ def apply_pass(
     compile_mode: Annotated[str | None, typer.Option(
         "--compile-mode", help="torch.compile mode: default, reduce-overhead, max-autotune, "
                                "max-autotune-no-cudagraphs.")] = None,
+    compiler: Annotated[str, typer.Option(
+        "--compiler", help="inductor, or eager: Level-1 rewrites only, no Inductor (a fast check).")
+    ] = "inductor",
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
 ) -> None:
     """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
     out_dir = out if out is not None else DEFAULT_OUT_ROOT / f"{workload.stem}-optimized"
     plan = apply_pass_plan(
         workload, list(passes or []), device=_check_device(device), findings=from_findings,
-        out_dir=out_dir, compile_mode=compile_mode, raise_on_failure=False,
+        out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
     )
     if as_json:
         emit_json(plan)

@@ -251,6 +251,7 @@ def apply_passes(
         inductor_config=config, compile_mode=mode,
         matmul_precision=next((e.matmul_precision for e in reversed(active) if e.matmul_precision), None),
         compiler=compiler, device=device, training=bool(getattr(work, "training", False)),
+        record_post_grad=warmup,  # without a first call nothing is reported: keep Inductor's caches on
     )
     compiled = torch.compile(work, backend=backend)
     compile_s: float | None = None

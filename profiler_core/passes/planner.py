@@ -77,7 +77,11 @@ def apply_pass_plan(
     compiler: str = "inductor",
     raise_on_failure: bool = True,
 ) -> OptimizationPlan:
-    """Apply passes to a workload, validate against the baseline, optionally write plan + wrapper."""
+    """Apply passes to a workload, validate against the baseline, optionally write plan + wrapper.
+
+    ``compiler="eager"`` runs the Level-1 rewrites without Inductor (Level 2 and 3 then do
+    nothing): a fast check of the graph rewrites and their numerics.
+    """
     found = read_findings(findings) if isinstance(findings, str | Path) else list(findings or [])
     if not resolve_requests(pass_names, found):
         raise PassError("no pass to apply: name one with --pass (see 'oprof passes'), or give findings "

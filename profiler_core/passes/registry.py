@@ -112,7 +112,8 @@ def _same_function(a: PassFunction, b: PassFunction) -> bool:
 
 
 def _where(fn: PassFunction) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", "?")
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}:{line}"
 
 
 def load_plugins() -> None:
