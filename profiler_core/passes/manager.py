@@ -114,18 +114,20 @@ def _unwrap(model: Any, notes: list[str]) -> Any:
     return model
 
 
-def _first_call(model: Any, inputs: tuple[Any, ...], step: Step) -> None:
+def run_transformed(model: Any, inputs: tuple[Any, ...], step: Step) -> Any:
+    """``step(model, inputs)`` for a transformed model; its failures become PassErrors."""
     try:
-        step(model, inputs)
+        return step(model, inputs)
     except ProfilerError:
         raise
     except Exception as err:
+        # Dynamo wraps what a backend raises (BackendCompilerFailed): surface a pass's own error.
         inner = getattr(err, "inner_exception", None) or err.__cause__
         if isinstance(inner, ProfilerError):
             raise inner from err
-        raise PassError(f"the transformed model failed on its first call: {type(err).__name__}: "
-                        f"{str(err).splitlines()[0] if str(err) else ''}; apply the passes one at a time "
-                        "to find the one at fault") from err
+        first_line = str(err).splitlines()[0] if str(err) else ""
+        raise PassError(f"the transformed model failed: {type(err).__name__}: {first_line}; apply the "
+                        "passes one at a time to find the one at fault") from err
 
 
 def _status(planned: _Planned, backend: PlanBackend,
@@ -182,6 +184,11 @@ def _record(planned: _Planned, backend: PlanBackend, warmed: bool, facts: RunFac
         details.update(_jsonable(dict(check.details)))
         if not check.applied:
             status, reason = PassStatus.NOT_APPLIED, check.reason
+    settings_only = (spec.level is PassLevel.INDUCTOR_CONFIG and not effect.post_grad_passes
+                     and (effect.inductor_config or effect.compile_mode or effect.matmul_precision))
+    if settings_only and backend.compiler != "inductor" and status is PassStatus.APPLIED:
+        status = PassStatus.NOT_APPLIED
+        reason = f"the '{backend.compiler}' compiler applies no Inductor settings"
     removed: Counter[str] = Counter()
     added: Counter[str] = Counter()
     for g in dynamo:
@@ -259,7 +266,7 @@ def apply_passes(
     if warmup:
         before = _inductor_counters()
         start = time.perf_counter()
-        _first_call(compiled, tuple(inputs), step or default_step)
+        run_transformed(compiled, tuple(inputs), step or default_step)
         compile_s = time.perf_counter() - start
         facts = RunFacts(backend.graphs_compiled, dict(_inductor_counters() - before))
     records = [_record(p, backend, warmup, facts) for p in planned]

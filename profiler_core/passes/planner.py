@@ -22,7 +22,7 @@ import torch
 
 from profiler_core.errors import PassError, ProfilerError, ValidationFailedError, WorkloadError
 from profiler_core.passes.findings import read_findings
-from profiler_core.passes.manager import Step, apply_passes, resolve_requests
+from profiler_core.passes.manager import Step, apply_passes, resolve_requests, run_transformed
 from profiler_core.passes.plan import OptimizationPlan, PlanStatus, write_plan
 from profiler_core.passes.validation import DtypePolicy, snapshot_outputs, validate_outputs
 from profiler_core.passes.wrapper import write_optimized_workload
@@ -33,18 +33,20 @@ WRAPPER_FILE = "workload_optimized.py"
 CUDA_GRAPH_RUNS = 3  # warm-up, record, replay: check the replayed graph's outputs
 
 
-def _run(step: Step, model: Any, inputs: tuple[Any, ...], which: str, path: Path) -> Any:
+def _baseline(step: Step, model: Any, inputs: tuple[Any, ...], path: Path) -> Any:
     torch.manual_seed(0)  # the same RNG state for both models (dropout in train mode still differs)
     try:
         return snapshot_outputs(step(model, inputs))
     except ProfilerError:
         raise
     except Exception as err:
-        if which == "baseline":
-            raise WorkloadError(
-                f"{path}: the step raised {type(err).__name__} on the original model: {err}") from err
-        raise PassError(f"{path}: the transformed model raised {type(err).__name__}: {err}; apply the passes "
-                        "one at a time to find the one at fault") from err
+        raise WorkloadError(
+            f"{path}: the step raised {type(err).__name__} on the original model: {err}") from err
+
+
+def _candidate(step: Step, model: Any, inputs: tuple[Any, ...]) -> Any:
+    torch.manual_seed(0)
+    return snapshot_outputs(run_transformed(model, inputs, step))
 
 
 def _num(value: float | None) -> str:
@@ -87,14 +89,14 @@ def apply_pass_plan(
         raise PassError("no pass to apply: name one with --pass (see 'oprof passes'), or give findings "
                         "whose 'transformation' names a pass")
     workload = load_workload(workload_path, device=device)
-    baseline = _run(workload.step, workload.model, workload.inputs, "baseline", workload.path)
+    baseline = _baseline(workload.step, workload.model, workload.inputs, workload.path)
     model, record = apply_passes(
         workload.model, workload.inputs, pass_names, device=device, findings=found,
         compile_mode=compile_mode, step=workload.step, compiler=compiler,
     )
     runs = CUDA_GRAPH_RUNS if record.inductor_config.get("triton.cudagraphs") else 1
     for _ in range(runs):
-        candidate = _run(workload.step, model, workload.inputs, "transformed", workload.path)
+        candidate = _candidate(workload.step, model, workload.inputs)
     result = validate_outputs(baseline, candidate, dtype_policy=DtypePolicy(record.compute_precision))
     plan = OptimizationPlan(
         **record.model_dump(), workload=str(workload.path), device=device,

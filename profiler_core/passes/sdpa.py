@@ -11,7 +11,8 @@ Recognised: scale by ``/ c`` or ``* c`` (a constant) or none; mask by ``masked_f
 -inf)`` or by adding a float mask after scaling; dropout between softmax and the second matmul
 only when inactive (eval). A mask that depends on module state alone (a tril buffer) is
 evaluated once: if it is the square lower-triangular mask, the rewrite uses ``is_causal=True``
-(no mask tensor, flash-eligible). Legal only when q, k, v share dtype and batch dimensions and
+(no mask tensor, flash-eligible); like freezing, this assumes the buffer does not change after
+compilation. Legal only when q, k, v share dtype and batch dimensions and
 no intermediate (scores, probabilities) is used elsewhere.
 """
 

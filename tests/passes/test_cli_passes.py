@@ -77,6 +77,7 @@ def test_apply_pass_inductor_all_levels(small_examples: Path, tmp_path: Path) ->
     plan = read_plan(tmp_path / "plan.json")
     assert plan.applied == ["qkv_fusion", "sdpa", "bf16_promotion", "freezing"]
     assert plan.inductor_config["freezing"] is True
+    assert plan.record("freezing").details["parameters_frozen"] == 10  # LayerNorm + 4 linears, 2 each
     assert plan.inductor_config["post_grad_custom_post_pass"] == ["cast_cancellation"]
     bf16 = plan.record("bf16_promotion")
     assert [lv.value for lv in bf16.levels] == ["dynamo_fx", "post_grad"]

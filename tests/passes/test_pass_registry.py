@@ -137,3 +137,14 @@ def test_broken_plugin_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
                 r"ImportError: needs tensorrt; fix or uninstall")
     with pytest.raises(PassError, match=expected):
         list_passes()
+
+
+def test_rewrite_failing_inside_the_backend_names_the_pass(scratch_pass: str) -> None:
+    def explode(gm: Any, info: Any) -> Any:
+        raise ValueError("unexpected node")
+
+    register_pass(scratch_pass, level=PassLevel.DYNAMO_FX, symptom="t")(
+        lambda ctx: PassEffect(graph_rewrite=explode))
+    with pytest.raises(PassError, match=f"pass '{scratch_pass}' failed on Dynamo graph 0: ValueError: "
+                                        "unexpected node; run the plan without it"):
+        apply_passes(MLP().eval(), (torch.randn(2, 16),), [scratch_pass], device="cpu", compiler="eager")
