@@ -20,7 +20,7 @@ import torch
 from torch.fx import Graph, Node
 
 from profiler_core.passes.contract import GraphChange, PassContext, PassEffect
-from profiler_core.passes.fx_nodes import is_layout, node_dtype
+from profiler_core.passes.fx_nodes import is_layout, node_dtype, operand
 from profiler_core.passes.post_grad import RecordedGraphPass
 from profiler_core.passes.registry import PassLevel, register_pass
 
@@ -50,10 +50,12 @@ def dynamo_cast_dtype(node: Node) -> torch.dtype | None:
     extra = set(node.kwargs) - {"dtype"}
     if extra:
         return None  # copy=, non_blocking=, memory_format= or a device: not a plain cast
-    if len(node.args) == 2 and isinstance(node.args[1], torch.dtype) and "dtype" not in node.kwargs:
-        return node.args[1]
-    if len(node.args) == 1 and isinstance(node.kwargs.get("dtype"), torch.dtype):
-        return node.kwargs["dtype"]
+    target = operand(node, 1) if len(node.args) == 2 else None
+    if isinstance(target, torch.dtype) and "dtype" not in node.kwargs:
+        return target
+    keyword = node.kwargs.get("dtype")
+    if len(node.args) == 1 and isinstance(keyword, torch.dtype):
+        return keyword
     return None
 
 
@@ -62,7 +64,7 @@ def aten_cast_dtype(node: Node) -> torch.dtype | None:
     if node.op != "call_function":
         return None
     if node.target is torch.ops.prims.convert_element_type.default:
-        return node.args[1] if isinstance(node.args[1], torch.dtype) else None
+        return operand(node, 1) if isinstance(operand(node, 1), torch.dtype) else None
     if node.target is torch.ops.aten._to_copy.default and set(node.kwargs) <= {"dtype"}:
         dtype = node.kwargs.get("dtype")
         return dtype if isinstance(dtype, torch.dtype) else None
@@ -77,9 +79,9 @@ def cancel_round_trips(graph: Graph, cast_dtype: CastDtype, *, through_layout: b
         if widen in gone:
             continue
         wide = cast_dtype(widen)
-        if wide is None or not widen.args or not isinstance(widen.args[0], Node):
+        if wide is None or not widen.args or not isinstance(operand(widen, 0), Node):
             continue
-        source = widen.args[0]
+        source = operand(widen, 0)
         narrow = node_dtype(source)
         if narrow is None or (narrow, wide) not in EXACT_WIDENINGS:
             continue
@@ -89,7 +91,7 @@ def cancel_round_trips(graph: Graph, cast_dtype: CastDtype, *, through_layout: b
         widen.replace_all_uses_with(source)
         graph.erase_node(widen)
         for end in ends:
-            end.replace_all_uses_with(end.args[0])
+            end.replace_all_uses_with(operand(end, 0))
             graph.erase_node(end)
         gone.update(ends)
         removed += 1 + len(ends)
@@ -106,7 +108,7 @@ def _narrowing_ends(widen: Node, narrow: torch.dtype, cast_dtype: CastDtype,
         user = stack.pop()
         if user in region or user in ends:
             continue
-        if not user.args or user.args[0] not in region:
+        if not user.args or operand(user, 0) not in region:
             return []  # the value enters as a non-first argument: not a layout-only use
         if user.op == "call_method" and user.target in _SHAPE_QUERIES:
             continue  # reads shape only: the same answer in any dtype

@@ -53,13 +53,18 @@ def is_call(node: Any, functions: Iterable[Any] = (), methods: Iterable[str] = (
     if node.op == "call_function":
         return node.target in functions
     if node.op == "call_method":
-        return node.target in methods
+        return isinstance(node.target, str) and node.target in set(methods)
     return False
 
 
 def is_layout(node: Any) -> bool:
     """Whether ``node`` only moves elements (view, transpose, split, getitem, ...)."""
     return is_call(node, LAYOUT_FUNCTIONS, LAYOUT_METHODS)
+
+
+def operand(node: Node, index: int) -> Any:
+    """Positional argument ``index`` of a call node (typed Any: FX's Argument union is too wide to use)."""
+    return node.args[index]
 
 
 def argument(node: Node, index: int, name: str, default: Any = None) -> Any:

@@ -83,7 +83,7 @@ class PlanRecord(_Model):
 
     passes: list[PassRecord]
     compile_mode: str = "default"
-    compiler: Literal["inductor", "eager"] = "inductor"
+    compiler: str = "inductor"  # "inductor", or "eager": Level-1 rewrites only
     inductor_config: dict[str, Any] = Field(default_factory=dict)
     matmul_precision: str | None = None
     compute_precision: str = "float32"  # lowest precision any applied pass computes in
@@ -107,7 +107,7 @@ class PlanRecord(_Model):
 class OptimizationPlan(PlanRecord):
     """plan.json: the pass record plus workload, device, validation verdict and written files."""
 
-    schema_version: Literal[1] = PLAN_SCHEMA_VERSION
+    schema_version: Literal[1] = 1  # PLAN_SCHEMA_VERSION; a Literal, so another version fails to load
     workload: str
     device: str
     status: PlanStatus

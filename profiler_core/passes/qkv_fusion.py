@@ -94,7 +94,7 @@ def _needs_contiguous(piece_shape: tuple[Any, ...], fused_width: int, user: Node
     """Whether ``user`` (a ``view``) would fail on a column slice of the fused output."""
     if user.op != "call_method" or user.target != "view":
         return False
-    sizes = user.args[1:]
+    sizes: Any = user.args[1:]
     if len(sizes) == 1 and isinstance(sizes[0], list | tuple):
         sizes = tuple(sizes[0])
     if not all(isinstance(s, int) for s in (*sizes, *piece_shape)):

@@ -43,6 +43,7 @@ from profiler_core.passes.fx_nodes import (
     is_call,
     node_dtype,
     node_shape,
+    operand,
 )
 from profiler_core.passes.registry import PassLevel, register_pass
 
@@ -75,25 +76,25 @@ def _single_user(node: Node, user: Node) -> None:
 def _last_two_swapped(node: Node, rank: int) -> Node | None:
     """k if ``node`` is k with its last two dimensions swapped, else None."""
     if is_call(node, TRANSPOSE_FUNCTIONS, TRANSPOSE_METHODS) and len(node.args) == 3:
-        dims = {d % rank for d in node.args[1:] if isinstance(d, int)}
-        return node.args[0] if dims == {rank - 2, rank - 1} else None
+        swapped = {d % rank for d in node.args[1:] if isinstance(d, int)}
+        return operand(node, 0) if swapped == {rank - 2, rank - 1} else None
     if is_call(node, {torch.permute}, {"permute"}):
-        dims = node.args[1] if len(node.args) == 2 else node.args[1:]
+        order: Any = operand(node, 1) if len(node.args) == 2 else node.args[1:]
         expected = [*range(rank - 2), rank - 1, rank - 2]
-        if isinstance(dims, list | tuple) and [d % rank for d in dims] == expected:
-            return node.args[0]
+        if isinstance(order, list | tuple) and [d % rank for d in order] == expected:
+            return operand(node, 0)
     return None
 
 
 def _scale(node: Node) -> tuple[Node, float]:
     """(scores node, scale) for ``scores / c``, ``scores * c``, ``c * scores`` or plain scores."""
     if is_call(node, {operator.truediv, torch.div}, {"div"}) and not node.kwargs:
-        divisor = node.args[1]
+        divisor = operand(node, 1)
         if isinstance(divisor, int | float) and divisor != 0:
-            return node.args[0], 1.0 / float(divisor)
+            return operand(node, 0), 1.0 / float(divisor)
         raise _NoMatch(f"{node.name}: scores divided by a non-constant")
     if is_call(node, {operator.mul, torch.mul}, {"mul"}) and not node.kwargs:
-        a, b = node.args[0], node.args[1]
+        a, b = operand(node, 0), operand(node, 1)
         if isinstance(b, int | float):
             return a, float(b)
         if isinstance(a, int | float):
@@ -106,7 +107,7 @@ def match_attention(out: Node) -> _Attention | None:
     """The attention block ending at matmul ``out``; None if ``out`` ends no softmax chain."""
     if not is_call(out, _ATTN_MATMUL_FUNCTIONS, _ATTN_MATMUL_METHODS) or out.kwargs or len(out.args) != 2:
         return None
-    probs, v = out.args
+    probs, v = operand(out, 0), operand(out, 1)
     if not isinstance(probs, Node) or not isinstance(v, Node):
         return None
     chain = [out]
@@ -116,7 +117,7 @@ def match_attention(out: Node) -> _Attention | None:
             raise _NoMatch(f"{probs.name}: attention dropout is active (train mode)")
         _single_user(probs, out)
         chain.append(probs)
-        probs_in = probs.args[0]
+        probs_in = operand(probs, 0)
         out_user, probs = probs, probs_in
     else:
         out_user = out
@@ -130,7 +131,7 @@ def match_attention(out: Node) -> _Attention | None:
         raise _NoMatch(f"{probs.name}: softmax is not over the last dimension of a >=3-D tensor")
     _single_user(probs, out_user)
     chain.append(probs)
-    scores = probs.args[0]
+    scores = operand(probs, 0)
     mask, mask_kind = None, "none"
     if is_call(scores, {torch.masked_fill}, {"masked_fill"}):
         fill = argument(scores, 2, "value")
@@ -138,12 +139,13 @@ def match_attention(out: Node) -> _Attention | None:
             raise _NoMatch(f"{scores.name}: mask fill value {fill!r} is not -inf")
         _single_user(scores, probs)
         chain.append(scores)
-        mask, mask_kind, user, scores = argument(scores, 1, "mask"), "masked_fill", scores, scores.args[0]
+        mask, mask_kind, user = argument(scores, 1, "mask"), "masked_fill", scores
+        scores = operand(scores, 0)
     elif is_call(scores, {operator.add, torch.add}, {"add"}) and not scores.kwargs:
         _single_user(scores, probs)
         chain.append(scores)
         user = scores
-        a, b = scores.args
+        a, b = operand(scores, 0), operand(scores, 1)
         scores, mask = (a, b) if _ends_in_matmul(a) else (b, a)
         mask_kind = "additive"
         if node_shape(user) != node_shape(scores):
@@ -159,7 +161,7 @@ def match_attention(out: Node) -> _Attention | None:
         raise _NoMatch(f"{raw.name}: the softmax input is not a (scaled, masked) q @ k^T")
     _single_user(raw, user)
     chain.append(raw)
-    q, k_t = raw.args
+    q, k_t = operand(raw, 0), operand(raw, 1)
     k = _last_two_swapped(k_t, rank) if isinstance(k_t, Node) else None
     if k is None or not isinstance(q, Node):
         raise _NoMatch(f"{raw.name}: second operand is not k with its last two dimensions swapped")
@@ -177,10 +179,9 @@ def _ends_in_matmul(node: Any) -> bool:
 
 
 def _check_operands(q: Node, k: Node, v: Node, mask: Any, mask_kind: str) -> None:
-    shapes = [node_shape(n) for n in (q, k, v)]
-    if any(s is None for s in shapes):
+    qs, ks, vs = (node_shape(n) for n in (q, k, v))
+    if qs is None or ks is None or vs is None:
         raise _NoMatch("q, k or v has no recorded shape")
-    qs, ks, vs = shapes  # type: ignore[misc]
     if not len(qs) == len(ks) == len(vs) or len(qs) < 3:
         raise _NoMatch(f"q, k, v ranks differ or are below 3: {len(qs)}, {len(ks)}, {len(vs)}")
     if not qs[:-2] == ks[:-2] == vs[:-2]:
