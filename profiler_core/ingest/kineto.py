@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from itertools import chain
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import ijson
 import orjson
@@ -127,7 +127,7 @@ def _uncompressed_bytes(path: Path, compressed: bool) -> int:
 
 def _open(path: Path, compressed: bool) -> IO[bytes]:
     if compressed:
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb", buffering=_READ_BUFFER_BYTES)
 
 

@@ -1,7 +1,8 @@
 """Read an Nsight Systems SQLite export (``nsys export --type sqlite``) into an :class:`NsysTimeline`.
 
-Each table is read with one query that joins ``StringIds`` for its names, in batches, into
-records in a tight loop (a 500k-kernel export reads in seconds)::
+Each table is read with one query, fetched in batches and turned into records in a tight
+loop; names come from ``StringIds`` once per distinct id (a 500k-kernel export reads in
+seconds)::
 
     CUPTI_ACTIVITY_KIND_KERNEL(start=14459713, end=14461473, streamId=7, correlationId=76,
                                demangledName=-> "triton_per_fused_native_layer_norm_0", gridX=512, ...)
