@@ -45,7 +45,7 @@ def build_kineto(dest: Path, target_mb: float) -> None:
     timed = [e for e in events if isinstance(e.get("ts"), int | float)]
     span_us = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 100.0
     head = text[: text.index('"traceEvents": [') + len('"traceEvents": [')]
-    one_copy = sum(len(json.dumps(e, indent=2)) + 2 for e in events)
+    one_copy = sum(len(_event_text(e)) + 2 for e in events)
     copies = max(1, round(target_mb * 1e6 / one_copy))
     with dest.open("w") as out:
         out.write(head + "\n")
@@ -63,9 +63,14 @@ def build_kineto(dest: Path, target_mb: float) -> None:
                     for key in ("External id", "correlation"):
                         if isinstance(args.get(key), int):
                             args[key] += replica * _ID_SHIFT
-                out.write(("" if first else ",\n") + json.dumps(shifted, indent=2))
+                out.write(("" if first else ",\n") + _event_text(shifted))
                 first = False
         out.write('\n  ],\n  "traceName": "bench"\n}\n')
+
+
+def _event_text(event: dict) -> str:
+    """One event per block, its braces indented by two spaces: Kineto's own layout."""
+    return "  " + json.dumps(event, indent=2).replace("\n", "\n  ")
 
 
 def build_nsys(dest: Path, kernels: int) -> None:
