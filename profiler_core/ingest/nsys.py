@@ -121,9 +121,9 @@ def _read_copies(schema: ExportSchema, table: str, kind: str) -> list[TimelineKe
     labels = schema.enum_labels("ENUM_CUDA_MEMCPY_OPER") if kind == "memcpy" else {}
     copy_kind = schema.column_or_null(table, "copyKind", "c") if kind == "memcpy" else "NULL"
     optional = ", ".join(schema.column_or_null(table, c, "c") for c in ("bytes", "graphNodeId"))
-    ok = schema.integers_ok(table, "c", _KERNEL_NOT_NULL, ("correlationId", "bytes", "graphNodeId"))
+    typed = schema.integers_ok(table, "c", _KERNEL_NOT_NULL, ("correlationId", "bytes", "graphNodeId"))
     cursor = schema.conn.execute(
-        f"SELECT c.start, c.end, c.deviceId, c.streamId, c.correlationId, {optional}, {copy_kind}, {ok} "
+        f"SELECT c.start, c.end, c.deviceId, c.streamId, c.correlationId, {optional}, {copy_kind}, {typed} "
         f"FROM {table} AS c"
     )
     records: list[TimelineKernel] = []
