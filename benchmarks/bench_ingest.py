@@ -5,7 +5,8 @@ into a temporary directory, each copy shifted in time and in its ids, so the rea
 realistic events at scale:
 
 * a ~100 MB Kineto trace (Kineto's own pretty-printed layout),
-* an nsys SQLite export with 500k kernels (kernel, runtime and NVTX rows replicated),
+* an nsys SQLite export with 500k kernels (kernel, runtime and NVTX rows replicated;
+  ``--no-nsys-nvtx`` leaves the 44 NVTX ranges alone),
 * an ncu raw CSV with 500k data rows (read by ``profiler_core.ingest.ncu.read_ncu`` when present).
 
 Each reader runs in a fresh subprocess so its peak RSS (``ru_maxrss``) is its own; the
@@ -73,8 +74,8 @@ def _event_text(event: dict) -> str:
     return "  " + json.dumps(event, indent=2).replace("\n", "\n  ")
 
 
-def build_nsys(dest: Path, kernels: int) -> None:
-    """Copy nsys.sqlite and replicate its kernel, runtime and NVTX rows with shifted times and ids."""
+def build_nsys(dest: Path, kernels: int, nvtx: bool = True) -> None:
+    """Copy nsys.sqlite and replicate its kernel, runtime (and NVTX) rows with shifted times and ids."""
     shutil.copyfile(JOINABLE / "nsys.sqlite", dest)
     conn = sqlite3.connect(dest)
     base = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
@@ -87,7 +88,8 @@ def build_nsys(dest: Path, kernels: int) -> None:
     span_ns = hi - lo + 1000
     shifted = {"start": f"start + i * {span_ns}", "end": f"end + i * {span_ns}",
                "correlationId": f"correlationId + i * {_ID_SHIFT}"}
-    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
+    tables = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"] + ["NVTX_EVENTS"] * nvtx
+    for table in tables:
         columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
         select = ", ".join(shifted.get(c, c) for c in columns)
         conn.execute(
@@ -176,6 +178,8 @@ def main() -> None:
     parser.add_argument("--kineto-mb", type=float, default=100.0)
     parser.add_argument("--nsys-kernels", type=int, default=500_000)
     parser.add_argument("--ncu-rows", type=int, default=500_000)
+    parser.add_argument("--no-nsys-nvtx", action="store_true",
+                        help="replicate only the kernel and runtime tables of the nsys export")
     parser.add_argument("--repeat", type=int, default=3, help="runs per reader (best and median shown)")
     parser.add_argument("--workdir", type=Path, help="build inputs here and keep them (default: a temp dir)")
     parser.add_argument("--only", choices=("kineto", "nsys", "ncu"), action="append",
@@ -185,7 +189,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     inputs = {
         "kineto": (work / "kineto.json", lambda p: build_kineto(p, args.kineto_mb)),
-        "nsys": (work / "nsys.sqlite", lambda p: build_nsys(p, args.nsys_kernels)),
+        "nsys": (work / f"nsys{'_no_nvtx' * args.no_nsys_nvtx}.sqlite",
+                 lambda p: build_nsys(p, args.nsys_kernels, nvtx=not args.no_nsys_nvtx)),
         "ncu": (work / "ncu_raw.csv", lambda p: build_ncu_csv(p, args.ncu_rows)),
     }
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", file=sys.stderr)
