@@ -234,12 +234,12 @@ def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: Opti
 
     mode = config.capture.compile_mode.value
     base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                   device=config.device)
+                   device=config.device, python=config.capture.python)
     result.wall_time["baseline"] = base.as_dict()
     wrapper = best_dir / "workload_optimized.py"
     if wrapper.exists():
         opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                      device=config.device)
+                      device=config.device, python=config.capture.python)
         result.wall_time["optimized"] = opt.as_dict()
         result.wall_speedup = base.median_ms / opt.median_ms if opt.median_ms else None
     write_text_atomic(Path(result.run_dir) / "walltime.json", json.dumps(result.wall_time, indent=1))

@@ -120,6 +120,9 @@ def measure(workload: Path, *, iters: int = 30, warmup: int = 5, compile_mode: s
                              env=_child_env())
     except subprocess.TimeoutExpired as err:
         raise ToolFailedError(f"{workload}: wall-time run exceeded {timeout_s:.0f} s") from err
+    except OSError as err:
+        raise ToolFailedError(f"{workload}: cannot start the wall-time run with {python} ({err}); "
+                              "check the interpreter path") from err
     if out.returncode != 0:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise WorkloadError(f"{workload}: wall-time run failed: {tail}")
