@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from profiler_core.attribution.names import kernel_base_name, kernel_join_key
+from profiler_core.attribution.names import choose_name_key, kernel_base_name
 from profiler_core.errors import DeterminismError
 from profiler_core.records import CounterRow, TimelineKernel
 from profiler_core.schema import CounterSource
@@ -58,16 +58,12 @@ def _dims(d: tuple[int, int, int] | None) -> str:
 def _choose_key(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) -> tuple[
     Callable[[str], str], str, list[str]
 ]:
-    timeline_names = {kernel_join_key(k.name) for k in kernels}
-    if all(kernel_join_key(r.name) in timeline_names for r in rows):
-        return kernel_join_key, "join_key", []
-    base_names = {kernel_base_name(k.name) for k in kernels}
-    if all(kernel_base_name(r.name) in base_names for r in rows):
-        return kernel_base_name, "base_name", [
-            "kernel names joined on their bare identifiers (the sources spell template arguments "
-            "differently); grid/block checks still guard every pair"
-        ]
-    return kernel_join_key, "join_key", []
+    key, label = choose_name_key((k.name for k in kernels), (r.name for r in rows))
+    warnings = [] if label == "join_key" else [
+        f"kernel names joined on their {label.replace('_', ' ')} (the tools' demanglers spell them "
+        "differently); order and grid/block checks still guard every pair"
+    ]
+    return key, label, warnings
 
 
 def _dims_agree(k: TimelineKernel, r: CounterRow) -> bool:
@@ -124,10 +120,10 @@ def _uniform_samples(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRo
     launches: dict[ConfigKey, int] = defaultdict(int)
     for k in kernels:
         launches[_config(key, k.name, k.grid, k.block)] += 1
-    if set(rows_per) != set(launches):
+    if not set(rows_per) <= set(launches):
         return False
     k_samples = max(rows_per.values())
-    return all(rows_per[c] == min(k_samples, launches[c]) for c in launches)
+    return all(rows_per[c] == min(k_samples, launches[c]) for c in rows_per)
 
 
 def _config(key: Callable[[str], str], name: str, grid: tuple | None, block: tuple | None) -> ConfigKey:
@@ -240,7 +236,21 @@ def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRo
         if len(rs) > 1:
             result.spread[f"{cfg[0]} grid={_dims(cfg[1])} block={_dims(cfg[2])}"] = _spread(
                 [rows[i] for i in rs])
-    missing_cfgs = [cfg for cfg in kernels_by_cfg if cfg not in rows_by_cfg]
+    # ncu's per-launch-config filter keys on the function, not the template instantiation:
+    # a configuration whose function was sampled through another instantiation is a known,
+    # explained hole (counters are never borrowed across instantiations)
+    sampled_functions = {(kernel_base_name(rows[rs[0]].name), cfg[1], cfg[2]) for cfg, rs in rows_by_cfg.items()}
+    missing_cfgs = []
+    for cfg, ks in kernels_by_cfg.items():
+        if cfg in rows_by_cfg:
+            continue
+        if (kernel_base_name(kernels[ks[0]].name), cfg[1], cfg[2]) in sampled_functions:
+            for j in ks:
+                result.holes[j] = ("ncu's per-launch-config filter sampled another instantiation of this kernel "
+                                   "with the same launch configuration; counters are not borrowed across "
+                                   "instantiations (use --counters full to measure it)")
+        else:
+            missing_cfgs.append(cfg)
     if missing_cfgs and not allow_partial:
         j = kernels_by_cfg[missing_cfgs[0]][0]
         k = kernels[j]

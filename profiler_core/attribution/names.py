@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-_CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\)\s*(?=-?\d)")  # C-style cast before a number
+# C-style casts before a number: "(int)4", "(unsigned long)1", "(cudnnRNNMode_t)3"
+_CAST = re.compile(r"\((?:(?:unsigned|signed|long|short|const)\s+)*[A-Za-z_][\w:]*\)\s*(?=-?\d)")
+_INT_SUFFIX = re.compile(r"(?<=\b\d)(?:ull|ul|ll|u|l)\b|(?<=\d\d)(?:ull|ul|ll|u|l)\b", re.I)  # 1ul -> 1
+_LAMBDA = re.compile(r"\{lambda\(([^)]*)\)#(\d+)\}|\[lambda\(([^)]*)\) \(instance (\d+)\)\]")
+_PTR_SPACE = re.compile(r"\s+(?=[*&])")  # "char *" -> "char*"
 _WS = re.compile(r"\s+")
 _NVTX_KEY = re.compile(r",\s*(seq|op_id|sizes|input_op_ids|stream|Sequence number)\s*=\s*")
 _OP_NAME = re.compile(r"^[A-Za-z_][\w]*(::|\.)[A-Za-z_][\w.]*$")
@@ -53,8 +58,49 @@ def kernel_join_key(name: str) -> str:
     key = _strip_trailing_params(key)
     key = key.replace("at::native::", "at::")
     key = _CAST.sub("", key)
+    key = _INT_SUFFIX.sub("", key)
+    key = _LAMBDA.sub(lambda m: f"lambda({m.group(1) or m.group(3) or ''})#{m.group(2) or m.group(4)}", key)
+    key = _PTR_SPACE.sub("", key).replace("operator ()", "operator()")
     key = _WS.sub(" ", key).replace("< ", "<").replace(" >", ">")
     return key
+
+
+_LAMBDA_TOKEN = re.compile(r"lambda\([^)]*\)#\d+")
+_PARENS = re.compile(r"\([^()]*\)")
+_NOISE = re.compile(r"\b(?:void|const|struct|class)\b|\s+")
+
+
+@lru_cache(maxsize=65536)
+def kernel_skeleton(name: str) -> str:
+    """A kernel name with what demanglers disagree on removed: lambdas, parameter lists, ``const``.
+
+    nsys writes ``[lambda(int) (instance 1)]`` and ``const T1 &`` where Kineto writes
+    ``{lambda(int)#1}`` and ``Functor const&``, and ncu drops lambdas altogether; the
+    skeleton keeps namespaces and template arguments, so distinct kernels stay distinct.
+    """
+    key = _LAMBDA_TOKEN.sub("", kernel_join_key(name))
+    while True:
+        stripped = _PARENS.sub("", key)
+        if stripped == key:
+            break
+        key = stripped
+    return _NOISE.sub("", key)
+
+
+NameKey = Callable[[str], str]
+
+
+def choose_name_key(reference: Iterable[str], other: Iterable[str]) -> tuple[NameKey, str]:
+    """The most exact spelling under which every name of ``other`` occurs in ``reference``.
+
+    Returns (key function, label): "join_key", then "skeleton", then "base_name"; if none
+    covers ``other``, the join key (the join then reports the first divergence).
+    """
+    ref, oth = set(reference), set(other)
+    for fn, label in ((kernel_join_key, "join_key"), (kernel_skeleton, "skeleton"), (kernel_base_name, "base_name")):
+        if {fn(n) for n in oth} <= {fn(n) for n in ref}:
+            return fn, label
+    return kernel_join_key, "join_key"
 
 
 @lru_cache(maxsize=65536)

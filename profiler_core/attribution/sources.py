@@ -105,24 +105,43 @@ def attribute_files(
     inductor: PathLike | None = None,
     capture: CaptureMeta | None = None,
     allow_partial: bool = False,
+    inductor_optional: bool = False,
 ) -> Profile:
-    """Read the given artifacts and attribute them (``oprof attribute --kineto ... --ncu ...``)."""
+    """Read the given artifacts and attribute them (``oprof attribute --kineto ... --ncu ...``).
+
+    ``inductor_optional``: Inductor artifacts that hold no kernel (an eager model, or a
+    compile that generated nothing) become a warning instead of an error; a capture
+    directory always has them, whether or not the model compiled to anything.
+    """
     from profiler_core.ingest import read_inductor, read_kineto, read_ncu, read_nsys
 
     if kineto is None and nsys is None:
         raise AttributionError("no timeline given: pass --kineto TRACE.json and/or --nsys EXPORT.sqlite")
-    return attribute(
+    ind = None
+    note = None
+    if inductor:
+        try:
+            ind = read_inductor(inductor)
+        except ArtifactFormatError as err:
+            if not inductor_optional:
+                raise
+            note = f"Inductor artifacts not used: {err}"
+    profile = attribute(
         kineto=read_kineto(kineto) if kineto else None,
         nsys=read_nsys(nsys) if nsys else None,
         ncu=read_ncu(ncu) if ncu else None,
-        inductor=read_inductor(inductor) if inductor else None,
+        inductor=ind,
         capture=capture,
         allow_partial=allow_partial,
     )
+    if note:
+        profile.warnings.append(note)
+    return profile
 
 
 def attribute_run(run_dir: PathLike, *, allow_partial: bool = False) -> Profile:
     """Attribute a capture directory written by ``oprof capture``."""
     art = find_run_artifacts(run_dir)
     return attribute_files(kineto=art.kineto, nsys=art.nsys, ncu=art.ncu, inductor=art.inductor,
-                           capture=capture_meta_from_manifest(art.manifest), allow_partial=allow_partial)
+                           capture=capture_meta_from_manifest(art.manifest), allow_partial=allow_partial,
+                           inductor_optional=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from profiler_core.attribution.names import kernel_base_name, kernel_join_key
+from profiler_core.attribution.names import choose_name_key
 from profiler_core.errors import DeterminismError
 from profiler_core.records import TimelineKernel
 
@@ -34,11 +34,10 @@ def align_timelines(
     Raises DeterminismError on the first divergence unless ``allow_partial``.
     """
     warnings: list[str] = []
-    key = kernel_join_key
-    if {key(k.name) for k in other} - {key(k.name) for k in timeline}:
-        if {kernel_base_name(k.name) for k in other} <= {kernel_base_name(k.name) for k in timeline}:
-            key = kernel_base_name
-            warnings.append(f"{other_label} and timeline kernel names joined on bare identifiers")
+    key, label = choose_name_key((k.name for k in timeline), (k.name for k in other))
+    if label != "join_key":
+        warnings.append(f"{other_label} and timeline kernel names joined on their {label.replace('_', ' ')} "
+                        "(the tools' demanglers differ)")
     by_name_other: dict[str, list[int]] = defaultdict(list)
     for i, k in enumerate(other):
         by_name_other[key(k.name)].append(i)

@@ -140,17 +140,17 @@ class PlanBackend:
 
 
 def _under_precision(compiled: Callable[..., Any], precision: str) -> Callable[..., Any]:
-    """``compiled``, run under a float32 matmul precision; keeps Dynamo's calling convention."""
-    if getattr(compiled, "_boxed_call", False):
-        def run_boxed(args: list[Any]) -> Any:
-            with float32_matmul_precision(precision):
-                return compiled(args)
+    """``compiled``, run under a float32 matmul precision; keeps Dynamo's calling convention.
 
-        run_boxed._boxed_call = True  # type: ignore[attr-defined]
-        return run_boxed
+    The call is forwarded exactly as made, and ``_boxed_call`` is copied: Dynamo versions
+    differ in whether they honour it for a backend's callable (torch 2.11 on the H200 calls
+    it unboxed), and forwarding as-is is right under both.
+    """
 
     def run(*args: Any, **kwargs: Any) -> Any:
         with float32_matmul_precision(precision):
             return compiled(*args, **kwargs)
 
+    if getattr(compiled, "_boxed_call", False):
+        run._boxed_call = True  # type: ignore[attr-defined]
     return run

@@ -108,3 +108,15 @@ def test_names_spelled_differently_still_join() -> None:
     rows = [_r(0, "void at::vectorized_elementwise_kernel<4, at::FillFunctor<float>>")]
     j = join_counters(kernels, rows)
     assert j.row_index == [0]
+
+
+def test_per_config_sampling_of_another_instantiation_is_an_explained_hole() -> None:
+    # ncu's per-launch-config filter keys on the function: two instantiations, one sample
+    a = "void at::elementwise_kernel<128, 2, add_functor>(int)"
+    b = "void at::elementwise_kernel<128, 2, copy_functor>(int)"
+    kernels = [_k(b), _k(a), _k(b), _k("mm")]
+    rows = [_r(0, b), _r(1, "mm")]
+    j = join_counters(kernels, rows)
+    assert j.mode == "per-config"
+    assert j.source == [CounterSource.MEASURED, CounterSource.MISSING, CounterSource.INHERITED, CounterSource.MEASURED]
+    assert "another instantiation" in j.holes[1]

@@ -54,3 +54,33 @@ def test_non_operator_ranges_are_not_operators(text: str) -> None:
                                              ("c10d::allreduce_", "c10d::allreduce_")])
 def test_clean_op_name(raw: str, clean: str) -> None:
     assert clean_op_name(raw) == clean
+
+
+# One kernel as three H200 tools spelled it in one capture of examples/lstm_encoder.py
+COPY_KINETO = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+               "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+               "{lambda()#7}::operator()() const::{lambda(float)#1}>(at::TensorIteratorBase&, "
+               "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::"
+               "{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1}>(int, "
+               "at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
+               "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}>"
+               "(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}"
+               "::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1})")
+COPY_NSYS = ("void at::native::elementwise_kernel<(int)128, (int)2, void at::native::gpu_kernel_impl_nocast<"
+             "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]::operator ()() "
+             "const::[lambda() (instance 7)]::operator ()() const::[lambda(float) (instance 1)]>(at::TensorIteratorBase &, "
+             "const T1 &)::[lambda(int) (instance 1)]>(int, T3)")
+COPY_NCU = ("void at::elementwise_kernel<128, 2, void at::gpu_kernel_impl_nocast<at::direct_copy_kernel_cuda("
+            "at::TensorIteratorBase &)::::operator ()() const::::operator ()() const::>(at::TensorIteratorBase &, "
+            "const T1 &)::>(int, T3)")
+ADD_NCU = ("void at::elementwise_kernel<128, 2, void at::gpu_kernel_impl_nocast<at::CUDAFunctor_add<float>>("
+           "at::TensorIteratorBase &, const T1 &)::>(int, T3)")
+
+
+def test_three_demanglers_meet_on_the_skeleton() -> None:
+    from profiler_core.attribution.names import choose_name_key, kernel_skeleton
+
+    assert kernel_skeleton(COPY_KINETO) == kernel_skeleton(COPY_NSYS) == kernel_skeleton(COPY_NCU)
+    assert kernel_skeleton(ADD_NCU) != kernel_skeleton(COPY_NCU)  # distinct kernels stay distinct
+    key, label = choose_name_key([COPY_KINETO], [COPY_NSYS, COPY_NCU])
+    assert label == "skeleton" and key(COPY_NSYS) == key(COPY_KINETO)
