@@ -68,7 +68,8 @@ COPY_KINETO = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kern
                "::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1})")
 COPY_NSYS = ("void at::native::elementwise_kernel<(int)128, (int)2, void at::native::gpu_kernel_impl_nocast<"
              "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]::operator ()() "
-             "const::[lambda() (instance 7)]::operator ()() const::[lambda(float) (instance 1)]>(at::TensorIteratorBase &, "
+             "const::[lambda() (instance 7)]::operator ()() const::[lambda(float) (instance 1)]>"
+             "(at::TensorIteratorBase &, "
              "const T1 &)::[lambda(int) (instance 1)]>(int, T3)")
 COPY_NCU = ("void at::elementwise_kernel<128, 2, void at::gpu_kernel_impl_nocast<at::direct_copy_kernel_cuda("
             "at::TensorIteratorBase &)::::operator ()() const::::operator ()() const::>(at::TensorIteratorBase &, "
