@@ -1,0 +1,180 @@
+"""Pydantic models of the tools' structured outputs (their output schemas).
+
+Sized for a model's context: summaries and headline figures, with the path of the full
+file for anything larger; every capped list comes with a ``showing`` field ("10 of 44
+operators ...") so the reader knows what was left out and how to ask for more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- capture jobs -------------------------------------------------------------------------
+
+
+class ProgressLine(_Out):
+    phase: str
+    step: int
+    total: int
+    message: str
+    elapsed_s: float = Field(description="Seconds since the job started.")
+
+
+class CaptureJobStatus(_Out):
+    job_id: str
+    state: str = Field(description="running | cancelling | succeeded | failed | cancelled")
+    workload: str
+    run_dir: str | None = Field(description="The run directory the capture writes.")
+    started_at: str
+    elapsed_s: float
+    progress: ProgressLine | None = Field(description="The latest progress report, if any.")
+    recent: list[ProgressLine] = Field(description="The last few progress reports, oldest first.")
+    cancel_requested: bool
+    error: str | None = None
+    next_step: str
+
+
+class PhaseSummary(_Out):
+    name: str
+    status: str
+    duration_s: float | None = None
+    note: str | None = None
+
+
+class RunSummary(_Out):
+    run_dir: str
+    status: str | None = Field(description="complete | running | failed | cancelled, from manifest.json")
+    workload: str | None = None
+    created_at: str | None = None
+    gpu: str | None = None
+    compile_mode: str | None = None
+    warmup_iterations: int | None = None
+    measured_iterations: int | None = None
+    counter_mode: str | None = None
+    timeline_source: str | None = None
+    total_duration_s: float | None = None
+    profile: str | None = Field(default=None, description="Path of profile.json, once attributed.")
+    artifacts: dict[str, str] = Field(default_factory=dict, description="Artifact kind -> absolute path.")
+    warning_count: int = 0
+    error: str | None = None
+
+
+class CaptureResultOut(_Out):
+    job_id: str
+    run: RunSummary
+    manifest: str = Field(description="Path of manifest.json (phases, versions, clocks, environment).")
+    phases: list[PhaseSummary]
+    warnings: list[str]
+    warnings_showing: str
+
+
+class ListRunsResult(_Out):
+    searched: list[str] = Field(description="Directories searched.")
+    runs: list[RunSummary] = Field(description="Newest first.")
+    showing: str
+
+
+# --- attribution --------------------------------------------------------------------------
+
+
+class TierShare(_Out):
+    tier: str
+    kernel_count: int
+    time_pct: float = Field(description="Share of total kernel time attributed by this tier.")
+
+
+class CoverageSummary(_Out):
+    kernel_count: int
+    kernel_time_us: float
+    attributed_time_pct: float = Field(description="Kernel time attributed at high or medium confidence.")
+    unattributed_time_pct: float
+    by_tier: list[TierShare]
+    counters_measured_kernels: int
+    counters_inherited_kernels: int
+    counters_missing_kernels: int
+    tier_overlaps: int
+    tier_disagreements: int
+
+
+class OperatorRow(_Out):
+    key: str = Field(description="Operator key, '<name>#<call index>'; get_operator takes it.")
+    name: str
+    op_class: str
+    execution_context: str
+    kernel_count: int
+    time_us: float
+    share_pct: float
+    confidence: str
+    headline: dict[str, float | None] = Field(
+        description="Tensor Core, occupancy, DRAM and SM throughput (% of peak); null when not measured.")
+
+
+class AttributeResult(_Out):
+    profile: str = Field(description="Path of the profile.json written.")
+    kernel_count: int
+    operator_count: int
+    coverage: CoverageSummary
+    top_operators: list[OperatorRow]
+    showing: str
+    warnings: list[str]
+    warnings_showing: str
+
+
+class EvidenceRow(_Out):
+    tier: str
+    operator: str | None
+    detail: str | None = None
+
+
+class KernelDetail(_Out):
+    id: int
+    name: str
+    duration_us: float
+    stream: int
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    registers_per_thread: int | None = None
+    library: str | None = None
+    tier: str
+    confidence: str
+    tiers_agree: bool | None = None
+    evidence: list[EvidenceRow]
+    reason: str | None = None
+    fused_with: list[str]
+    counter_source: str = Field(description="measured | inherited | missing")
+    counters: dict[str, float | None]
+
+
+class OperatorDetail(_Out):
+    key: str
+    name: str
+    call_index: int
+    op_class: str
+    execution_context: str
+    is_fused: bool
+    fused_with: list[str]
+    source_nodes: list[str]
+    input_shapes: list[Any] | None = None
+    kernel_count: int
+    time_us: float
+    share_pct: float = Field(description="Share of the profile's total kernel time.")
+    confidence: str
+    library: str | None = None
+    layer_role: str | None = None
+    inherited_from: str | None = None
+    metrics: dict[str, float | None] = Field(description="Counters aggregated over the operator's kernels.")
+    metric_null_reasons: dict[str, str]
+
+
+class GetOperatorResult(_Out):
+    profile: str
+    operator: OperatorDetail
+    kernels: list[KernelDetail]
+    showing: str
