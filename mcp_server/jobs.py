@@ -107,6 +107,11 @@ class _Job:
     thread: threading.Thread | None = None
 
 
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]``: a manifest may be a pydantic model or a plain dict."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
 def _default_capture_fn() -> CaptureFn:
     from profiler_core.capture.pipeline import capture
 
@@ -173,10 +178,11 @@ class JobManager:
             state = JobState.CANCELLED if job.cancel.is_set() else JobState.FAILED
             error = f"the capture crashed ({type(err).__name__}: {err}); the server log has the traceback"
         else:
-            status = str(getattr(getattr(result, "manifest", None), "status", "") or "")
+            manifest = getattr(result, "manifest", None)
+            status = str(_field(manifest, "status") or "")
             if status == "failed":
                 state = JobState.FAILED
-                error = str(getattr(result.manifest, "error", None) or "the capture reported failure")
+                error = str(_field(manifest, "error") or "the capture reported failure")
             elif status == "cancelled" or (job.cancel.is_set() and status != "complete"):
                 state, error = JobState.CANCELLED, "cancelled before the capture completed"
         with self._lock:
