@@ -138,8 +138,8 @@ class JobManager:
                         f"one GPU runs one capture at a time: call capture_status('{job.job_id}') to follow "
                         f"it, or cancel_capture('{job.job_id}') to stop it"
                     )
-            job = _Job(job_id=f"cap-{uuid.uuid4().hex[:10]}", workload=workload, config=config, run_dir=run_dir,
-                       started_monotonic=time.monotonic(),
+            job = _Job(job_id=f"cap-{uuid.uuid4().hex[:10]}", workload=workload, config=config,
+                       run_dir=run_dir, started_monotonic=time.monotonic(),
                        started_at=datetime.now(UTC).isoformat(timespec="seconds"))
             self._jobs[job.job_id] = job
             self._forget_old()
@@ -168,7 +168,8 @@ class JobManager:
     def _run(self, job: _Job, capture_fn: CaptureFn) -> None:
         state, error, result = JobState.SUCCEEDED, None, None
         try:
-            result = capture_fn(job.workload, job.config, progress=self._progress_callback(job), cancel=job.cancel)
+            result = capture_fn(job.workload, job.config, progress=self._progress_callback(job),
+                                cancel=job.cancel)
         except CaptureCancelledError as err:
             state, error = JobState.CANCELLED, str(err)
         except ProfilerError as err:

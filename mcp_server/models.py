@@ -50,7 +50,9 @@ class PhaseSummary(_Out):
 
 class RunSummary(_Out):
     run_dir: str
-    status: str | None = Field(description="complete | running | failed | cancelled, from manifest.json")
+    status: str | None = Field(description=(
+        "complete | running | failed | cancelled (from manifest.json); "
+        "'attributed' when only profile.json exists"))
     workload: str | None = None
     created_at: str | None = None
     gpu: str | None = None

@@ -58,7 +58,8 @@ def _as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def summarize_manifest(run_dir: Path, manifest: dict[str, Any] | None, *, error: str | None = None) -> RunSummary:
+def summarize_manifest(run_dir: Path, manifest: dict[str, Any] | None, *,
+                       error: str | None = None) -> RunSummary:
     """The headline of one run from its manifest (tolerant of missing keys)."""
     m = manifest or {}
     workload = _get(m, "workload", "path") if isinstance(m.get("workload"), dict) else m.get("workload")
@@ -77,7 +78,8 @@ def summarize_manifest(run_dir: Path, manifest: dict[str, Any] | None, *, error:
         gpu=_get(m, "gpu", "name"),
         compile_mode=_get(m, "workload", "compile_mode") or m.get("compile_mode"),
         warmup_iterations=_as_int(_get(m, "workload", "warmup_iterations") or m.get("warmup_iterations")),
-        measured_iterations=_as_int(_get(m, "workload", "measured_iterations") or m.get("measured_iterations")),
+        measured_iterations=_as_int(
+            _get(m, "workload", "measured_iterations") or m.get("measured_iterations")),
         counter_mode=_get(m, "counters", "mode") or m.get("counter_mode"),
         timeline_source=m.get("timeline_source"),
         total_duration_s=float(duration) if isinstance(duration, int | float) else None,

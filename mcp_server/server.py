@@ -102,5 +102,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         mcp.run()
         return
     if not _is_loopback(args.host):
-        logger.warning("serving on %s: every tool (captures run code) is reachable from the network", args.host)
+        logger.warning("serving on %s: every tool (captures run code) is reachable from the network",
+                       args.host)
     mcp.run(transport="streamable-http", host=args.host, port=args.port)

@@ -20,7 +20,8 @@ from mcp_server.models import (
 )
 from profiler_core.schema import Kernel, Operator, Profile
 
-HEADLINE_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct", "sm_throughput_pct")
+HEADLINE_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
+                     "sm_throughput_pct")
 
 
 def _us(ns: int | float) -> float:

@@ -74,7 +74,7 @@ class Workspace:
         """A path inside the workspace that is an existing regular file."""
         path = self.resolve(given)
         if not path.exists():
-            raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see what exists")
+            raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see runs")
         if not path.is_file():
             raise WorkspaceError(f"{given}: is a directory, not a {what}")
         return path
@@ -84,14 +84,14 @@ class Workspace:
         path = self.resolve(given)
         if not path.is_dir():
             state = "is a file" if path.exists() else "does not exist"
-            raise WorkspaceError(f"{given}: {state}; pass a {what} (call list_runs to see the run directories)")
+            raise WorkspaceError(f"{given}: {state}; pass a {what} (list_runs shows the run directories)")
         return path
 
     def existing(self, given: str | os.PathLike[str], *, what: str = "file or directory") -> Path:
         """A path inside the workspace that exists (file or directory)."""
         path = self.resolve(given)
         if not path.exists():
-            raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see what exists")
+            raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see runs")
         return path
 
     def output_file(self, given: str | os.PathLike[str]) -> Path:

@@ -18,7 +18,8 @@ TOOL_MODULES = (
 )
 
 
-def hints(title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = True) -> ToolAnnotations:
+def hints(title: str, *, read_only: bool, destructive: bool = False,
+          idempotent: bool = True) -> ToolAnnotations:
     """The behaviour hints every tool carries; no tool reaches beyond the local machine."""
     return ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
                            idempotent_hint=idempotent, open_world_hint=False)

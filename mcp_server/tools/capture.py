@@ -45,8 +45,9 @@ def _line(event: ProgressEvent) -> ProgressLine:
 def _next_step(snap: JobSnapshot) -> str:
     jid = snap.job_id
     return {
-        JobState.RUNNING: f"call capture_status('{jid}', wait_s=60) to follow it, or cancel_capture('{jid}') to stop it",
-        JobState.CANCELLING: f"the pipeline is stopping its processes; call capture_status('{jid}') to see it end",
+        JobState.RUNNING: f"call capture_status('{jid}', wait_s=60) to follow it, "
+                          f"or cancel_capture('{jid}') to stop it",
+        JobState.CANCELLING: f"the pipeline is stopping its processes; call capture_status('{jid}')",
         JobState.SUCCEEDED: f"call capture_result('{jid}'), then attribute(run_dir='{snap.run_dir}')",
         JobState.FAILED: "read the error, fix the workload or the settings, then call capture again",
         JobState.CANCELLED: "call capture to start a new one",
@@ -119,8 +120,9 @@ def capture_result_of(snap: JobSnapshot) -> CaptureResultOut:
     manifest = _manifest_dict(snap)
     run = summarize_manifest(run_dir, manifest) if manifest is not None else read_run(run_dir)
     data = manifest or {}
-    phases = [PhaseSummary(name=str(p.get("name")), status=str(p.get("status")), duration_s=p.get("duration_s"),
-                           note=p.get("note")) for p in data.get("phases") or [] if isinstance(p, dict)]
+    phases = [PhaseSummary(name=str(p.get("name")), status=str(p.get("status")),
+                           duration_s=p.get("duration_s"), note=p.get("note"))
+              for p in data.get("phases") or [] if isinstance(p, dict)]
     warnings = [str(w) for w in data.get("warnings") or []]
     return CaptureResultOut(
         job_id=jid, run=run, manifest=str(run_dir / MANIFEST_NAME), phases=phases,
@@ -141,8 +143,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         context: Context,
         compile_mode: Annotated[Literal["eager", "default", "max-autotune", "reduce-overhead"] | None, Field(
             description="eager, or torch.compile with this Inductor mode; default 'default'.")] = None,
-        warmup: Annotated[int | None, Field(ge=0, le=1000, description="Warmup iterations (default 2).")] = None,
-        iters: Annotated[int | None, Field(ge=1, le=1000, description="Measured iterations (default 2).")] = None,
+        warmup: Annotated[int | None, Field(ge=0, le=1000, description="Warmup iterations (default 2).")
+                          ] = None,
+        iters: Annotated[int | None, Field(ge=1, le=1000, description="Measured iterations (default 2).")
+                         ] = None,
         counters: Annotated[Literal["per-config", "full", "none"] | None, Field(
             description="Nsight Compute coverage: one launch per configuration (default), every launch, "
                         "or no counter phase.")] = None,
@@ -189,7 +193,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         job_id: JobId,
         wait_s: Annotated[float, Field(ge=0, le=60, description="Seconds to wait for the job to stop.")] = 15,
     ) -> CaptureJobStatus:
-        """Stop a running capture: its profiler and workload processes are killed; the run is marked cancelled."""
+        """Stop a running capture: its profiler and workload processes are killed; the run ends cancelled."""
         with tool_errors():
             jobs.cancel(job_id)
         deadline = anyio.current_time() + wait_s

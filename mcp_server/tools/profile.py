@@ -33,13 +33,16 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
               annotations=hints("Attribute kernels to operators", read_only=False))
     def attribute(
         run_dir: Annotated[str | None, Field(
-            description="A run directory written by capture (holds manifest.json). Give this, or the files.")] = None,
-        kineto: Annotated[str | None, Field(description="torch.profiler (Kineto) trace, .json or .json.gz.")] = None,
+            description="A run directory written by capture (holds manifest.json). Give this, or the files.")
+        ] = None,
+        kineto: Annotated[str | None, Field(description="torch.profiler (Kineto) trace, .json or .json.gz.")
+                          ] = None,
         nsys: Annotated[str | None, Field(description="Nsight Systems SQLite export (.sqlite).")] = None,
         ncu: Annotated[str | None, Field(
             description="Nsight Compute counters: raw CSV (--page raw --csv) or .ncu-rep.")] = None,
         inductor: Annotated[str | None, Field(
-            description="Inductor artifacts: a TORCH_TRACE directory or .tgz, or an output-code log.")] = None,
+            description="Inductor artifacts: a TORCH_TRACE directory or .tgz, or an output-code log.")
+        ] = None,
         output: Annotated[str | None, Field(
             description="Where to write profile.json; default <run_dir>/profile.json, "
                         "or profile.json beside the timeline file.")] = None,
@@ -57,14 +60,17 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             files = {"kineto": kineto, "nsys": nsys, "ncu": ncu, "inductor": inductor}
             given = {k: ws.existing(v, what=f"{k} artifact") for k, v in files.items() if v}
             if run_dir and given:
-                raise ToolError("give either run_dir or the artifact files (kineto/nsys/ncu/inductor), not both")
+                raise ToolError("give either run_dir or the artifact files (kineto, nsys, ncu, inductor), "
+                                "not both")
             if run_dir:
                 root = ws.existing_dir(run_dir, what="run directory")
-                profile = backend("profiler_core.attribution", "attribute_run")(root, allow_partial=allow_partial)
+                attribute_run = backend("profiler_core.attribution", "attribute_run")
+                profile = attribute_run(root, allow_partial=allow_partial)
                 default_out = root / "profile.json"
             elif given:
                 if "kineto" not in given and "nsys" not in given:
-                    raise ToolError("no timeline given: pass kineto (a trace .json) and/or nsys (a .sqlite export)")
+                    raise ToolError("no timeline given: pass kineto (a trace .json) and/or nsys "
+                                    "(a .sqlite export)")
                 profile = backend("profiler_core.attribution", "attribute_files")(
                     **given, allow_partial=allow_partial)
                 default_out = (given.get("nsys") or given["kineto"]).parent / "profile.json"
@@ -99,6 +105,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             listed = [kernel_detail(k) for k in kernels[:max_kernels]]
             return GetOperatorResult(
                 profile=str(path), operator=operator_detail(op, total_kernel_ns(prof)), kernels=listed,
-                showing=showing(len(listed), len(kernels), "kernels, longest first", "raise max_kernels to see more"),
+                showing=showing(len(listed), len(kernels), "kernels, longest first",
+                                "raise max_kernels to see more"),
             )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-JOINABLE_FILES = ("kineto.json", "nsys.sqlite", "ncu_full_raw.csv", "torch_trace.tgz", "tiny_attention.py")
+from tests.mcp_server.mcp_helpers import JOINABLE_FILES
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ from mcp.types import CallToolResult
 
 from mcp_server.server import ServerConfig, create_server
 
+# The real H200 capture as a run directory (no manifest): every phase of one compiled workload.
+JOINABLE_FILES = ("kineto.json", "nsys.sqlite", "ncu_full_raw.csv", "torch_trace.tgz", "tiny_attention.py")
+
 
 @asynccontextmanager
 async def connect(**config: Any) -> AsyncIterator[Client]:

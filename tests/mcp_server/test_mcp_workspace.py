@@ -31,7 +31,8 @@ def test_paths_inside_resolve(layout: tuple[Workspace, Path, Path], given: str) 
     assert ws.existing_file(given) == (root / "runs" / "profile.json").resolve()
 
 
-@pytest.mark.parametrize("given", ["../outside/secret.json", "link_out.json", "dir_out/secret.json", "/etc/passwd"],
+@pytest.mark.parametrize("given",
+                         ["../outside/secret.json", "link_out.json", "dir_out/secret.json", "/etc/passwd"],
                          ids=["dotdot-out", "symlink-file-out", "symlink-dir-out", "absolute-out"])
 def test_paths_outside_are_refused(layout: tuple[Workspace, Path, Path], given: str) -> None:
     ws, root, _ = layout
