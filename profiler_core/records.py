@@ -109,7 +109,9 @@ class FusionRecord:
     kernel_name: str
     aten_ops: tuple[str, ...]  # e.g. ("aten::addmm", "aten::relu")
     source_nodes: tuple[str, ...] = ()
-    source: str = "output_code"  # "provenance" | "output_code"
+    source: str = "output_code"  # "provenance" | "output_code" | "both"
+    post_grad_nodes: tuple[str, ...] = ()  # Inductor's post-grad FX nodes fused into the kernel
+    stack_traces: tuple[str, ...] = ()  # user source lines behind it (provenance tracking)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,313 @@
+"""Parse Nsight Compute CSV exports (raw page and details page) into counter rows.
+
+The raw page (``--page raw``) is one row per launch and one column per metric, with units in the
+second row; it is the shape captures produce and can run to hundreds of thousands of rows, so
+a row's metric cells are converted in one comprehension and cells are only examined one by one
+when that fails (``n/a``, text). The details page ncu prints on stdout with ``--csv`` has one row per
+launch *and* metric; it is pivoted back to one row per launch.
+
+A metric column holding text (``launch__func_cache_config`` = ``CachePreferNone``) reads as
+``None``; a column mixing numbers and text is corrupt.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from operator import attrgetter, itemgetter
+from pathlib import Path
+from typing import TextIO
+
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
+from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit
+from profiler_core.records import CounterRow, Dim3, NcuReport
+
+EXPORT_HINT = "export the report with: ncu --import R.ncu-rep --csv --page raw --print-units base"
+_REQUIRED = ("ID", "Kernel Name", "Block Size", "Grid Size")
+_OPTIONAL_INT_COLUMNS = ("Process ID", "Context", "Stream", "Device")
+_DETAIL_COLUMNS = ("Metric Name", "Metric Unit", "Metric Value")
+_MISSING = frozenset({"", "n/a", "N/A"})
+_PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
+
+
+def is_metric_column(name: str) -> bool:
+    """ncu metric names are ``<unit>__<counter>[.rollup[.submetric]]``; identity columns have no ``__``."""
+    return "__" in name and " " not in name and ":" not in name
+
+
+def read_ncu_csv(path: Path, requested: frozenset[str] | None) -> NcuReport:
+    """Rows of an ncu CSV export (raw or details page), in ID order, values in base units."""
+    try:
+        if path.stat().st_size == 0:
+            raise ArtifactFormatError(f"{path}: empty file; {EXPORT_HINT}")
+        with path.open("rb") as raw:
+            raw.seek(-1, 2)
+            if raw.read(1) != b"\n":
+                raise ArtifactFormatError(f"{path}: the last line has no newline: the export is truncated")
+        with path.open(newline="", encoding="utf-8") as fh:
+            header = _find_header(fh, path)
+            table = _Table(path, header, requested)
+            reader = csv.reader(fh)
+            rows = table.read_details(reader) if table.long_form else table.read_raw(reader)
+    except UnicodeDecodeError as err:
+        raise ArtifactFormatError(f"{path}: not UTF-8 text ({err.reason}); {EXPORT_HINT}") from err
+    except csv.Error as err:
+        raise ArtifactFormatError(f"{path}: malformed CSV ({err}); {EXPORT_HINT}") from err
+    return table.report(rows)
+
+
+def _find_header(fh: TextIO, path: Path) -> list[str]:
+    # The stdout form carries ncu's ==PROF== messages and the program's own output first.
+    for line in fh:
+        if line.startswith(('"ID"', "ID,")):
+            return next(csv.reader([line]))
+    raise ArtifactFormatError(
+        f"{path}: no ncu CSV header (a line starting with \"ID\"): not an ncu export; {EXPORT_HINT}"
+    )
+
+
+class _Table:
+    """Column layout of one export and the per-metric state built while reading it."""
+
+    def __init__(self, path: Path, header: list[str], requested: frozenset[str] | None) -> None:
+        self.path = path
+        self.header = header
+        self.width = len(header)
+        self.requested = requested
+        self.index = {name: i for i, name in enumerate(header)}
+        missing = [name for name in _REQUIRED if name not in self.index]
+        if missing:
+            raise ArtifactFormatError(
+                f"{path}: ncu CSV lacks column(s) {', '.join(repr(m) for m in missing)}; {EXPORT_HINT}"
+            )
+        self.i_id, self.i_name = self.index["ID"], self.index["Kernel Name"]
+        self.i_grid, self.i_block = self.index["Grid Size"], self.index["Block Size"]
+        self.i_optional = tuple(self.index.get(c) for c in _OPTIONAL_INT_COLUMNS)
+        self.long_form = all(name in self.index for name in _DETAIL_COLUMNS)
+        self.nvtx_col = next((i for i, n in enumerate(header) if n.startswith(_PUSH_POP_PREFIX)), None)
+        self.units: dict[str, str] = {}
+        self.numeric: set[str] = set()
+        self.text: set[str] = set()
+        self._dims: dict[str, Dim3 | None] = {}
+
+    # -- the raw page ---------------------------------------------------------------------------
+    def read_raw(self, reader: Iterator[list[str]]) -> list[CounterRow]:
+        units_row = next(reader, None)
+        if units_row is None or len(units_row) != self.width or units_row[self.index["ID"]] != "":
+            raise ArtifactFormatError(
+                f"{self.path}: the second row should hold the units (ID column empty); {EXPORT_HINT}"
+            )
+        names: list[str] = []
+        positions: list[int] = []
+        scaled: list[tuple[int, float]] = []  # (position among names, factor) for non-base units
+        for i, name in enumerate(self.header):
+            if is_metric_column(name) and (self.requested is None or name in self.requested):
+                base, scale = normalise_unit(units_row[i], name, str(self.path))
+                self.units[name] = base
+                if scale != 1.0:
+                    scaled.append((len(names), scale))
+                names.append(name)
+                positions.append(i)
+        rows: list[CounterRow] = []
+        active = _Active(names, positions, scaled)
+        for line_no, row in enumerate(reader, start=3):
+            if len(row) != self.width and self._skippable(row, line_no):
+                continue
+            cells = active.cells_of(row)
+            try:  # the common case: every cell a number, perhaps with thousands separators
+                values: list[float | None] = [float(c.replace(",", "")) for c in cells]
+            except ValueError:
+                known_text = len(self.text)
+                values = [self._cell(name, c, line_no) for name, c in zip(active.names, cells, strict=True)]
+                new_text = len(self.text) != known_text
+            else:
+                new_text = False
+                if not active.seen_numbers:  # every cell of this row was a number
+                    self.numeric.update(active.names)
+                    active.seen_numbers = True
+            for k, scale in active.scaled:
+                value = values[k]
+                if value is not None:
+                    values[k] = value * scale
+            metrics = dict(zip(active.names, values, strict=True))
+            if new_text:
+                # A string-valued metric (launch__func_cache_config): stop reading it.
+                for name in self.text:
+                    metrics.pop(name, None)
+                active = active.without(self.text)
+            rows.append(self._row(row, metrics, line_no))
+        for record in rows if self.text else ():
+            for name in self.text:
+                record.metrics.pop(name, None)  # type: ignore[attr-defined]
+        mixed = self.numeric & self.text
+        if mixed:
+            raise ArtifactFormatError(
+                f"{self.path}: metric(s) {', '.join(sorted(mixed))} mix numbers and text: corrupt export"
+            )
+        return rows
+
+    def _skippable(self, row: list[str], line_no: int) -> bool:
+        if not row or (len(row) == 1 and row[0].startswith("==")):
+            return True  # a blank line, or ncu's trailing ==PROF== messages
+        raise ArtifactFormatError(
+            f"{self.path}: row {line_no} has {len(row)} fields, the header {self.width}: "
+            "the export is truncated or corrupt"
+        )
+
+    def _cell(self, name: str, cell: str, line_no: int) -> float | None:
+        if cell in _MISSING:
+            return None
+        try:
+            value = float(cell.replace(",", ""))
+        except ValueError:
+            if self.units.get(name) != "":
+                raise ArtifactFormatError(
+                    f"{self.path}: row {line_no}: metric {name!r} has the non-numeric value {cell[:60]!r}: "
+                    "the export is corrupt"
+                ) from None
+            self.text.add(name)  # a string-valued metric
+            return None
+        self.numeric.add(name)
+        return value
+
+    # -- the details page -------------------------------------------------------------------------
+    def read_details(self, reader: Iterator[list[str]]) -> list[CounterRow]:
+        i_name, i_unit, i_value = (self.index[c] for c in _DETAIL_COLUMNS)
+        by_id: dict[str, tuple[list[str], int, dict[str, float | None]]] = {}
+        units_seen: dict[tuple[str, str], tuple[str, float]] = {}
+        for line_no, row in enumerate(reader, start=2):
+            if len(row) != self.width and self._skippable(row, line_no):
+                continue
+            entry = by_id.get(row[self.index["ID"]])
+            if entry is None:
+                entry = by_id[row[self.index["ID"]]] = (row, line_no, {})
+            name, unit = row[i_name], row[i_unit]
+            if self.requested is not None and name not in self.requested:
+                continue
+            if (name, unit) not in units_seen:
+                units_seen[(name, unit)] = normalise_unit(unit, name, str(self.path))
+            base, scale = units_seen[(name, unit)]
+            if self.units.setdefault(name, base) != base:
+                raise ArtifactFormatError(
+                    f"{self.path}: metric {name!r} comes in {self.units[name]!r} and {base!r}; "
+                    f"{BASE_UNITS_HINT}"
+                )
+            value = self._cell(name, row[i_value], line_no)
+            if name in self.numeric and name in self.text:
+                raise ArtifactFormatError(
+                    f"{self.path}: metric {name!r} mixes numbers and text: corrupt export"
+                )
+            entry[2][name] = value * scale if value is not None else None
+        return [self._row(row, metrics, line_no) for row, line_no, metrics in by_id.values()]
+
+    # -- shared -----------------------------------------------------------------------------------
+    def _row(self, row: list[str], metrics: dict[str, float | None], line_no: int) -> CounterRow:
+        stack = nvtx_stack(row[self.nvtx_col]) if self.nvtx_col is not None else ()
+        name = row[self.i_name]
+        if stack:
+            name = strip_nvtx_rename(name, stack)
+        i_process, i_context, i_stream, i_device = self.i_optional
+        ncu_id: int | None
+        process_id: int | None
+        context: int | None
+        stream: int | None
+        device: int | None
+        try:  # the common case: every id column present and an integer (a missing one: TypeError)
+            ncu_id = int(row[self.i_id])
+            process_id = int(row[i_process])  # type: ignore[index]
+            context = int(row[i_context])  # type: ignore[index]
+            stream = int(row[i_stream])  # type: ignore[index]
+            device = int(row[i_device])  # type: ignore[index]
+        except (ValueError, TypeError):
+            ncu_id = self._int(row[self.i_id], "ID", line_no)
+            process_id, context, stream, device = (
+                None if i is None else self._int(row[i], column, line_no)
+                for i, column in zip(self.i_optional, _OPTIONAL_INT_COLUMNS, strict=True)
+            )
+        if ncu_id is None:
+            raise ArtifactFormatError(f"{self.path}: row {line_no} has no ID")
+        # Positional: half the cost of keywords at 500k rows (tests pin the field order).
+        return CounterRow(
+            ncu_id,
+            name,
+            self._dim3(row[self.i_grid], "Grid Size", line_no),
+            self._dim3(row[self.i_block], "Block Size", line_no),
+            stream,
+            device,
+            metrics,
+            stack,
+            process_id,
+            context,
+        )
+
+    def report(self, rows: list[CounterRow]) -> NcuReport:
+        if not rows:
+            raise ArtifactFormatError(
+                f"{self.path}: no kernel rows: ncu profiled nothing (check --kernel-name/--launch-skip "
+                "filters and that the measured region calls cudaProfilerStart) or the export is truncated"
+            )
+        rows.sort(key=attrgetter("ncu_id"))
+        for before, after in zip(rows, rows[1:], strict=False):
+            if before.ncu_id == after.ncu_id:
+                raise ArtifactFormatError(f"{self.path}: ID {after.ncu_id} appears twice: corrupt export")
+        # A metric came back when at least one launch has a number for it.
+        returned = frozenset(n for n in self.units if n in self.numeric)
+        units = {n: u for n, u in self.units.items() if n not in self.text}
+        return NcuReport(path=self.path, rows=rows, metrics_returned=returned, source="csv", units=units)
+
+    def _int(self, cell: str, column: str, line_no: int) -> int | None:
+        if cell in _MISSING:
+            return None
+        try:
+            return int(cell.replace(",", ""))
+        except ValueError:
+            raise ArtifactFormatError(
+                f"{self.path}: row {line_no}: column {column!r} holds {cell[:60]!r}, not an integer"
+            ) from None
+
+    def _dim3(self, cell: str, column: str, line_no: int) -> Dim3 | None:
+        if cell in self._dims:
+            return self._dims[cell]
+        if cell in _MISSING:
+            return None
+        try:
+            parts = [int(p) for p in cell.strip().strip("()").split(",")]
+        except ValueError:
+            parts = []
+        if not 1 <= len(parts) <= 3:
+            raise ArtifactFormatError(
+                f"{self.path}: row {line_no}: column {column!r} holds {cell[:60]!r}, not '(x, y, z)'"
+            )
+        dims = (parts + [1, 1])[:3]
+        value: Dim3 = (dims[0], dims[1], dims[2])
+        self._dims[cell] = value
+        return value
+
+
+class _Active:
+    """The numeric metric columns still being read, and how to pull their cells out of a row."""
+
+    def __init__(self, names: list[str], positions: list[int], scaled: list[tuple[int, float]]) -> None:
+        self.names = names
+        self.positions = positions
+        self.scaled = scaled
+        self.seen_numbers = False
+        self.cells_of: Callable[[list[str]], tuple[str, ...]]
+        if len(positions) == 1:
+            only = positions[0]
+            self.cells_of = lambda row: (row[only],)
+        elif not positions:
+            self.cells_of = lambda row: ()
+        else:
+            self.cells_of = itemgetter(*positions)  # type: ignore[assignment]
+
+    def without(self, dropped: set[str]) -> _Active:
+        """The same columns less ``dropped``."""
+        scale_of = {self.names[k]: scale for k, scale in self.scaled}
+        keep = [(n, p) for n, p in zip(self.names, self.positions, strict=True) if n not in dropped]
+        names = [n for n, _ in keep]
+        scaled = [(k, scale_of[n]) for k, n in enumerate(names) if n in scale_of]
+        active = _Active(names, [p for _, p in keep], scaled)
+        active.seen_numbers = self.seen_numbers
+        return active

@@ -1,0 +1,201 @@
+"""Read PyTorch structured trace logs (``TORCH_TRACE=<dir>``) for Inductor's kernel provenance.
+
+Each record is one glog-prefixed line holding a JSON envelope, followed by its payload on
+tab-indented lines::
+
+    V1129 07:44:23.812000 427 torch/_inductor/compile_fx.py:1586] {"artifact": {"name":
+        "inductor_provenance_tracking_node_mappings", "encoding": "json"}, "frame_id": 0, ...}
+    \t{"preToPost": {...}, "postToPre": {...}, "cppCodeToPost": {"triton_poi_fused_addmm_relu_6:15":
+        ["relu", "view_19", "add_tensor_1"], "extern_kernels.mm:16": ["mm_default"]}, ...}
+
+Four records matter, read per compile (frame id, compile id, attempt):
+
+* ``inductor_post_grad_graph``: each post-grad node's operator (``mm_default = torch.ops.aten.mm...``);
+* ``inductor_provenance_tracking_node_mappings``: kernel call -> post-grad nodes -> pre-grad nodes;
+* ``inductor_provenance_tracking_kernel_stack_traces``: kernel call -> user source lines;
+* ``inductor_output_code``: the generated code itself (read by ``inductor_output_code``).
+
+Generated kernels (``triton_*``, ``cpp_*``) are keyed by name, merging every call site, since a
+name is all a GPU timeline shows. Extern and fallback calls (``extern_kernels.mm:2``) keep their
+debug handle: each call site computes different nodes, and the handle orders them in ``call()``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.inductor_output_code import parse_output_code
+from profiler_core.records import FusionRecord
+
+_ENVELOPE = re.compile(r"^[A-Z]\d{4} [\d:.]+\s+\d+ \S+\] (\{.*\})\s*$")
+_GRAPH_NODE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = torch\.ops\.(\w+)\.(\w+)(?:\.\w+)?\(")
+_POST_GRAD = "inductor_post_grad_graph"
+_NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
+_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
+_OUTPUT_CODE = "inductor_output_code"
+_WANTED = frozenset({_POST_GRAD, _NODE_MAPPINGS, _STACK_TRACES, _OUTPUT_CODE})
+
+
+def is_trace_line(line: str) -> bool:
+    """Whether ``line`` is a structured-trace envelope (glog prefix + JSON object)."""
+    return _ENVELOPE.match(line) is not None
+
+
+@dataclass
+class TraceContents:
+    """What one or more trace logs said about kernels."""
+
+    provenance: dict[str, FusionRecord] = field(default_factory=dict)
+    output_code: dict[str, FusionRecord] = field(default_factory=dict)
+    envelopes: int = 0
+
+
+def parse_torch_trace(lines: Iterable[str], origin: str, into: TraceContents | None = None) -> TraceContents:
+    """Kernel provenance and output-code fusions from one structured trace log."""
+    contents = into if into is not None else TraceContents()
+    reader = _TraceReader(origin, contents)
+    for line in lines:
+        if line.startswith("\t"):
+            reader.payload_line(line[1:].rstrip("\r\n"))
+            continue
+        match = _ENVELOPE.match(line)
+        if match:
+            reader.finish()
+            reader.start(match.group(1))
+    reader.finish()
+    return contents
+
+
+class _TraceReader:
+    """Collects the payload of the current record and dispatches it when the next one starts."""
+
+    def __init__(self, origin: str, contents: TraceContents) -> None:
+        self.origin = origin
+        self.contents = contents
+        self.kind: str | None = None
+        self.compile_key: tuple[Any, ...] = ()
+        self.payload: list[str] = []
+        self.targets: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> post-grad node -> op
+        self.last_handles: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> handle -> record key
+
+    def start(self, envelope_text: str) -> None:
+        self.contents.envelopes += 1
+        try:
+            envelope = json.loads(envelope_text)
+        except ValueError:
+            return  # a damaged envelope we would not have used anyway
+        if not isinstance(envelope, dict):
+            return
+        artifact = envelope.get("artifact")
+        kind = artifact.get("name") if isinstance(artifact, dict) else None
+        if kind is None and _OUTPUT_CODE in envelope:
+            kind = _OUTPUT_CODE
+        if kind in _WANTED:
+            self.kind = kind
+            self.compile_key = tuple(
+                envelope.get(k) for k in ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+            )
+
+    def payload_line(self, text: str) -> None:
+        if self.kind is not None:
+            self.payload.append(text)
+
+    def finish(self) -> None:
+        kind, payload = self.kind, self.payload
+        self.kind, self.payload = None, []
+        if kind == _POST_GRAD:
+            self.targets[self.compile_key] = _graph_targets(payload)
+        elif kind == _OUTPUT_CODE:
+            for name, record in parse_output_code(payload).items():
+                self.contents.output_code[name] = _union(self.contents.output_code.get(name), record)
+        elif kind == _NODE_MAPPINGS:
+            self._node_mappings(self._json(kind, payload))
+        elif kind == _STACK_TRACES:
+            self._stack_traces(self._json(kind, payload))
+
+    def _json(self, kind: str, payload: list[str]) -> dict[str, Any]:
+        try:
+            data = json.loads("\n".join(payload))
+        except ValueError as err:
+            raise ArtifactFormatError(
+                f"{self.origin}: the {kind} record is not valid JSON ({err}): the trace is truncated "
+                "or corrupt"
+            ) from err
+        if not isinstance(data, dict):
+            raise ArtifactFormatError(f"{self.origin}: the {kind} record is not a JSON object")
+        return data
+
+    def _node_mappings(self, data: dict[str, Any]) -> None:
+        kernel_to_post = _str_lists(data.get("cppCodeToPost"))
+        post_to_pre = _str_lists(data.get("postToPre"))
+        targets = self.targets.get(self.compile_key, {})
+        handles: dict[str, str] = {}
+        for handle, post_nodes in kernel_to_post.items():
+            key = record_key(handle)
+            handles[handle] = key
+            pre_nodes = [pre for node in post_nodes for pre in post_to_pre.get(node, ())]
+            record = FusionRecord(
+                kernel_name=key,
+                aten_ops=tuple(dict.fromkeys(targets[n] for n in post_nodes if n in targets)),
+                source_nodes=tuple(dict.fromkeys(pre_nodes)),
+                source="provenance",
+                post_grad_nodes=tuple(dict.fromkeys(post_nodes)),
+            )
+            self.contents.provenance[key] = _union(self.contents.provenance.get(key), record)
+        self.last_handles[self.compile_key] = handles
+
+    def _stack_traces(self, data: dict[str, Any]) -> None:
+        handles = self.last_handles.get(self.compile_key, {})
+        for handle, traces in _str_lists(data).items():
+            key = handles.get(handle, record_key(handle))
+            record = self.contents.provenance.get(key)
+            if record is None:
+                continue  # a trace for a kernel the node mappings never named: nothing to attach to
+            merged = tuple(dict.fromkeys([*record.stack_traces, *traces]))
+            self.contents.provenance[key] = FusionRecord(
+                kernel_name=record.kernel_name, aten_ops=record.aten_ops, source_nodes=record.source_nodes,
+                source=record.source, post_grad_nodes=record.post_grad_nodes, stack_traces=merged,
+            )
+
+
+def record_key(handle: str) -> str:
+    """``triton_poi_fused_relu_0:7`` -> ``triton_poi_fused_relu_0``; ``extern_kernels.mm:2`` unchanged."""
+    kernel, colon, index = handle.rpartition(":")
+    if colon and index.isdigit() and kernel.startswith(("triton_", "cpp_")):
+        return kernel
+    return handle
+
+
+def _graph_targets(payload: list[str]) -> dict[str, str]:
+    targets: dict[str, str] = {}
+    for line in payload:
+        match = _GRAPH_NODE.match(line)
+        if match:
+            targets[match.group(1)] = f"{match.group(2)}::{match.group(3)}"
+    return targets
+
+
+def _str_lists(value: Any) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k): [str(item) for item in v] for k, v in value.items() if isinstance(v, list)
+    }
+
+
+def _union(old: FusionRecord | None, new: FusionRecord) -> FusionRecord:
+    if old is None:
+        return new
+    return FusionRecord(
+        kernel_name=new.kernel_name,
+        aten_ops=tuple(dict.fromkeys([*old.aten_ops, *new.aten_ops])),
+        source_nodes=tuple(dict.fromkeys([*old.source_nodes, *new.source_nodes])),
+        source=new.source,
+        post_grad_nodes=tuple(dict.fromkeys([*old.post_grad_nodes, *new.post_grad_nodes])),
+        stack_traces=tuple(dict.fromkeys([*old.stack_traces, *new.stack_traces])),
+    )

@@ -1,0 +1,95 @@
+"""Fuzz the ncu and Inductor readers with truncated and corrupted copies of real artifacts.
+
+Whatever the damage, a reader either returns records or raises ``ArtifactFormatError``: never
+another exception, and a truncated CSV never yields a half-read value.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest import read_inductor, read_ncu
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+CSV_FILES = {
+    "raw-base": DATA / "h200_joinable" / "ncu_full_raw.csv",
+    "raw-scaled": DATA / "h200_tiny" / "ncu_compiled_mlp_ln_raw.csv",
+    "details-stdout": DATA / "h200_tiny" / "ncu_eager_mlp_ln_nvtx_rename.csv",
+}
+INDUCTOR_FILES = {
+    "output-code-log": DATA / "h200_joinable" / "output_code.log",
+    "trace-tgz": DATA / "h200_tiny" / "torch_trace_provenance_mlp_ln.tgz",
+}
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def damaged(draw: st.DrawFn, original: bytes) -> bytes:
+    """``original`` truncated, with a few bytes overwritten and a few inserted."""
+    data = bytearray(original[: draw(st.integers(0, len(original)))])
+    for _ in range(draw(st.integers(0, 4))):
+        if data:
+            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(data)))
+        data[at:at] = draw(st.binary(min_size=1, max_size=8))
+    return bytes(data)
+
+
+def _read_copy(reader, data: bytes, suffix: str):  # type: ignore[no-untyped-def]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"artifact{suffix}"
+        path.write_bytes(data)
+        try:
+            return reader(path)
+        except ArtifactFormatError:
+            return None
+
+
+@pytest.mark.parametrize("kind", list(CSV_FILES), ids=list(CSV_FILES))
+def test_damaged_ncu_csv(kind: str) -> None:
+    original = CSV_FILES[kind].read_bytes()
+
+    @FUZZ
+    @given(damaged(original))
+    def check(data: bytes) -> None:
+        report = _read_copy(read_ncu, data, ".csv")
+        assert report is None or report.rows
+
+    check()
+
+
+def test_truncated_ncu_csv_never_half_reads_a_value() -> None:
+    path = CSV_FILES["raw-base"]
+    original = path.read_bytes()
+    full = read_ncu(path).rows
+
+    @FUZZ
+    @given(st.integers(0, len(original)))
+    def check(cut: int) -> None:
+        report = _read_copy(read_ncu, original[:cut], ".csv")
+        if report is not None:
+            assert report.rows == full[: len(report.rows)]
+
+    check()
+
+
+@pytest.mark.parametrize("kind", list(INDUCTOR_FILES), ids=list(INDUCTOR_FILES))
+def test_damaged_inductor_artifacts(kind: str) -> None:
+    path = INDUCTOR_FILES[kind]
+    original = path.read_bytes()
+    suffix = ".tgz" if path.name.endswith(".tgz") else ".log"
+
+    @FUZZ
+    @given(damaged(original))
+    def check(data: bytes) -> None:
+        artifacts = _read_copy(read_inductor, data, suffix)
+        assert artifacts is None or artifacts.fusions
+
+    check()
