@@ -37,6 +37,7 @@ class TimelineKernel:
     graph_id: int | None = None  # set when launched by a CUDA graph replay
     graph_node_id: int | None = None
     bytes_moved: int | None = None  # memcpy / memset size
+    smem_bytes: int | None = None  # static + dynamic shared memory per block (Kineto gives only the sum)
 
     @property
     def duration_ns(self) -> int:

@@ -8,15 +8,14 @@ without a manifest the conventional names are looked up (``kineto.json[.gz]``,
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from profiler_core.attribution.engine import attribute
+from profiler_core.capture.manifest import MANIFEST_NAME, RunManifest, read_manifest
 from profiler_core.errors import ArtifactFormatError, AttributionError
-from profiler_core.schema import CaptureMeta, ClockSample, Profile, ToolVersions
+from profiler_core.schema import CaptureMeta, ClockSample, Profile
 
 PathLike = str | os.PathLike[str]
 
@@ -36,7 +35,7 @@ class RunArtifacts:
     nsys: Path | None = None
     ncu: Path | None = None
     inductor: Path | None = None
-    manifest: dict[str, Any] | None = None
+    manifest: RunManifest | None = None
 
 
 def _existing(path: Path | None) -> Path | None:
@@ -48,23 +47,21 @@ def find_run_artifacts(run_dir: PathLike) -> RunArtifacts:
     root = Path(run_dir)
     if not root.is_dir():
         raise ArtifactFormatError(f"{root}: not a run directory; pass the folder 'oprof capture' wrote")
-    manifest: dict[str, Any] | None = None
-    mpath = root / "manifest.json"
-    if mpath.exists():
-        try:
-            manifest = json.loads(mpath.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ArtifactFormatError(f"{mpath}: not valid JSON ({err}); re-run 'oprof capture'") from err
-    found: dict[str, Path | None] = {}
-    named = (manifest or {}).get("artifacts") or {}
+    manifest = read_manifest(root) if (root / MANIFEST_NAME).exists() else None
+    found: dict[str, Path | None] = dict.fromkeys(_CANDIDATES)
+    if manifest is not None:
+        art = manifest.artifacts
+        found["kineto"] = _existing(root / art.kineto) if art.kineto else None
+        found["nsys"] = _existing(root / art.timeline) if art.timeline else None
+        found["ncu"] = next((p for p in (art.counters_csv, art.counters_report)
+                             if p and (root / p).exists()), None)
+        found["ncu"] = root / found["ncu"] if found["ncu"] else None
+        found["inductor"] = next((root / p for p in (art.torch_trace, art.output_code)
+                                  if p and (root / p).exists()), None)
     for kind, names in _CANDIDATES.items():
-        path = None
-        if isinstance(named.get(kind), str):
-            path = _existing(root / named[kind])
         for name in names:
-            if path is None:
-                path = _existing(root / name)
-        found[kind] = path
+            if found[kind] is None:
+                found[kind] = _existing(root / name)
     if found["kineto"] is None and found["nsys"] is None:
         raise ArtifactFormatError(
             f"{root}: holds no timeline (kineto.json or timeline.sqlite); was the capture interrupted? "
@@ -73,34 +70,30 @@ def find_run_artifacts(run_dir: PathLike) -> RunArtifacts:
     return RunArtifacts(manifest=manifest, **found)
 
 
-def capture_meta_from_manifest(manifest: dict[str, Any] | None) -> CaptureMeta | None:
-    """The profile's capture metadata from a run manifest (tolerant of missing keys)."""
-    if not manifest:
+def capture_meta_from_manifest(manifest: RunManifest | None) -> CaptureMeta | None:
+    """The profile's capture metadata from a run manifest."""
+    if manifest is None:
         return None
-    gpu = manifest.get("gpu") or {}
-    versions = manifest.get("versions") or {}
-    clocks = []
-    for phase, c in (manifest.get("clocks") or {}).items():
-        if isinstance(c, dict):
-            clocks.append(ClockSample(phase=phase, **{k: v for k, v in c.items() if k in ClockSample.model_fields}))
-    policy = manifest.get("clock_policy") or "unknown"
-    mode = manifest.get("counter_mode") or "unknown"
+    clocks = [
+        ClockSample(phase=ph.name, sm_mhz_median=ph.clocks.sm_mhz_median, sm_mhz_min=ph.clocks.sm_mhz_min,
+                    sm_mhz_max=ph.clocks.sm_mhz_max, memory_mhz_median=ph.clocks.memory_mhz_median,
+                    samples=ph.clocks.samples)
+        for ph in manifest.phases if ph.clocks is not None and ph.clocks.samples
+    ]
+    wl = manifest.workload
     return CaptureMeta(
-        workload=manifest.get("workload"),
-        gpu_name=gpu.get("name") if isinstance(gpu, dict) else None,
-        chip=gpu.get("chip") if isinstance(gpu, dict) else None,
-        sm_count=gpu.get("sm_count") if isinstance(gpu, dict) else None,
-        versions=ToolVersions(**{k: (str(v) if v is not None else None) for k, v in versions.items()
-                                 if k in ToolVersions.model_fields}),
-        warmup_iterations=manifest.get("warmup_iterations"),
-        measured_iterations=manifest.get("measured_iterations"),
-        compile_mode=manifest.get("compile_mode"),
-        clock_policy=policy if policy in ("lock", "observe", "off") else "unknown",
+        workload=wl.path,
+        gpu_name=manifest.gpu.name,
+        chip=manifest.gpu.chip,
+        sm_count=manifest.gpu.sm_count,
+        versions=manifest.versions.model_copy(),
+        warmup_iterations=wl.warmup_iterations,
+        measured_iterations=wl.measured_iterations,
+        compile_mode=wl.compile_mode,
+        clock_policy=manifest.clocks.policy,
         clocks=clocks,
-        counter_mode=mode if mode in ("full", "per-config", "none") else "unknown",
-        created_at=manifest.get("created_at"),
-        rank=manifest.get("rank"),
-        world_size=manifest.get("world_size"),
+        counter_mode=manifest.counters.mode,
+        created_at=manifest.created_at,
     )
 
 

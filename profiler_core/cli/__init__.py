@@ -48,6 +48,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _COMMAND_MODULES = (
     "profiler_core.cli.summary",
     "profiler_core.cli.attribute",
+    "profiler_core.cli.capture",
 )
 
 

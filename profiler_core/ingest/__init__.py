@@ -1,6 +1,8 @@
 """Readers that turn profiler artifacts into the records in ``profiler_core.records``."""
 
 from profiler_core.ingest.inductor import read_inductor
+from profiler_core.ingest.kineto import read_kineto
 from profiler_core.ingest.ncu import read_ncu
+from profiler_core.ingest.nsys import read_nsys
 
-__all__ = ["read_inductor", "read_ncu"]
+__all__ = ["read_inductor", "read_kineto", "read_ncu", "read_nsys"]

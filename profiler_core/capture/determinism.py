@@ -1,0 +1,222 @@
+"""Did every phase launch the same kernels? Checked before any evidence is joined.
+
+Attribution joins phases by invocation order, so the Kineto trace, the nsys timeline and
+(in full mode) the ncu rows must agree on kernel names (normalised: tools spell them
+differently), count, order and grid/block sizes. Two compiles can pick different launch
+configurations for the same kernel; a join that ignored that would give launches another
+configuration's counters. A violation raises :class:`~profiler_core.errors.DeterminismError`
+naming the first divergence and its index in each run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profiler_core.errors import DeterminismError
+from profiler_core.records import Dim3
+
+_CAST = re.compile(r"\([A-Za-z_][\w:]*\)(-?\d+)")
+_SPACES = re.compile(r"\s+")
+
+
+def _fallback_normalize(name: str) -> str:
+    """Minimal spelling-normaliser used until the shared one is importable.
+
+    Handles the differences seen between Kineto, nsys and ncu exports: a leading
+    ``void``, ``at::native::`` vs ``at::``, enum casts like ``(cudnnRNNMode_t)3`` vs ``3``,
+    whitespace, and a trailing parameter list that only some tools print.
+    """
+    text = _SPACES.sub(" ", name.strip())
+    if text.startswith("void "):
+        text = text[5:]
+    text = text.replace("at::native::", "at::").replace("(anonymous namespace)::", "")
+    text = _CAST.sub(r"\1", text)
+    if text.endswith(")"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            ch = text[i]
+            if ch == ")":
+                depth += 1
+            elif ch == "(":
+                depth -= 1
+                if depth == 0:
+                    text = text[:i]
+                    break
+    return text.replace(" >", ">").replace("< ", "<").strip()
+
+
+def kernel_name_normalizer() -> Callable[[str], str]:
+    """The project's kernel-name normaliser (attribution.names), or the local fallback."""
+    try:
+        from profiler_core.attribution.names import normalize_kernel_name
+    except ImportError:
+        return _fallback_normalize
+    return normalize_kernel_name
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One kernel launch, reduced to what every tool reports."""
+
+    name: str  # normalised
+    raw_name: str
+    grid: Dim3 | None
+    block: Dim3 | None
+
+    @property
+    def config(self) -> tuple[str, Dim3 | None, Dim3 | None]:
+        return (self.name, self.grid, self.block)
+
+    def quoted_name(self) -> str:
+        short = self.raw_name if len(self.raw_name) <= 120 else self.raw_name[:117] + "..."
+        return f"'{short}'"
+
+    def describe(self) -> str:
+        dims = "" if self.grid is None and self.block is None else f" grid {self.grid} block {self.block}"
+        return f"{self.quoted_name()}{dims}"
+
+
+def _dim(value: Any) -> Dim3 | None:
+    return tuple(int(v) for v in value) if value is not None else None  # type: ignore[return-value]
+
+
+def launches(items: Sequence[Any], normalize: Callable[[str], str] | None = None) -> list[Launch]:
+    """Kernel launches of TimelineKernel / CounterRow records, in launch order.
+
+    Memcpy/memset activities are dropped (ncu measures kernels only). Timeline kernels
+    are ordered by CUPTI correlation id (host launch order) when every one has it, else by
+    start time; counter rows keep their report order.
+    """
+    norm = normalize or kernel_name_normalizer()
+    kernels = [k for k in items if getattr(k, "kind", "kernel") == "kernel"]
+    if kernels and hasattr(kernels[0], "start_ns"):
+        if all(getattr(k, "correlation_id", None) is not None for k in kernels):
+            kernels.sort(key=lambda k: (k.correlation_id, k.start_ns))
+        else:
+            kernels.sort(key=lambda k: k.start_ns)
+    return [Launch(norm(k.name), k.name, _dim(k.grid), _dim(k.block)) for k in kernels]
+
+
+def _dims_differ(a: Launch, b: Launch) -> bool:
+    for x, y in ((a.grid, b.grid), (a.block, b.block)):
+        if x is not None and y is not None and x != y:
+            return True
+    return False
+
+
+def _nth_index(seq: Sequence[Launch], name: str, nth: int) -> int | None:
+    seen = 0
+    for i, launch in enumerate(seq):
+        if launch.name == name:
+            if seen == nth:
+                return i
+            seen += 1
+    return None
+
+
+def _occurrence(seq: Sequence[Launch], index: int) -> int:
+    name = seq[index].name
+    return sum(1 for launch in seq[:index] if launch.name == name)
+
+
+def check_same_launches(reference: Sequence[Launch], other: Sequence[Launch], *,
+                        reference_label: str, other_label: str) -> None:
+    """Raise DeterminismError at the first launch where ``other`` differs from ``reference``."""
+    for i, (a, b) in enumerate(zip(reference, other, strict=False)):
+        if a.name == b.name and not _dims_differ(a, b):
+            continue
+        nth = _occurrence(reference, i)
+        j = _nth_index(other, a.name, nth)
+        count = sum(1 for launch in other if launch.name == a.name)
+        where = (f"that launch is #{j} in {other_label}" if j is not None
+                 else f"{other_label} launches that kernel only {count} time(s)")
+        if a.name == b.name:
+            raise DeterminismError(
+                f"{other_label} and {reference_label} launch {a.quoted_name()} with different sizes at "
+                f"launch #{i}: {reference_label} grid {a.grid} block {a.block}, {other_label} grid "
+                f"{b.grid} block {b.block}; the phases ran differently compiled code (one Inductor cache "
+                "is shared by every phase, so check for a workload that is not deterministic)"
+            )
+        raise DeterminismError(
+            f"{other_label} diverges from {reference_label} at launch #{i}: {reference_label} launched "
+            f"{a.describe()} (launch #{i} in {reference_label}; {where}), {other_label} launched "
+            f"{b.describe()}; the phases must run the same kernels: make the workload deterministic "
+            "(fixed shapes, no data-dependent control flow)"
+        )
+    if len(reference) != len(other):
+        longer, shorter = (reference_label, other_label) if len(reference) > len(other) else (
+            other_label, reference_label)
+        extra = (reference if len(reference) > len(other) else other)[min(len(reference), len(other))]
+        raise DeterminismError(
+            f"{reference_label} launched {len(reference)} kernels but {other_label} {len(other)}: "
+            f"{extra.describe()} is launch #{min(len(reference), len(other))} in {longer} and absent "
+            f"from {shorter}; the phases must run the same kernels"
+        )
+
+
+def check_configs_covered(reference: Sequence[Launch], sampled: Sequence[Launch], *,
+                          reference_label: str, sampled_label: str) -> None:
+    """Per-config sampling: every sampled configuration was launched, and every launched one sampled."""
+    ref_configs: dict[tuple[Any, ...], int] = {}
+    for i, launch in enumerate(reference):
+        ref_configs.setdefault(launch.config, i)
+    sampled_configs: set[tuple[Any, ...]] = set()
+    for j, launch in enumerate(sampled):
+        sampled_configs.add(launch.config)
+        if launch.config not in ref_configs:
+            raise DeterminismError(
+                f"{sampled_label} row #{j} measured {launch.describe()}, a configuration {reference_label} "
+                "never launched; the phases ran differently compiled code"
+            )
+    for config, i in ref_configs.items():
+        if config not in sampled_configs:
+            raise DeterminismError(
+                f"{sampled_label} measured no launch of {reference[i].describe()} (launch #{i} in "
+                f"{reference_label}); the phases ran differently compiled code"
+            )
+
+
+@dataclass(frozen=True)
+class PhaseLaunches:
+    """The launches each phase of one run saw, as read back from its artifacts."""
+
+    kineto: list[Launch]
+    nsys: list[Launch] | None = None
+    ncu: list[Launch] | None = None
+
+
+def load_phase_launches(run_dir: Path, *, kineto: str, timeline: str | None,
+                        counters_csv: str | None) -> PhaseLaunches:
+    """Read each phase's kernels with the ingest readers (imported here: heavy, optional)."""
+    from profiler_core.ingest import read_kineto, read_ncu, read_nsys
+
+    norm = kernel_name_normalizer()
+    kin = launches(read_kineto(run_dir / kineto).kernels, norm)
+    nsys = launches(read_nsys(run_dir / timeline).kernels, norm) if timeline else None
+    ncu = launches(read_ncu(run_dir / counters_csv).rows, norm) if counters_csv else None
+    return PhaseLaunches(kineto=kin, nsys=nsys, ncu=ncu)
+
+
+def check_phases(found: PhaseLaunches, *, counter_mode: str,
+                 kernels_per_iteration: int | None = None) -> list[str]:
+    """Check every phase against the Kineto trace; return the labels compared."""
+    compared: list[str] = []
+    if found.nsys is not None:
+        check_same_launches(found.kineto, found.nsys, reference_label="the Kineto trace",
+                            other_label="the nsys timeline")
+        compared.append("nsys")
+    if found.ncu is not None:
+        if counter_mode == "full":
+            reference = found.kineto[:kernels_per_iteration] if kernels_per_iteration else found.kineto
+            label = "the first iteration of the Kineto trace" if kernels_per_iteration else "the Kineto trace"
+            check_same_launches(reference, found.ncu, reference_label=label,
+                                other_label="the ncu report")
+        else:
+            check_configs_covered(found.kineto, found.ncu, reference_label="the Kineto trace",
+                                  sampled_label="the ncu report")
+        compared.append("ncu")
+    return compared

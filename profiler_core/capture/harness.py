@@ -1,0 +1,320 @@
+"""The child process every capture phase runs: ``python -m profiler_core.capture.harness``.
+
+It owns the measurement conditions so that every phase runs the workload identically::
+
+    load workload -> seed -> move to device -> torch.compile(mode) -> warmup x N -> synchronize
+    -> measured region (per phase) x N -> synchronize -> one JSON line on stdout
+
+Phases: ``kineto`` (torch.profiler trace, record_shapes, of the measured region),
+``region`` (cudaProfilerStart/Stop + emit_nvtx(record_shapes=True) around it, for nsys
+and ncu), ``plain`` (no profiler: the floor) and ``probe`` (a synthetic matmul loop for
+clock probing; no workload). A workload that breaks the contract prints one line
+``oprof-workload-error: <message>`` on stderr and exits 3; the parent re-raises it as
+:class:`~profiler_core.errors.WorkloadError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from profiler_core.capture.config import CompileMode, HarnessPhase
+from profiler_core.errors import WorkloadError
+
+RESULT_KEY = "oprof_harness"
+WORKLOAD_ERROR_PREFIX = "oprof-workload-error: "
+WORKLOAD_ERROR_EXIT = 3
+
+
+# ---------------------------------------------------------------- parent side
+
+
+def parse_result(stdout_text: str) -> dict[str, Any] | None:
+    """The harness's result object: the last stdout line that is ``{"oprof_harness": ...}``.
+
+    Tools that wrap the harness (nsys, ncu) print their own lines after it, so search
+    from the end rather than take the very last line.
+    """
+    for line in reversed(stdout_text.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and RESULT_KEY in line:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and RESULT_KEY in data:
+                return data
+    return None
+
+
+def workload_error_line(text: str) -> str | None:
+    """The workload error the harness reported, if any (tools may prefix their own tags)."""
+    for line in reversed(text.splitlines()):
+        at = line.find(WORKLOAD_ERROR_PREFIX)
+        if at >= 0:
+            return line[at + len(WORKLOAD_ERROR_PREFIX):].strip()
+    return None
+
+
+# ---------------------------------------------------------------- child side
+
+
+def _where(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+
+
+def _seed(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def _synchronizer(device: str) -> Callable[[], None]:
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+def _device_info(device: str) -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {"device": device}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(torch.device(device))
+        info.update(name=props.name, sm_count=int(props.multi_processor_count),
+                    compute_capability=f"{props.major}.{props.minor}",
+                    memory_total_bytes=int(props.total_memory))
+    return info
+
+
+def _versions() -> dict[str, Any]:
+    import torch
+
+    versions: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
+                                "python": platform.python_version()}
+    try:
+        from importlib.metadata import version
+
+        versions["triton"] = version("triton")
+    except Exception:
+        versions["triton"] = None
+    return versions
+
+
+def _compiled(model: Any, mode: CompileMode, path: Path) -> Any:
+    import torch
+
+    if mode is CompileMode.EAGER:
+        return model
+    try:
+        return torch.compile(model, mode=None if mode is CompileMode.DEFAULT else mode.value)
+    except Exception as err:
+        raise WorkloadError(
+            f"{path}: torch.compile(mode={mode.value!r}) failed: {type(err).__name__}: {err}; "
+            "try --compile-mode eager"
+        ) from err
+
+
+def _placed(model: Any, inputs: tuple[Any, ...], device: str) -> tuple[Any, tuple[Any, ...]]:
+    """Model and top-level tensor inputs on ``device`` (a no-op when the workload already did it)."""
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+    placed = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+    return model, placed
+
+
+def _count_kernels(trace: Path) -> int:
+    try:
+        import orjson
+
+        data = orjson.loads(trace.read_bytes())
+    except ImportError:
+        data = json.loads(trace.read_text())
+    return sum(1 for ev in data.get("traceEvents", []) if ev.get("cat") == "kernel")
+
+
+def _probe(device: str, seconds: float) -> dict[str, Any]:
+    """Keep the GPU busy with matmuls for ``seconds``; report the loaded window (unix time)."""
+    import torch
+
+    dtype = torch.float16 if device.startswith("cuda") else torch.float32
+    a = torch.randn(4096, 4096, device=device, dtype=dtype)
+    b = torch.randn(4096, 4096, device=device, dtype=dtype)
+    sync = _synchronizer(device)
+    ramp_end = time.monotonic() + min(1.0, seconds / 4)  # let the clock settle before the window
+    while time.monotonic() < ramp_end:
+        for _ in range(8):
+            a @ b
+        sync()
+    start_unix = time.time()
+    end = time.monotonic() + seconds
+    matmuls = 0
+    while time.monotonic() < end:
+        for _ in range(8):
+            a @ b
+        sync()
+        matmuls += 8
+    return {"load_start_unix": start_unix, "load_end_unix": time.time(), "matmuls": matmuls}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Do one phase and return its result object (raises WorkloadError for workload faults)."""
+    try:
+        import torch
+    except ImportError as err:
+        raise WorkloadError(
+            f"{args.workload or 'the harness'}: torch is not importable by {sys.executable} ({err}); "
+            "install PyTorch there or pass --python with an interpreter that has it"
+        ) from err
+
+    from profiler_core.workload import load_workload
+
+    phase = HarnessPhase(args.phase)
+    mode = CompileMode(args.compile_mode)
+    device: str = args.device
+    result: dict[str, Any] = {RESULT_KEY: 1, "phase": phase.value, "compile_mode": mode.value,
+                              "warmup": args.warmup, "iters": args.iters}
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        where = args.workload or "the probe"
+        raise WorkloadError(f"{where}: device '{device}' asked for but CUDA is not available to this "
+                            "Python (torch.version.cuda is None or no driver); run on a CUDA machine")
+    _seed(args.seed)
+    if phase is HarnessPhase.PROBE:
+        result.update(_probe(device, args.probe_seconds))
+        result.update(device_info=_device_info(device), versions=_versions())
+        return result
+    if not args.workload:
+        raise WorkloadError(f"phase {phase.value} needs --workload FILE.py")
+    path = Path(args.workload)
+    if args.provenance and mode is not CompileMode.EAGER:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.trace.provenance_tracking_level = 1
+    wl = load_workload(path, device=device)
+    model, inputs = _placed(wl.model, wl.inputs, device)
+    model = _compiled(model, mode, path)
+    sync = _synchronizer(device)
+
+    def step() -> None:
+        wl.step(model, inputs)
+
+    def guarded(stage: str) -> None:
+        try:
+            step()
+        except Exception as err:
+            hint = ("; try --compile-mode eager to tell a compile problem from a model bug"
+                    if mode is not CompileMode.EAGER and stage == "warmup"
+                    else "; fix the model or its inputs so that one iteration runs on the device")
+            raise WorkloadError(
+                f"{path}: step() raised {type(err).__name__} during {stage}: {err}{_where(err)}{hint}"
+            ) from err
+
+    for _ in range(args.warmup):
+        guarded("warmup")
+    sync()
+
+    iteration_ms: list[float] = []
+    start = time.perf_counter()
+    if phase is HarnessPhase.KINETO:
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        if device.startswith("cuda"):
+            activities.append(ProfilerActivity.CUDA)
+        with profile(activities=activities, record_shapes=True) as prof:
+            for _ in range(args.iters):
+                guarded("the measured iterations")
+            sync()
+        total_ms = (time.perf_counter() - start) * 1e3
+        if args.out is None:
+            raise WorkloadError("phase kineto needs --out TRACE.json")
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(out))
+        kernels = _count_kernels(out)
+        result["kernels"] = kernels
+        if device.startswith("cuda") and kernels == 0:
+            raise WorkloadError(
+                f"{path}: the measured iterations launched no CUDA kernels; get_model_and_inputs(device) "
+                "must put the model and its inputs on `device`"
+            )
+    elif phase is HarnessPhase.REGION:
+        if not device.startswith("cuda"):
+            raise WorkloadError(f"{path}: phase region brackets CUDA work; it needs --device cuda")
+        torch.cuda.profiler.start()
+        try:
+            with torch.autograd.profiler.emit_nvtx(record_shapes=True):
+                for _ in range(args.iters):
+                    guarded("the measured iterations")
+                sync()
+        finally:
+            torch.cuda.profiler.stop()
+        total_ms = (time.perf_counter() - start) * 1e3
+    else:
+        for _ in range(args.iters):
+            t0 = time.perf_counter()
+            guarded("the measured iterations")
+            sync()
+            iteration_ms.append((time.perf_counter() - t0) * 1e3)
+        total_ms = (time.perf_counter() - start) * 1e3
+    result.update(measured_ms=total_ms, iteration_ms=iteration_ms, device_info=_device_info(device),
+                  versions=_versions())
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Arguments of one harness process (the parent builds them in capture.phases)."""
+    parser = argparse.ArgumentParser(prog="python -m profiler_core.capture.harness",
+                                     description="Run one capture phase of a workload.")
+    parser.add_argument("--workload", help="workload .py defining get_model_and_inputs(device)")
+    parser.add_argument("--phase", required=True, choices=[p.value for p in HarnessPhase])
+    parser.add_argument("--compile-mode", default=CompileMode.DEFAULT.value,
+                        choices=[m.value for m in CompileMode])
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=2)
+    parser.add_argument("--out", help="kineto phase: where the trace goes")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--provenance", action="store_true",
+                        help="set Inductor's provenance_tracking_level=1 before compiling")
+    parser.add_argument("--probe-seconds", type=float, default=5.0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: exit 0 with a result line, or 3 with one workload-error line on stderr."""
+    args = build_parser().parse_args(argv)
+    try:
+        result = run(args)
+    except WorkloadError as err:
+        message = " ".join(str(err).split())  # one line, whatever the exception text held
+        sys.stderr.write(f"{WORKLOAD_ERROR_PREFIX}{message}\n")
+        sys.stderr.flush()
+        return WORKLOAD_ERROR_EXIT
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""``manifest.json``: what one capture ran, under which conditions, and what it wrote.
+
+A pydantic model with a ``schema_version``, written atomically after every phase (so a
+crash leaves an honest record) and read back by attribution. Artifact paths are relative
+to the run directory, so a run directory can be moved or shipped whole.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from profiler_core.atomic_write import write_text_atomic
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.schema import CounterAvailability, ToolVersions
+
+MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class PhaseStatus(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+class PhaseClocks(_Model):
+    """Clocks NVML observed while one phase ran (MHz)."""
+
+    samples: int = 0
+    sm_mhz_median: float | None = None
+    sm_mhz_min: float | None = None
+    sm_mhz_max: float | None = None
+    memory_mhz_median: float | None = None
+    memory_mhz_min: float | None = None
+    memory_mhz_max: float | None = None
+
+
+class PhaseRecord(_Model):
+    """One child process of the capture."""
+
+    name: str  # "probe" | "kineto" | "timeline" | "timeline-export" | "counters" | "counters-import"
+    status: PhaseStatus
+    command: list[str] = Field(default_factory=list)
+    exit_status: int | None = None
+    duration_s: float = 0.0
+    started_at: str | None = None  # ISO 8601, UTC
+    stdout_log: str | None = None
+    stderr_log: str | None = None
+    clocks: PhaseClocks | None = None
+    note: str | None = None
+    harness: dict[str, Any] | None = None  # the harness's one-line result
+
+
+class WorkloadRecord(_Model):
+    path: str
+    sha256: str
+    compile_mode: Literal["eager", "default", "max-autotune", "reduce-overhead"]
+    warmup_iterations: int
+    measured_iterations: int
+    device: str
+    seed: int
+    python: str
+
+
+class GpuRecord(_Model):
+    name: str | None = None
+    chip: str | None = None
+    sm_count: int | None = None
+    compute_capability: str | None = None
+    nvml_index: int | None = None
+    uuid: str | None = None
+    memory_total_bytes: int | None = None
+
+
+class ClockRecord(_Model):
+    policy: Literal["lock", "observe", "off"]
+    locked_sm_mhz: int | None = None
+    lock_source: Literal["probed", "cached"] | None = None
+    lock_commands: list[list[str]] = Field(default_factory=list)
+    locked_phases: list[str] = Field(default_factory=list)
+
+
+class SpotCheckRecord(_Model):
+    """How far K samples of one launch configuration disagree (per counter, worst configuration)."""
+
+    samples_per_config: int
+    configs: int = 0
+    configs_with_repeats: int = 0
+    max_rel_deviation: dict[str, float | None] = Field(default_factory=dict)
+    worst_config: dict[str, str] = Field(default_factory=dict)
+
+
+class CounterRecord(_Model):
+    mode: Literal["per-config", "full", "none"]
+    replay_mode_requested: Literal["auto", "kernel", "application"] = "auto"
+    replay_mode: Literal["kernel", "application"] | None = None  # what produced the report
+    replay_fallback_reason: str | None = None
+    launch_count: int | None = None
+    spot_check: int = 1
+    dedup_iterations: bool = False
+    kernels_per_iteration: int | None = None
+    clock_control: str = "none"
+    metrics: dict[str, str] = Field(default_factory=dict)  # profile field -> ncu name asked for
+    availability: list[CounterAvailability] = Field(default_factory=list)
+    spot_check_spread: SpotCheckRecord | None = None
+    rows: int | None = None
+
+
+class DeterminismRecord(_Model):
+    checked: bool = False
+    reference: str = "kineto"
+    compared: list[str] = Field(default_factory=list)
+    kernels: int | None = None
+    passed: bool | None = None
+    note: str | None = None
+
+
+class Artifacts(_Model):
+    """Files of the run, relative to the run directory; None when not produced."""
+
+    kineto: str | None = None
+    torch_trace: str | None = None
+    output_code: str | None = None
+    timeline_report: str | None = None
+    timeline: str | None = None
+    counters_report: str | None = None
+    counters_csv: str | None = None
+    profile: str | None = None
+
+
+class RunManifest(_Model):
+    schema_version: Literal[1] = 1  # MANIFEST_SCHEMA_VERSION
+    operator_profiler: str
+    created_at: str
+    status: RunStatus = RunStatus.RUNNING
+    error: str | None = None
+    workload: WorkloadRecord
+    gpu: GpuRecord = Field(default_factory=GpuRecord)
+    versions: ToolVersions = Field(default_factory=ToolVersions)
+    environment: dict[str, str] = Field(default_factory=dict)
+    clocks: ClockRecord
+    counters: CounterRecord
+    timeline_source: Literal["nsys", "kineto"] | None = None
+    phases: list[PhaseRecord] = Field(default_factory=list)
+    determinism: DeterminismRecord = Field(default_factory=DeterminismRecord)
+    artifacts: Artifacts = Field(default_factory=Artifacts)
+    total_duration_s: float = 0.0
+    warnings: list[str] = Field(default_factory=list)
+
+    def phase(self, name: str) -> PhaseRecord | None:
+        """The last record of phase ``name``."""
+        for record in reversed(self.phases):
+            if record.name == name:
+                return record
+        return None
+
+
+def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
+    """Write ``<run_dir>/manifest.json`` atomically."""
+    return write_text_atomic(Path(run_dir) / MANIFEST_NAME, manifest.model_dump_json(indent=1) + "\n")
+
+
+def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
+    """Read and validate a manifest (a run directory or the manifest.json itself)."""
+    path = Path(run_dir_or_file)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError as err:
+        raise ArtifactFormatError(f"{path}: no capture manifest; run 'oprof capture' to make one") from err
+    except (OSError, ValueError) as err:
+        raise ArtifactFormatError(f"{path}: unreadable manifest ({err}); re-run 'oprof capture'") from err
+    if isinstance(data, dict) and data.get("schema_version") not in (None, MANIFEST_SCHEMA_VERSION):
+        raise ArtifactFormatError(
+            f"{path}: manifest schema_version {data.get('schema_version')!r} is not supported "
+            f"(this oprof reads {MANIFEST_SCHEMA_VERSION}); re-capture with this version"
+        )
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        raise ArtifactFormatError(f"{path}: invalid manifest, field '{where}': {first['msg']}") from err

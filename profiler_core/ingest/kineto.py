@@ -1,0 +1,203 @@
+"""Read a torch.profiler (Kineto) Chrome trace into a :class:`KinetoTrace`.
+
+Kineto writes ``ts`` and ``dur`` as microseconds with three decimals, relative to
+``baseTimeNanoseconds``; records carry integer nanoseconds on the Unix clock::
+
+    {"baseTimeNanoseconds": 1790857026000000000, "traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "triton_per_fused_native_layer_norm_0",
+       "ts": 5081256683329.816, "dur": 1.76, "args": {"stream": 7, "correlation": 12, ...}}]}
+    -> TimelineKernel(name="triton_per_fused_native_layer_norm_0",
+                      start_ns=1795938282683329816, end_ns=1795938282683331576, stream=7, ...)
+
+Small traces are parsed whole with orjson; larger ones (``STREAM_THRESHOLD_BYTES``,
+uncompressed) are streamed event by event with ijson so memory holds only the records.
+``.json.gz`` is recognised by its magic bytes, whatever the file is called.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator, Mapping
+from operator import attrgetter
+from pathlib import Path
+from typing import IO, Any
+
+import ijson
+import orjson
+
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.gc_pause import gc_paused
+from profiler_core.ingest.kineto_events import EventRecords, collect_events
+from profiler_core.records import KinetoTrace
+
+# Above this many uncompressed bytes the trace is streamed. Module-level so tests can
+# force either path on the same small file.
+STREAM_THRESHOLD_BYTES = 32 * 1024 * 1024
+
+# Top-level keys kept as metadata. A fixed set, so the whole-file and streaming paths
+# agree; Kineto writes all of them before "traceEvents".
+METADATA_KEYS = frozenset({
+    "schemaVersion", "deviceProperties", "baseTimeNanoseconds", "cuda_driver_version",
+    "cuda_runtime_version", "cupti_version", "trace_id", "record_shapes", "displayTimeUnit",
+    "distributedInfo", "with_stack", "with_flops", "with_modules", "profile_memory",
+})
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_READ_CHUNK_BYTES = 1 << 20
+_DECODE_ERRORS = (orjson.JSONDecodeError, ijson.JSONError, gzip.BadGzipFile, EOFError, zlib.error,
+                  UnicodeDecodeError)
+_REEXPORT = "capture it again with torch.profiler and export_chrome_trace (or tensorboard_trace_handler)"
+
+
+def _ijson_backend() -> Any:
+    # yajl2_c is several times faster than the pure-Python parser; take it when installed.
+    try:
+        return ijson.get_backend("yajl2_c")
+    except (ImportError, ValueError):
+        return ijson
+
+
+_IJSON = _ijson_backend()
+
+
+def read_kineto(path: str | Path) -> KinetoTrace:
+    """Read a torch.profiler trace (``.json`` or ``.json.gz``) into kernels, cpu ops and runtime calls."""
+    path = Path(path)
+    compressed = _is_gzip(path)
+    try:
+        with gc_paused():
+            if _uncompressed_bytes(path, compressed) < STREAM_THRESHOLD_BYTES:
+                metadata, events = _load_whole(path, compressed)
+            else:
+                metadata, events = _stream(path, compressed)
+            base_ns = _base_time_ns(path, metadata)
+            found = collect_events(path, events, base_ns)
+    except _DECODE_ERRORS as err:
+        raise ArtifactFormatError(
+            f"{path}: not a readable JSON trace ({type(err).__name__}: {' '.join(str(err).split())}); "
+            f"the file is truncated or corrupt: {_REEXPORT}"
+        ) from err
+    except OSError as err:
+        raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err
+    _check_has_kernels(path, found)
+    return KinetoTrace(
+        path=path,
+        kernels=sorted(found.kernels, key=attrgetter("start_ns")),  # stable: ties keep file order
+        cpu_ops=sorted(found.cpu_ops, key=attrgetter("start_ns")),
+        runtime_calls=sorted(found.runtime_calls, key=attrgetter("start_ns")),
+        metadata=metadata,
+    )
+
+
+def _check_has_kernels(path: Path, found: EventRecords) -> None:
+    if found.event_count == 0:
+        raise ArtifactFormatError(f"{path}: the trace has no events (traceEvents is empty); {_REEXPORT}")
+    if not found.kernels:
+        raise ArtifactFormatError(
+            f"{path}: the trace has no GPU kernels; was the profiler run with ProfilerActivity.CUDA "
+            f"on a GPU? ({found.event_count} events, {len(found.cpu_ops)} cpu ops)"
+        )
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(2) == _GZIP_MAGIC
+    except FileNotFoundError as err:
+        raise ArtifactFormatError(
+            f"{path}: no such Kineto trace; pass the JSON file torch.profiler wrote "
+            f"(prof.export_chrome_trace or tensorboard_trace_handler)"
+        ) from err
+    except OSError as err:
+        raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err
+
+
+def _uncompressed_bytes(path: Path, compressed: bool) -> int:
+    size = path.stat().st_size
+    if not compressed or size < 18:
+        return size
+    with path.open("rb") as f:
+        f.seek(-4, 2)
+        isize = int.from_bytes(f.read(4), "little")  # gzip trailer: length mod 2**32
+    return max(size, isize)
+
+
+def _open(path: Path, compressed: bool) -> IO[bytes]:
+    if compressed:
+        return gzip.open(path, "rb")
+    return path.open("rb", buffering=_READ_CHUNK_BYTES)
+
+
+def _load_whole(path: Path, compressed: bool) -> tuple[dict[str, Any], list[Any]]:
+    with _open(path, compressed) as f:
+        doc = orjson.loads(f.read())
+    if not isinstance(doc, dict) or "traceEvents" not in doc:
+        raise _not_a_trace(path)
+    events = doc["traceEvents"]
+    if not isinstance(events, list):
+        raise _not_a_trace(path, "its traceEvents is not a list")
+    return {k: v for k, v in doc.items() if k in METADATA_KEYS}, events
+
+
+def _stream(path: Path, compressed: bool) -> tuple[dict[str, Any], Iterator[Any]]:
+    with _open(path, compressed) as f:
+        metadata = _read_head(path, f)
+    if "baseTimeNanoseconds" not in metadata:
+        # Not where Kineto puts it; one extra tokenising pass finds it after the events.
+        with _open(path, compressed) as f:
+            base = next(_IJSON.items(f, "baseTimeNanoseconds", use_float=True), None)
+        if base is not None:
+            metadata["baseTimeNanoseconds"] = base
+    return metadata, _stream_events(path, compressed)
+
+
+def _stream_events(path: Path, compressed: bool) -> Iterator[Any]:
+    with _open(path, compressed) as f:
+        yield from _IJSON.items(f, "traceEvents.item", use_float=True, buf_size=_READ_CHUNK_BYTES)
+
+
+def _read_head(path: Path, f: IO[bytes]) -> dict[str, Any]:
+    """Build the top-level values before ``traceEvents`` (Kineto's metadata), token by token."""
+    parser = _IJSON.parse(f, use_float=True)
+    first = next(parser, None)
+    if first is None or first[1] != "start_map":
+        raise _not_a_trace(path)
+    metadata: dict[str, Any] = {}
+    key: str | None = None
+    builder: ijson.common.ObjectBuilder | None = None
+    depth = 0
+    for _prefix, event, value in parser:
+        if builder is None:
+            if event == "end_map":
+                break
+            key = value
+            if key == "traceEvents":
+                if next(parser, (None, None, None))[1] != "start_array":
+                    raise _not_a_trace(path, "its traceEvents is not a list")
+                return metadata
+            builder = ijson.common.ObjectBuilder()
+            continue
+        builder.event(event, value)
+        depth += event in ("start_map", "start_array")
+        depth -= event in ("end_map", "end_array")
+        if depth == 0:
+            if key in METADATA_KEYS:
+                metadata[key] = builder.value
+            builder = None
+    raise _not_a_trace(path)
+
+
+def _base_time_ns(path: Path, metadata: Mapping[str, Any]) -> int:
+    base = metadata.get("baseTimeNanoseconds", 0)
+    if type(base) is not int:
+        raise ArtifactFormatError(f"{path}: baseTimeNanoseconds is {base!r}, not an integer; {_REEXPORT}")
+    return base
+
+
+def _not_a_trace(path: Path, why: str = "it has no traceEvents") -> ArtifactFormatError:
+    return ArtifactFormatError(
+        f"{path}: not a torch.profiler Chrome trace ({why}); pass the JSON file written by "
+        f"prof.export_chrome_trace or tensorboard_trace_handler"
+    )
+

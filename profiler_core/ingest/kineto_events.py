@@ -1,0 +1,198 @@
+"""Turn Kineto trace events (decoded JSON objects) into timeline records.
+
+Only the categories attribution needs are kept; flow arrows (``ac2g``), metadata (``ph: M``)
+and GPU-side annotations are skipped without being looked at further::
+
+    {"cat": "cpu_op", "name": "aten::mm", "tid": 550, "ts": 5081256683490.1, "dur": 40.2,
+     "args": {"External id": 7, "Input Dims": [[512, 256], [256, 256]], "Input type": ["float", "float"]}}
+    -> CpuOp(name="aten::mm", tid=550, external_id=7, input_shapes=((512, 256), (256, 256)), ...)
+
+Every value read from an event is type-checked: a malformed event raises
+``ArtifactFormatError`` naming its index in ``traceEvents``, never a ``KeyError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.record_factory import record_factory
+from profiler_core.records import CpuOp, Dim3, RuntimeCall, TimelineKernel
+
+_GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
+_RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
+_NO_ARGS: dict[str, Any] = {}
+_REQUIRED = frozenset({"stream", "device", "tid"})
+# Type sets for C-speed checks: ``_INT.issuperset(map(type, values))``. bool is excluded on purpose.
+_INT = frozenset({int})
+_INT_OR_NONE = frozenset({int, type(None)})
+_STR = frozenset({str})
+_LIST = frozenset({list})
+_make_kernel = record_factory(TimelineKernel, (
+    "name", "start_ns", "end_ns", "stream", "device", "kind", "correlation_id", "external_id", "grid",
+    "block", "registers_per_thread", "graph_id", "graph_node_id", "bytes_moved", "smem_bytes",
+))
+_make_cpu_op = record_factory(CpuOp, (
+    "name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes", "input_types",
+    "category",
+))
+_make_call = record_factory(
+    RuntimeCall, ("name", "start_ns", "end_ns", "tid", "correlation_id", "external_id")
+)
+
+
+@dataclass
+class EventRecords:
+    """What one pass over ``traceEvents`` found (in file order)."""
+
+    kernels: list[TimelineKernel] = field(default_factory=list)
+    cpu_ops: list[CpuOp] = field(default_factory=list)
+    runtime_calls: list[RuntimeCall] = field(default_factory=list)
+    event_count: int = 0
+
+
+def collect_events(path: Path, events: Iterable[Any], base_ns: int) -> EventRecords:
+    """Convert the kernel, cpu_op/user_annotation and cuda_runtime/driver events of a trace."""
+    found = EventRecords()
+    kernels, cpu_ops, runtime_calls = found.kernels, found.cpu_ops, found.runtime_calls
+    index = -1
+    for index, event in enumerate(events):
+        # The try covers the body only: decoding errors raised by the iterator itself
+        # (truncated file) must reach the caller as such, not as a "malformed event".
+        try:
+            category = event.get("cat")
+            kind = _GPU_KINDS.get(category)
+            if kind is not None:
+                kernels.append(_gpu_activity(event, kind, base_ns))
+            elif category in _CPU_CATEGORIES:
+                cpu_ops.append(_cpu_op(event, category, base_ns))
+            elif category in _RUNTIME_CATEGORIES:
+                runtime_calls.append(_runtime_call(event, base_ns))
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError, ArithmeticError) as err:
+            raise _malformed(path, index, event, err) from err
+    found.event_count = index + 1
+    return found
+
+
+def _gpu_activity(event: dict[str, Any], kind: str, base_ns: int) -> TimelineKernel:
+    args = event["args"]
+    get = args.get
+    name, stream, device = event["name"], args["stream"], args["device"]
+    correlation, external = get("correlation"), get("External id")
+    registers, smem = get("registers per thread"), get("shared memory")
+    graph, node, size = get("graph id"), get("graph node id"), get("bytes")
+    # One combined check keeps the per-event cost low; _integers() says which value failed.
+    if type(name) is not str or not (type(stream) is type(device) is int) or not _all_optional_int(
+        correlation, external, registers, smem, graph, node, size
+    ):
+        _integers(name=name, stream=stream, device=device, correlation=correlation, external=external,
+                  registers=registers, smem=smem, graph=graph, node=node, size=size)
+    start_ns = base_ns + us_to_ns(event["ts"])
+    return _make_kernel(
+        name, start_ns, start_ns + us_to_ns(event["dur"]), stream, device, kind, correlation, external,
+        _dim3(get("grid")), _dim3(get("block")), registers,
+        graph or None, node or None,  # CUPTI writes 0 for "not launched by a graph"
+        size, smem,
+    )
+
+
+def _cpu_op(event: dict[str, Any], category: str, base_ns: int) -> CpuOp:
+    args = event.get("args") or _NO_ARGS
+    get = args.get
+    name, tid = event["name"], event["tid"]
+    external, sequence = get("External id"), get("Sequence number")
+    if type(name) is not str or type(tid) is not int or not _all_optional_int(external, sequence):
+        _integers(name=name, tid=tid, external=external, sequence=sequence)
+    shapes, types = get("Input Dims"), get("Input type")
+    start_ns = base_ns + us_to_ns(event["ts"])
+    return _make_cpu_op(
+        name, start_ns, start_ns + us_to_ns(event["dur"]), tid, external, sequence,
+        None if shapes is None else _shapes(shapes), None if types is None else _strings(types), category,
+    )
+
+
+def _runtime_call(event: dict[str, Any], base_ns: int) -> RuntimeCall:
+    args = event.get("args") or _NO_ARGS
+    name, tid = event["name"], event["tid"]
+    correlation, external = args.get("correlation"), args.get("External id")
+    if type(name) is not str or type(tid) is not int or not _all_optional_int(correlation, external):
+        _integers(name=name, tid=tid, correlation=correlation, external=external)
+    start_ns = base_ns + us_to_ns(event["ts"])
+    return _make_call(name, start_ns, start_ns + us_to_ns(event["dur"]), tid, correlation, external)
+
+
+def us_to_ns(value: Any) -> int:
+    """Microseconds (float, int or Decimal, as JSON parsers give them) to integer nanoseconds.
+
+    ``round(ts * 1000)`` can be off by 1 ns: at Kineto's magnitudes (~5e12 us) the product
+    no longer fits the mantissa. Splitting off the exact integer part keeps the rounding
+    on the small fractional part only, so ``5081256683329.816`` gives ``...329816`` exactly.
+    """
+    if type(value) is bool:
+        raise TypeError(f"expected a number of microseconds, got {value!r}")
+    whole = int(value)  # exact for floats; raises on NaN, inf and strings
+    return whole * 1000 + round((value - whole) * 1000)
+
+
+def _all_optional_int(*values: Any) -> bool:
+    return _INT_OR_NONE.issuperset(map(type, values))
+
+
+def _integers(**values: Any) -> None:
+    """Raise a TypeError naming the first value of the wrong type (names are strings, the rest ints)."""
+    for key, value in values.items():
+        if key == "name":
+            if type(value) is not str:
+                raise TypeError(f"expected a string name, got {value!r}")
+        elif type(value) is not int and (value is not None or key in _REQUIRED):
+            raise TypeError(f"expected an integer {key}, got {value!r}")
+
+
+def _dim3(value: Any) -> Dim3 | None:
+    if value is None:
+        return None
+    if type(value) is list and len(value) == 3 and _INT.issuperset(map(type, value)):
+        return (value[0], value[1], value[2])
+    raise TypeError(f"expected [x, y, z] integers, got {value!r}")
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if type(value) is list and _STR.issuperset(map(type, value)):
+        return tuple(value)
+    raise TypeError(f"expected a list of strings, got {value!r}")
+
+
+def _shapes(value: Any) -> tuple[Any, ...]:
+    """``Input Dims`` as nested tuples so records stay hashable: ``[[4, 128], []]`` -> ``((4, 128), ())``."""
+    if type(value) is list and _LIST.issuperset(map(type, value)):
+        flat = tuple(map(tuple, value))
+        try:
+            hash(flat)  # fails when a list is nested deeper (TensorList arguments)
+            return flat
+        except TypeError:
+            pass
+    return _frozen(value)
+
+
+def _frozen(value: Any) -> tuple[Any, ...]:
+    if type(value) is not list:
+        raise TypeError(f"expected a list, got {value!r}")
+    return tuple([_frozen(v) if type(v) is list else v for v in value])
+
+
+def _malformed(path: Path, index: int, event: Any, err: Exception) -> ArtifactFormatError:
+    if not isinstance(event, dict):
+        what, detail = "", f"is not a JSON object but {type(event).__name__}"
+    else:
+        what = f" ({event.get('cat')!s} {str(event.get('name'))[:80]!r})"
+        detail = f"has no {err.args[0]!r}" if isinstance(err, KeyError) else f"{err}"
+        if isinstance(err, AttributeError):
+            detail = "its args is not a JSON object"
+    return ArtifactFormatError(
+        f"{path}: traceEvents[{index}]{what} is malformed: {detail}; the trace was edited or written "
+        f"by another tool: capture it again with torch.profiler"
+    )

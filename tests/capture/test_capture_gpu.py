@@ -1,0 +1,60 @@
+"""Real captures on an NVIDIA GPU with ncu (and nsys) installed; skipped elsewhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core.capture.config import CaptureConfig
+from profiler_core.capture.manifest import PhaseStatus, RunStatus, read_manifest
+from profiler_core.capture.pipeline import capture
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+@pytest.mark.ncu
+def test_capture_tiny_attention_for_real(joinable: Path, tmp_path: Path) -> None:
+    result = capture(joinable / "tiny_attention.py", CaptureConfig(out_dir=tmp_path / "run"))
+    run, m = result.run_dir, read_manifest(result.run_dir)
+    assert m.status is RunStatus.COMPLETE, m.error
+    for name in (
+        "kineto.json",
+        "inductor/torch_trace.tgz",
+        "inductor/output_code.log",
+        "timeline.sqlite",
+        "counters.ncu-rep",
+        "counters.csv",
+        "manifest.json",
+    ):
+        assert (run / name).is_file() and (run / name).stat().st_size > 0, (name, m.warnings)
+    assert m.timeline_source == "nsys", m.warnings
+    assert m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
+    assert m.determinism.kernels == m.phase("kineto").harness["kernels"] > 0
+    assert m.gpu.chip and m.gpu.sm_count and m.versions.ncu and m.versions.torch
+    assert len(m.counters.metrics) == 20 and m.counters.replay_mode == "kernel"
+    assert all(p.status is PhaseStatus.OK for p in m.phases)
+    assert all(p.clocks is not None and p.clocks.samples > 0 for p in m.phases)
+
+
+@pytest.mark.ncu
+def test_full_mode_dedup_measures_one_iteration(joinable: Path, tmp_path: Path) -> None:
+    config = CaptureConfig(out_dir=tmp_path / "run", counters="full", dedup_iterations=True, nsys=False)
+    m = capture(joinable / "tiny_attention.py", config).manifest
+    assert m.status is RunStatus.COMPLETE and m.determinism.passed
+    assert m.counters.rows == m.counters.kernels_per_iteration == m.determinism.kernels // 2
+
+
+def test_probe_phase_loads_the_gpu(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "profiler_core.capture.harness", "--phase", "probe", "--probe-seconds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["matmuls"] > 0 and result["load_end_unix"] - result["load_start_unix"] >= 1.0

@@ -1,0 +1,175 @@
+"""The cross-phase determinism check, on the real H200 phases and on deliberately broken copies."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from profiler_core.capture.determinism import (
+    PhaseLaunches,
+    _fallback_normalize,
+    check_configs_covered,
+    check_phases,
+    check_same_launches,
+    launches,
+    load_phase_launches,
+)
+from profiler_core.errors import DeterminismError
+from profiler_core.records import CounterRow, TimelineKernel
+from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
+
+
+@pytest.fixture(scope="module")
+def real(joinable: Path) -> dict[str, list]:
+    return {
+        "kineto": kineto_kernels(joinable / "kineto.json"),
+        "nsys": nsys_kernels(joinable / "nsys.sqlite"),
+        "full": ncu_rows(joinable / "ncu_full_raw.csv"),
+        "per_config": ncu_rows(joinable / "ncu_per_config_raw.csv"),
+    }
+
+
+def test_real_phases_agree(real: dict[str, list]) -> None:
+    found = PhaseLaunches(
+        kineto=launches(real["kineto"]), nsys=launches(real["nsys"]), ncu=launches(real["full"])
+    )
+    assert len(found.kineto) == 44
+    assert check_phases(found, counter_mode="full") == ["nsys", "ncu"]
+
+
+def test_real_per_config_rows_cover_every_configuration(real: dict[str, list]) -> None:
+    kin = launches(real["kineto"])
+    sampled = launches(real["per_config"])
+    assert len(sampled) < len(kin)
+    assert len({launch.config for launch in sampled}) == len({launch.config for launch in kin})
+    assert check_phases(PhaseLaunches(kineto=kin, ncu=sampled), counter_mode="per-config") == ["ncu"]
+
+
+def test_dedup_compares_ncu_with_the_first_iteration(real: dict[str, list]) -> None:
+    first_iteration = real["full"][:22]
+    found = PhaseLaunches(kineto=launches(real["kineto"]), ncu=launches(first_iteration))
+    assert check_phases(found, counter_mode="full", kernels_per_iteration=22) == ["ncu"]
+    with pytest.raises(DeterminismError, match="launched 44 kernels but the ncu report 22"):
+        check_phases(found, counter_mode="full")
+
+
+def test_changed_grid_is_named_with_its_index(real: dict[str, list]) -> None:
+    nsys = list(real["nsys"])
+    victim = sorted(nsys, key=lambda k: k.correlation_id)[7]
+    nsys[nsys.index(victim)] = dataclasses.replace(victim, grid=(victim.grid[0] * 2, 1, 1))
+    with pytest.raises(DeterminismError) as err:
+        check_same_launches(
+            launches(real["kineto"]),
+            launches(nsys),
+            reference_label="the Kineto trace",
+            other_label="the nsys timeline",
+        )
+    message = str(err.value)
+    assert "launch #7" in message and victim.name[:40] in message
+    assert f"grid {victim.grid}" in message and f"grid {(victim.grid[0] * 2, 1, 1)}" in message
+
+
+def test_missing_kernel_names_the_first_divergence_and_both_indexes(real: dict[str, list]) -> None:
+    ncu = list(real["full"])
+    dropped = ncu.pop(5)
+    with pytest.raises(DeterminismError) as err:
+        check_same_launches(
+            launches(real["kineto"]),
+            launches(ncu),
+            reference_label="the Kineto trace",
+            other_label="the ncu report",
+        )
+    message = str(err.value)
+    assert "the ncu report diverges from the Kineto trace at launch #5" in message
+    assert dropped.name[:40] in message
+    # its next launch of the same kernel shows where it went (or that it is absent)
+    assert "that launch is #" in message or "launches that kernel only" in message
+
+
+def test_extra_trailing_launch_is_reported() -> None:
+    k = TimelineKernel(
+        name="triton_poi_fused_add_0",
+        start_ns=0,
+        end_ns=1,
+        stream=7,
+        device=0,
+        grid=(4, 1, 1),
+        block=(128, 1, 1),
+    )
+    extra = dataclasses.replace(k, name="triton_red_fused_sum_1", start_ns=2, end_ns=3)
+    with pytest.raises(
+        DeterminismError, match="'triton_red_fused_sum_1'.* is launch #1 in B and absent from A"
+    ):
+        check_same_launches(launches([k]), launches([k, extra]), reference_label="A", other_label="B")
+
+
+def test_unsampled_configuration_is_an_error(real: dict[str, list]) -> None:
+    kin = launches(real["kineto"])
+    sampled = launches(real["per_config"])[1:]
+    with pytest.raises(DeterminismError, match="measured no launch of"):
+        check_configs_covered(
+            kin, sampled, reference_label="the Kineto trace", sampled_label="the ncu report"
+        )
+
+
+def test_sampled_configuration_never_launched_is_an_error() -> None:
+    kernel = TimelineKernel(
+        name="k", start_ns=0, end_ns=1, stream=7, device=0, grid=(1, 1, 1), block=(32, 1, 1)
+    )
+    row = CounterRow(ncu_id=0, name="k", grid=(2, 1, 1), block=(32, 1, 1), stream=7, device=0, metrics={})
+    with pytest.raises(DeterminismError, match="row #0 measured 'k' grid \\(2, 1, 1\\)"):
+        check_configs_covered(launches([kernel]), launches([row]), reference_label="K", sampled_label="N")
+
+
+def test_memcpy_and_order_by_correlation() -> None:
+    a = TimelineKernel(name="a", start_ns=50, end_ns=60, stream=8, device=0, correlation_id=1)
+    b = TimelineKernel(name="b", start_ns=10, end_ns=20, stream=7, device=0, correlation_id=2)
+    copy = TimelineKernel(
+        name="Memcpy HtoD", start_ns=0, end_ns=5, stream=7, device=0, kind="memcpy", correlation_id=0
+    )
+    assert [launch.name for launch in launches([b, copy, a])] == ["a", "b"]  # launch order, not GPU start
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+            "void at::vectorized_elementwise_kernel<4, at::CUDAFunctor_add<float>, std::array<char*, 3ul>>",
+        ),
+        (
+            "elemWiseRNNcell<float, float, float, (cudnnRNNMode_t)3, (cudnnRNNBiasMode_t)2>",
+            "elemWiseRNNcell<float, float, float, 3, 2>",
+        ),
+        ("triton_poi_fused_addmm_relu_0", "triton_poi_fused_addmm_relu_0"),
+    ],
+    ids=["at-native-and-params", "enum-casts", "triton"],
+)
+def test_fallback_normaliser_matches_spellings_seen_on_real_exports(left: str, right: str) -> None:
+    assert _fallback_normalize(left) == _fallback_normalize(right)
+
+
+def test_normaliser_keeps_distinct_kernels_distinct() -> None:
+    assert _fallback_normalize("triton_poi_fused_add_0") != _fallback_normalize("triton_poi_fused_add_1")
+
+
+def test_run_directory_check_with_the_ingest_readers(joinable: Path, tmp_path: Path) -> None:
+    pytest.importorskip("profiler_core.ingest", reason="ingest readers not installed")
+    try:
+        from profiler_core.ingest import read_kineto, read_ncu, read_nsys  # noqa: F401
+    except ImportError:
+        pytest.skip("ingest readers (read_kineto / read_nsys / read_ncu) not available yet")
+    for name, target in (
+        ("kineto.json", "kineto.json"),
+        ("nsys.sqlite", "timeline.sqlite"),
+        ("ncu_full_raw.csv", "counters.csv"),
+    ):
+        (tmp_path / target).write_bytes((joinable / name).read_bytes())
+    found = load_phase_launches(
+        tmp_path, kineto="kineto.json", timeline="timeline.sqlite", counters_csv="counters.csv"
+    )
+    assert check_phases(found, counter_mode="full") == ["nsys", "ncu"]
+    assert len(found.kineto) == len(found.nsys) == len(found.ncu) == 44
