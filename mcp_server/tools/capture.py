@@ -9,8 +9,6 @@ child process group.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -66,31 +64,24 @@ def job_status(snap: JobSnapshot) -> CaptureJobStatus:
 
 
 async def follow(context: Context, jobs: JobManager, job_id: str, wait_s: float) -> JobSnapshot:
-    """Wait up to ``wait_s`` for the job to end, reporting each new progress event to the client."""
+    """Wait up to ``wait_s`` for the job to end, sending each new progress event to the client."""
     deadline = anyio.current_time() + wait_s
-    reported = -1
+    reported = -1  # number of the last event sent; 0 is the "started" line
     while True:
         snap = jobs.snapshot(job_id)
-        if snap.events != reported:
-            reported = snap.events
-            last = snap.last
-            text = (f"{last.phase} {last.step}/{last.total}: {last.message}" if last
-                    else f"capture {job_id} started")
-            await context.report_progress(snap.events, None, text)
+        if reported < 0 and snap.events == 0:
+            await context.report_progress(0, None, f"capture {job_id} started")
+            reported = 0
+        first = snap.events - len(snap.recent) + 1  # the event number of recent[0]
+        for number, event in enumerate(snap.recent, start=first):
+            if number > reported:
+                await context.report_progress(
+                    number, None, f"{event.phase} {event.step}/{event.total}: {event.message}")
+                reported = number
         remaining = deadline - anyio.current_time()
         if not snap.live or remaining <= 0:
             return snap
         await anyio.sleep(min(POLL_S, remaining))
-
-
-def _new_run_dir(runs_dir: Path, stem: str) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    candidate = runs_dir / f"{stem}-{stamp}"
-    n = 2
-    while candidate.exists():
-        candidate = runs_dir / f"{stem}-{stamp}-{n}"
-        n += 1
-    return candidate
 
 
 def _manifest_dict(snap: JobSnapshot) -> dict[str, Any] | None:
@@ -165,11 +156,14 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             path = ws.existing_file(workload, what="workload file")
             if path.suffix != ".py":
                 raise ToolError(f"{workload}: a workload is a .py file defining get_model_and_inputs(device)")
-            run_dir = ws.resolve(out_dir) if out_dir else _new_run_dir(ctx.runs_dir, path.stem)
+            if out_dir:
+                run_dir = ws.resolve(out_dir)
+            else:
+                run_dir = backend("profiler_core.capture.pipeline", "default_run_dir")(path, ctx.runs_dir)
             if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
                 raise ToolError(f"{run_dir} already exists and is not empty; pass another out_dir")
             settings = {"compile_mode": compile_mode, "warmup": warmup, "iters": iters, "counters": counters}
-            config_cls = backend("profiler_core.capture.config", "CaptureConfig")
+            config_cls = backend("profiler_core.capture", "CaptureConfig")
             config = config_cls(out_dir=run_dir, **{k: v for k, v in settings.items() if v is not None})
             snap = jobs.start(path, config, run_dir=run_dir)
         return job_status(await follow(context, jobs, snap.job_id, wait_s))

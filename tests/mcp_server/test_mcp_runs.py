@@ -9,22 +9,30 @@ from pathlib import Path
 
 import pytest
 
+from profiler_core.capture.manifest import (
+    Artifacts,
+    ClockRecord,
+    CounterRecord,
+    GpuRecord,
+    RunManifest,
+    WorkloadRecord,
+)
 from tests.mcp_server.mcp_helpers import call_err, call_ok, connect
 
 pytestmark = pytest.mark.anyio
 
 
 def _manifest(workload: str, status: str = "complete", **extra: object) -> dict:
-    return {
-        "schema_version": 1, "operator_profiler": "0.1.0", "created_at": "2026-11-29T08:00:00+00:00",
-        "status": status,
-        "workload": {"path": workload, "sha256": "0" * 64, "compile_mode": "default", "warmup_iterations": 2,
-                     "measured_iterations": 3, "device": "cuda", "seed": 0, "python": "python3"},
-        "gpu": {"name": "NVIDIA H200", "chip": "gh100", "sm_count": 132},
-        "clocks": {"policy": "observe"}, "counters": {"mode": "per-config"}, "timeline_source": "nsys",
-        "artifacts": {"kineto": "kineto.json", "timeline": "timeline.sqlite"},
-        "total_duration_s": 42.5, "warnings": ["sm clock moved 1980 -> 1755 MHz during counters"], **extra,
-    }
+    """A manifest as the capture pipeline writes it (validated by its own model)."""
+    return RunManifest(
+        operator_profiler="0.1.0", created_at="2026-11-29T08:00:00Z", status=status,
+        workload=WorkloadRecord(path=workload, sha256="0" * 64, compile_mode="default", warmup_iterations=2,
+                                measured_iterations=3, device="cuda", seed=0, python="python3"),
+        gpu=GpuRecord(name="NVIDIA H200", chip="gh100", sm_count=132), clocks=ClockRecord(policy="observe"),
+        counters=CounterRecord(mode="per-config"), timeline_source="nsys",
+        artifacts=Artifacts(kineto="kineto.json", timeline="timeline.sqlite"), total_duration_s=42.5,
+        warnings=["sm clock moved 1980 -> 1755 MHz during counters"], **extra,
+    ).model_dump(mode="json")
 
 
 def _run(root: Path, name: str, manifest: dict | None, *, profile: bool = False, age_s: float = 0) -> Path:
