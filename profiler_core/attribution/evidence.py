@@ -29,13 +29,21 @@ from profiler_core.attribution.names import (
     is_operator_name,
     parse_nvtx_op,
 )
+from profiler_core.attribution.op_class import classify_operator
 from profiler_core.records import CounterRow, CpuOp, FusionRecord, NvtxRange, RuntimeCall, TimelineKernel
-from profiler_core.schema import Tier
+from profiler_core.schema import OperatorClass, Tier
 
 _VIEW_OPS = frozenset({
     "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::t", "aten::transpose", "aten::permute",
     "aten::expand", "aten::clone", "aten::squeeze", "aten::unsqueeze", "aten::slice", "aten::select",
     "aten::as_strided", "aten::alias", "aten::detach", "aten::split", "aten::split_with_sizes",
+})
+# Composite ops Inductor decomposes: when one is in a fusion it names the kernel better than
+# its parts (amax/sub/exp/sum of a softmax, mean/rsqrt of a layer norm).
+_COMPOSITE_OPS = frozenset({
+    "aten::_softmax", "aten::softmax", "aten::_log_softmax", "aten::log_softmax", "aten::native_layer_norm",
+    "aten::layer_norm", "aten::rms_norm", "aten::_fused_rms_norm", "aten::native_group_norm", "aten::gelu",
+    "aten::silu", "aten::native_batch_norm", "aten::_native_batch_norm_legit_no_training",
 })
 _COMPILED_MARKERS = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction")
 
@@ -54,31 +62,62 @@ class Claim:
     detail: str | None = None
 
 
+_CLASS_RANK = {c: i for i, c in enumerate((
+    OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.RNN,
+    OperatorClass.NORMALIZATION, OperatorClass.REDUCTION, OperatorClass.COMMUNICATION,
+    OperatorClass.ELEMENTWISE, OperatorClass.OTHER, OperatorClass.CAST_COPY,
+))}
+
+
 def primary_op(ops: Sequence[str]) -> str | None:
-    """The op a fused kernel is filed under: the first non-view op in Inductor's topological list."""
-    for op in ops:
-        if op not in _VIEW_OPS:
-            return op
-    return ops[0] if ops else None
+    """The op a fused kernel is filed under.
+
+    The most significant class wins (attention > GEMM > ... > elementwise > copies), ties go
+    to Inductor's topological order, and views come last:
+    ``[aten.mul, aten.amax, aten.sub, aten.exp, aten._softmax]`` -> ``aten::_softmax``.
+    """
+    if not ops:
+        return None
+    ranked = sorted(enumerate(ops), key=lambda io: (
+        io[1] in _VIEW_OPS, _CLASS_RANK[classify_operator(io[1])], io[1] not in _COMPOSITE_OPS, io[0]))
+    return ranked[0][1]
+
+
+# Op names that span several "_"-separated tokens of a generated kernel name, longest first.
+_MULTI_TOKEN_OPS = tuple(sorted((
+    "native_layer_norm", "layer_norm", "native_batch_norm", "batch_norm", "native_group_norm", "group_norm",
+    "rms_norm", "_fused_rms_norm", "_softmax", "_log_softmax", "log_softmax", "clamp_min", "clamp_max",
+    "index_select", "_to_copy", "native_dropout", "scaled_dot_product_attention", "masked_fill",
+    "embedding_dense_backward", "_unsafe_view", "constant_pad_nd", "new_zeros", "full_like", "zeros_like",
+    "ones_like", "index_put", "scatter_add", "slice_scatter", "select_scatter", "as_strided", "bitwise_and",
+    "bitwise_or", "bitwise_not", "logical_and", "logical_not", "leaky_relu", "hardtanh", "sigmoid_backward",
+    "tanh_backward", "threshold_backward", "gelu_backward", "_native_batch_norm_legit_no_training",
+), key=lambda op: -op.count("_")))
 
 
 def ops_from_kernel_name(name: str) -> tuple[str, ...]:
-    """``triton_poi_fused_addmm_relu_view_6`` -> ("aten::addmm", "aten::relu", "aten::view")."""
+    """``triton_per_fused_native_layer_norm_relu_6`` -> ("aten::native_layer_norm", "aten::relu").
+
+    Inductor joins op names with "_", so multi-token names are matched greedily against a
+    list of known ones; the evidence says the ops were read from the name.
+    """
     if "_fused_" not in name:
         return ()
     body = name.split("_fused_", 1)[1]
-    parts = body.split("_")
-    if parts and parts[-1].isdigit():
-        parts = parts[:-1]
+    head, _, tail = body.rpartition("_")
+    if tail.isdigit():
+        body = head
     ops: list[str] = []
-    i = 0
-    while i < len(parts):
-        token = parts[i]
-        if token == "" and i + 1 < len(parts):  # "__softmax" -> "_softmax"
-            token = "_" + parts[i + 1]
-            i += 1
-        ops.append(f"aten::{token}")
-        i += 1
+    pos = 0
+    while pos < len(body):
+        rest = body[pos:]
+        match = next((op for op in _MULTI_TOKEN_OPS if rest == op or rest.startswith(op + "_")), None)
+        if match is None:
+            lead = "_" if rest.startswith("_") else ""
+            match = lead + rest[len(lead):].split("_", 1)[0]
+        if match.strip("_"):
+            ops.append(f"aten::{match}")
+        pos += len(match) + 1
     return tuple(ops)
 
 

@@ -28,7 +28,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-err_console = Console(stderr=True, highlight=False)
+# Without a terminal rich assumes 80 columns; tables of kernel names need more.
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 150)
 
 
 @app.callback()
