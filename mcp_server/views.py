@@ -22,10 +22,21 @@ from profiler_core.schema import Kernel, Operator, Profile
 
 HEADLINE_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
                      "sm_throughput_pct")
+MAX_NAME_CHARS = 200
 
 
 def _us(ns: int | float) -> float:
     return round(ns / 1e3, 3)
+
+
+def _tidy(values: dict[str, float | None]) -> dict[str, float | None]:
+    """Counters rounded to 3 decimals: the float noise of aggregation is not information."""
+    return {k: (round(v, 3) if v is not None else None) for k, v in values.items()}
+
+
+def _clip(name: str) -> str:
+    """A kernel name cut to ``MAX_NAME_CHARS`` (demangled templates run to kilobytes)."""
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 
 def _pct(part: float, whole: float) -> float:
@@ -69,7 +80,8 @@ def operator_row(op: Operator, total_ns: int) -> OperatorRow:
     return OperatorRow(
         key=op.key, name=op.name, op_class=op.op_class.value, execution_context=op.execution_context.value,
         kernel_count=op.kernel_count, time_us=_us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns),
-        confidence=op.confidence.value, headline={name: op.metrics.get(name) for name in HEADLINE_COUNTERS},
+        confidence=op.confidence.value,
+        headline=_tidy({name: op.metrics.get(name) for name in HEADLINE_COUNTERS}),
     )
 
 
@@ -106,7 +118,7 @@ def operator_detail(op: Operator, total_ns: int) -> OperatorDetail:
         source_nodes=op.source_nodes, input_shapes=op.input_shapes, kernel_count=op.kernel_count,
         time_us=_us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns), confidence=op.confidence.value,
         library=op.library, layer_role=op.layer_role, inherited_from=op.inherited_from,
-        metrics=dict(op.metrics), metric_null_reasons=dict(op.metric_null_reasons),
+        metrics=_tidy(op.metrics), metric_null_reasons=dict(op.metric_null_reasons),
     )
 
 
@@ -114,13 +126,13 @@ def kernel_detail(kernel: Kernel) -> KernelDetail:
     """One kernel: timing, launch shape, attribution evidence and counters."""
     att = kernel.attribution
     return KernelDetail(
-        id=kernel.id, name=kernel.short_name or kernel.name, duration_us=_us(kernel.duration_ns),
+        id=kernel.id, name=_clip(kernel.short_name or kernel.name), duration_us=_us(kernel.duration_ns),
         stream=kernel.stream, grid=list(kernel.grid) if kernel.grid else None,
         block=list(kernel.block) if kernel.block else None, registers_per_thread=kernel.registers_per_thread,
         library=kernel.library, tier=att.tier.value, confidence=att.confidence.value,
         tiers_agree=att.tiers_agree,
         evidence=[EvidenceRow(tier=e.tier.value, operator=e.operator, detail=e.detail) for e in att.evidence],
         reason=att.reason, fused_with=kernel.fused_with, counter_source=kernel.counter_source.value,
-        counters={k: v for k, v in kernel.counters.items() if v is not None},
+        counters=_tidy({k: v for k, v in kernel.counters.items() if v is not None}),
     )
 
