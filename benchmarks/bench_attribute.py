@@ -23,10 +23,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "h200_joinable"
+sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 
 def _replicate(copies: int):
-    sys.path.insert(0, str(REPO))
     from profiler_core.ingest import read_inductor, read_kineto, read_ncu, read_nsys
     from profiler_core.records import KinetoTrace, NcuReport, NsysTimeline
 

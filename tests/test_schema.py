@@ -80,3 +80,12 @@ def test_failed_write_leaves_old_file(tmp_path: Path, monkeypatch: pytest.Monkey
         write_profile(target, Profile())
     assert target.read_text() == "old"
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_construct_trusted_matches_model_construct() -> None:
+    from profiler_core.schema import construct_trusted
+
+    fast = construct_trusted(Kernel, dict(_kernel(3).__dict__))
+    slow = Kernel.model_construct(**_kernel(3).model_dump())
+    assert fast.model_dump_json() == slow.model_dump_json()
+    assert fast.model_fields_set == slow.model_fields_set

@@ -1,0 +1,65 @@
+"""Diagnose one profile, compare two: findings with evidence and bounds, deltas with a verdict.
+
+    report = diagnose(profile)                 # FindingsReport, largest gain bound first
+    comparison = compare(baseline, optimized)  # Comparison: speedup, per-class/operator deltas
+"""
+
+from profiler_core.analysis.aggregation import aggregate_counters
+from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
+from profiler_core.analysis.comparability import Comparability, ComparabilityCheck, check_comparability
+from profiler_core.analysis.compare import (
+    ClassRow,
+    Comparison,
+    CounterDelta,
+    KernelOnlyRow,
+    OperatorRow,
+    OverheadRow,
+    ShiftCheck,
+    compare,
+)
+from profiler_core.analysis.diagnose import diagnose
+from profiler_core.analysis.findings import (
+    Finding,
+    FindingEvidence,
+    FindingKind,
+    FindingsReport,
+    Transformation,
+)
+from profiler_core.analysis.operator_class import classify_operator, gemm_precision, overhead_kind
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.rules import RULES, RuleContext, rule
+from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds, threshold_docs
+
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "RULES",
+    "AlignMethod",
+    "AlignedGroup",
+    "ClassRow",
+    "Comparability",
+    "ComparabilityCheck",
+    "Comparison",
+    "CounterDelta",
+    "Finding",
+    "FindingEvidence",
+    "FindingKind",
+    "FindingsReport",
+    "KernelOnlyRow",
+    "OperatorRow",
+    "OverheadRow",
+    "ProfileView",
+    "RuleContext",
+    "ShiftCheck",
+    "Thresholds",
+    "Transformation",
+    "aggregate_counters",
+    "align_operators",
+    "check_comparability",
+    "classify_operator",
+    "compare",
+    "diagnose",
+    "gemm_precision",
+    "overhead_kind",
+    "rule",
+    "threshold_docs",
+]

@@ -10,17 +10,22 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from profiler_core.attribution.aggregate import aggregate_counters
+import numpy as np
+
+from profiler_core.attribution.aggregate import FIELDS, aggregate_groups
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
 from profiler_core.attribution.dedup import mark_repeated_layers
 from profiler_core.attribution.evidence import (
     Claim,
     correlation_claims,
     fusion_claims,
+    make_resolver,
     ncu_nvtx_claims,
     nsys_enclosure_claims,
 )
@@ -28,6 +33,7 @@ from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.op_class import classify_kernel, classify_operator
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
+from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import CATALOG, field_for_ncu_name
 from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
 from profiler_core.schema import (
@@ -41,14 +47,17 @@ from profiler_core.schema import (
     ExecutionContext,
     Kernel,
     Operator,
+    OperatorClass,
     Profile,
     SourceInfo,
     Tier,
     TierCoverage,
     UnattributedKernel,
+    construct_trusted,
 )
 
 TIER_ORDER = (Tier.CUPTI_CORRELATION, Tier.NCU_NVTX, Tier.NSYS_NVTX, Tier.INDUCTOR_FUSION)
+_TIER_RANK = {t: i for i, t in enumerate(TIER_ORDER)}
 TIER_CONFIDENCE = {
     Tier.CUPTI_CORRELATION: Confidence.HIGH,
     # ncu recorded the stack for the very launch whose counters it measured: per-launch
@@ -72,7 +81,22 @@ def attribute(
     capture: CaptureMeta | None = None,
     allow_partial: bool = False,
 ) -> Profile:
-    """Join loaded artifacts into a validated :class:`Profile`."""
+    """Join loaded artifacts into a :class:`Profile` (module docstring: the stages)."""
+    with gc_paused():  # millions of acyclic records: the cyclic collector only costs time here
+        return _attribute(kineto=kineto, nsys=nsys, ncu=ncu, inductor=inductor, capture=capture,
+                          allow_partial=allow_partial)
+
+
+def _attribute(
+    *,
+    kineto: KinetoTrace | None = None,
+    nsys: NsysTimeline | None = None,
+    ncu: NcuReport | None = None,
+    inductor: InductorArtifacts | None = None,
+    capture: CaptureMeta | None = None,
+    allow_partial: bool = False,
+) -> Profile:
+    """Join loaded artifacts into a :class:`Profile`."""
     if kineto is None and nsys is None:
         raise AttributionError("no timeline to attribute: give a Kineto trace (--kineto) or an nsys export (--nsys)")
     warnings: list[str] = []
@@ -116,83 +140,115 @@ def attribute(
         rep = join.inherited_from[pos]
         inherited_of[j] = gpu_idx[rep] if rep is not None else None
 
+    resolve = make_resolver(fusions)
     claims: list[list[Claim | None]] = []
     if kineto is not None:
-        claims.append(correlation_claims(timeline, kineto_index, kineto_kernels, kineto.cpu_ops, fusions, graph_corr))
+        claims.append(correlation_claims(timeline, kineto_index, kineto_kernels, kineto.cpu_ops, resolve, graph_corr))
     if ncu is not None:
-        claims.append(ncu_nvtx_claims(ncu.rows, row_of, [s is CounterSource.MEASURED for s in source_of], fusions))
+        claims.append(ncu_nvtx_claims(ncu.rows, row_of, [s is CounterSource.MEASURED for s in source_of], resolve))
     if use_nsys:
-        claims.append(nsys_enclosure_claims(timeline, nsys.runtime_calls, nsys.nvtx_ranges, fusions))  # type: ignore[union-attr]
+        claims.append(nsys_enclosure_claims(timeline, nsys.runtime_calls, nsys.nvtx_ranges, resolve))  # type: ignore[union-attr]
     if fusions:
-        claims.append(fusion_claims(timeline, fusions))
+        claims.append(fusion_claims(timeline, fusions, resolve))
 
     field_of = {name: field_for_ncu_name(name) for name in (ncu.metrics_returned if ncu else ())}
-    kernels: list[Kernel] = []
-    instance_of: list[tuple | None] = []
-    winners: list[Claim | None] = []
-    graph_kernels = 0
+    rows = ncu.rows if ncu is not None else []
+    row_counters = [_row_counters(r.metrics, field_of) for r in rows]
+    empty_counters: dict[str, float | None] = dict.fromkeys(FIELDS)
+    library_of = functools.lru_cache(maxsize=None)(kernel_library)
+
+    # 1. per kernel: what each tier said, and the winner
+    said_of: list[list[Claim]] = []
+    in_graph_of: list[bool] = []
     for j, tk in enumerate(timeline):
-        said = [c[j] for c in claims if c[j] is not None]
-        said.sort(key=lambda c: TIER_ORDER.index(c.tier))
-        in_graph = tk.graph_id is not None or (
-            kineto_index[j] is not None and kineto_kernels[kineto_index[j]].correlation_id in graph_corr)  # type: ignore[index]
-        graph_kernels += in_graph
-        winner = said[0] if said else None
-        winners.append(winner)
-        names = {c.operator for c in said}
-        agree = (len(names) == 1) if len(said) >= 2 else None
-        if winner is None:
-            reason = _unattributed_reason(tk, in_graph, kineto is not None, ncu is not None, use_nsys)
-            attribution = Attribution(operator_key=None, tier=Tier.UNATTRIBUTED, confidence=Confidence.NONE,
-                                      reason=reason)
+        said = [c[j] for c in claims if c[j] is not None]  # type: ignore[misc]
+        said.sort(key=lambda c: _TIER_RANK[c.tier])
+        said_of.append(said)
+        ki = kineto_index[j]
+        in_graph_of.append(tk.graph_id is not None or (
+            ki is not None and kineto_kernels[ki].correlation_id in graph_corr))
+    # 2. operator invocations (winner's instance) and their keys, in launch order
+    groups: dict[tuple, list[int]] = {}
+    for j, said in enumerate(said_of):
+        if said:
+            groups.setdefault(said[0].instance, []).append(j)
+    calls: dict[str, int] = defaultdict(int)
+    key_of: list[str | None] = [None] * len(timeline)
+    group_keys: list[str] = []
+    for members in groups.values():
+        name = said_of[members[0]][0].operator
+        key = f"{name}#{calls[name]}"
+        calls[name] += 1
+        group_keys.append(key)
+        for j in members:
+            key_of[j] = key
+    # 3. kernel records. Built with model_construct: every value comes from typed records, and
+    #    validating a million nested models would cost more than the whole join.
+    kernels: list[Kernel] = []
+    for j, tk in enumerate(timeline):
+        said = said_of[j]
+        if not said:
+            attribution = construct_trusted(Attribution, {
+                "operator_key": None, "tier": Tier.UNATTRIBUTED, "confidence": Confidence.NONE, "evidence": [],
+                "tiers_agree": None, "reason": _unattributed_reason(tk, in_graph_of[j], kineto is not None,
+                                                                    ncu is not None, use_nsys)})
         else:
-            attribution = Attribution(
-                operator_key=None, tier=winner.tier, confidence=TIER_CONFIDENCE[winner.tier],
-                evidence=[Evidence(tier=c.tier, operator=c.operator, op_id=c.op_id, detail=c.detail) for c in said],
-                tiers_agree=agree,
-                reason=None if agree is not False else "tiers disagree: " + "; ".join(
-                    f"{c.tier.value} says {c.operator}" for c in said),
-            )
-        instance_of.append(winner.instance if winner else None)
-        counters: dict[str, float | None] = {}
+            agree = len({c.operator for c in said}) == 1 if len(said) >= 2 else None
+            attribution = construct_trusted(Attribution, {
+                "operator_key": key_of[j], "tier": said[0].tier, "confidence": TIER_CONFIDENCE[said[0].tier],
+                "evidence": [_evidence(c) for c in said], "tiers_agree": agree,
+                "reason": None if agree is not False else "tiers disagree: " + "; ".join(
+                    f"{c.tier.value} says {c.operator}" for c in said)})
         ri = row_of[j]
-        if ncu is not None:
-            metrics = ncu.rows[ri].metrics if ri is not None else {}
-            counters = {spec.field: None for spec in CATALOG}
-            for name, value in metrics.items():
-                fld = field_of.get(name) or field_for_ncu_name(name)
-                if fld is not None:
-                    counters[fld] = value
-        fused = sorted({op for c in said for op in c.fused_with})
-        kernels.append(Kernel(
-            id=j, name=tk.name, short_name=tk.short_name, kind=tk.kind, stream=tk.stream, device=tk.device,
-            start_ns=tk.start_ns, end_ns=tk.end_ns, duration_ns=tk.duration_ns, grid=tk.grid, block=tk.block,
-            registers_per_thread=tk.registers_per_thread, static_smem_bytes=tk.static_smem_bytes,
-            dynamic_smem_bytes=tk.dynamic_smem_bytes, counters=counters, counter_source=source_of[j],
-            ncu_id=ncu.rows[ri].ncu_id if (ncu is not None and ri is not None) else None,
-            inherited_from=inherited_of[j], attribution=attribution, fused_with=fused, graph_id=tk.graph_id,
-            library=kernel_library(tk.name),
-        ))
+        counters = (row_counters[ri] if ri is not None else dict(empty_counters)) if ncu is not None else {}
+        kernels.append(construct_trusted(Kernel, {
+            "id": j, "name": tk.name, "short_name": tk.short_name, "kind": tk.kind, "stream": tk.stream,
+            "device": tk.device, "start_ns": tk.start_ns, "end_ns": tk.end_ns, "duration_ns": tk.duration_ns,
+            "grid": tk.grid, "block": tk.block, "registers_per_thread": tk.registers_per_thread,
+            "static_smem_bytes": tk.static_smem_bytes, "dynamic_smem_bytes": tk.dynamic_smem_bytes,
+            "counters": counters, "counter_source": source_of[j],
+            "ncu_id": rows[ri].ncu_id if ri is not None else None, "inherited_from": inherited_of[j],
+            "attribution": attribution,
+            "fused_with": sorted({op for c in said for op in c.fused_with}) if said else [],
+            "graph_id": tk.graph_id, "library": library_of(tk.name),
+        }))
+    graph_kernels = sum(in_graph_of)
+    # 4. counters per operator, vectorised over all operators
+    matrix = np.full((len(timeline), len(FIELDS)), np.nan)
+    if rows:
+        row_matrix = np.array([[np.nan if (v := rc[f]) is None else v for f in FIELDS] for rc in row_counters])
+        measured = np.array([ri is not None for ri in row_of])
+        matrix[measured] = row_matrix[[ri for ri in row_of if ri is not None]]
+    durations = np.array([k.duration_ns for k in kernels], dtype=float)
+    aggregated = aggregate_groups(matrix, durations, list(groups.values()))
+    operators = [
+        _operator(key, said_of[members[0]][0], [kernels[j] for j in members], members, metrics, reasons,
+                  any(in_graph_of[j] for j in members))
+        for key, members, (metrics, reasons) in zip(group_keys, groups.values(), aggregated, strict=True)
+    ]
     if graph_kernels:
         warnings.append(
             f"{graph_kernels} kernels were launched by CUDA graph replays; only the replays were recorded, "
             "so their operators come from Inductor's fusion map where it names them, else they stay unattributed"
         )
 
-    operators = _build_operators(kernels, instance_of, winners, graph_flags=[
-        k.graph_id is not None or "CUDA graph" in (k.attribution.reason or "") for k in kernels])
     mark_repeated_layers(operators, kernels, measured_iterations=capture.measured_iterations if capture else None)
     meta = _capture_meta(capture, kineto, nsys, ncu, inductor, join, use_nsys)
-    profile = Profile(
-        capture=meta, operators=operators, kernels=kernels,
-        unattributed=[UnattributedKernel(kernel_id=k.id, name=k.name, duration_ns=k.duration_ns,
-                                         reason=k.attribution.reason or "no evidence")
+    profile = Profile.model_construct(
+        schema_version=1, capture=meta, operators=operators, kernels=kernels,
+        unattributed=[construct_trusted(UnattributedKernel, {
+                          "kernel_id": k.id, "name": k.name, "duration_ns": k.duration_ns,
+                          "reason": k.attribution.reason or "no evidence"})
                       for k in kernels if k.attribution.tier is Tier.UNATTRIBUTED],
         coverage=_coverage(kernels),
         counters=_availability(ncu, meta.chip),
         warnings=warnings,
     )
     return profile
+
+
+def _evidence(c: Claim) -> Evidence:
+    return construct_trusted(Evidence, {"tier": c.tier, "operator": c.operator, "op_id": c.op_id, "detail": c.detail})
 
 
 def _unattributed_reason(tk: TimelineKernel, in_graph: bool, have_kineto: bool, have_ncu: bool,
@@ -207,77 +263,90 @@ def _unattributed_reason(tk: TimelineKernel, in_graph: bool, have_kineto: bool, 
     return "no PyTorch operator was open when it was launched (outside any operator, or an opaque library path)"
 
 
-def _build_operators(kernels: list[Kernel], instance_of: Sequence[tuple | None], winners: Sequence[Claim | None],
-                     graph_flags: Sequence[bool]) -> list[Operator]:
-    groups: dict[tuple, list[int]] = {}
-    for j, inst in enumerate(instance_of):
-        if inst is not None:
-            groups.setdefault(inst, []).append(j)
-    calls: dict[str, int] = defaultdict(int)
-    operators: list[Operator] = []
-    for members in groups.values():
-        claim = winners[members[0]]
-        assert claim is not None  # groups only hold attributed kernels
-        name = claim.operator
-        idx = calls[name]
-        calls[name] += 1
-        key = f"{name}#{idx}"
-        ks = [kernels[j] for j in members]
-        for k in ks:
-            k.attribution.operator_key = key
-        fused = sorted({op for k in ks for op in k.fused_with})
-        libraries = {k.library for k in ks if k.library}
-        if any(graph_flags[j] for j in members):
-            context = ExecutionContext.CUDA_GRAPH_REPLAY
-        elif name in _OPAQUE_OPS or libraries & {"cudnn", "nccl"}:
-            context = ExecutionContext.OPAQUE_LIBRARY
-        elif claim.compiled is True:
-            context = ExecutionContext.COMPILED_GRAPH
-        elif claim.compiled is False:
-            context = ExecutionContext.EAGER
-        else:
-            context = ExecutionContext.UNKNOWN
-        metrics, reasons = aggregate_counters(ks)
-        op_class = classify_operator(name)
-        if op_class.value == "other" and ks:
-            op_class = classify_kernel(ks[0].name)
-        operators.append(Operator(
-            key=key, name=name, call_index=idx, op_id=claim.op_id,
-            input_shapes=_listify(claim.input_shapes), op_class=op_class, execution_context=context,
-            is_fused=bool(fused), fused_with=fused, kernel_ids=members, kernel_count=len(members),
-            duration_ns=sum(k.duration_ns for k in ks), metrics=metrics, metric_null_reasons=reasons,
-            confidence=min((k.attribution.confidence for k in ks), key=_CONF_RANK.__getitem__),
-            library=sorted(libraries)[0] if len(libraries) == 1 else (", ".join(sorted(libraries)) or None),
-        ))
-    return operators
+def _row_counters(metrics: Mapping[str, float | None], field_of: Mapping[str, str | None]) -> dict[str, float | None]:
+    """One ncu row's counters by profile field; one dict per row, shared by the launches inheriting it."""
+    out: dict[str, float | None] = dict.fromkeys(FIELDS)
+    for name, value in metrics.items():
+        fld = field_of.get(name) or field_for_ncu_name(name)
+        if fld is not None:
+            out[fld] = value
+    return out
+
+
+def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metrics: dict[str, float | None],
+              reasons: dict[str, str], in_graph: bool) -> Operator:
+    name = claim.operator
+    fused = sorted({op for k in ks for op in k.fused_with})
+    libraries = sorted({k.library for k in ks if k.library})
+    if in_graph:
+        context = ExecutionContext.CUDA_GRAPH_REPLAY
+    elif name in _OPAQUE_OPS or {"cudnn", "nccl"} & set(libraries):
+        context = ExecutionContext.OPAQUE_LIBRARY
+    elif claim.compiled is True:
+        context = ExecutionContext.COMPILED_GRAPH
+    elif claim.compiled is False:
+        context = ExecutionContext.EAGER
+    else:
+        context = ExecutionContext.UNKNOWN
+    op_class = _classify(name, ks[0].name)
+    return construct_trusted(Operator, {
+        "key": key, "name": name, "call_index": int(key.rsplit("#", 1)[1]), "op_id": claim.op_id,
+        "input_shapes": _listify(claim.input_shapes), "op_class": op_class, "execution_context": context,
+        "is_fused": bool(fused), "fused_with": fused, "source_nodes": [], "kernel_ids": members,
+        "kernel_count": len(members), "duration_ns": sum(k.duration_ns for k in ks), "metrics": metrics,
+        "metric_null_reasons": reasons,
+        "confidence": min({k.attribution.confidence for k in ks}, key=_CONF_RANK.__getitem__),
+        "library": ", ".join(libraries) or None, "layer_role": None, "inherited_from": None,
+    })
+
+
+@functools.lru_cache(maxsize=65536)
+def _classify(name: str, first_kernel: str) -> OperatorClass:
+    op_class = classify_operator(name)
+    return classify_kernel(first_kernel) if op_class is OperatorClass.OTHER else op_class
+
+
+@functools.lru_cache(maxsize=65536)
+def _listify_cached(value: tuple) -> str:
+    return json.dumps(value)
 
 
 def _listify(value: object) -> list | None:
-    if value is None:
+    """Input shapes as JSON lists (tuples from the parsers; identical shapes parse once)."""
+    if not isinstance(value, tuple | list):
         return None
-    if isinstance(value, tuple | list):
-        return [_listify(v) if isinstance(v, tuple | list) else v for v in value]
-    return None
+    return json.loads(_listify_cached(tuple(value)))
 
 
 def _coverage(kernels: Sequence[Kernel]) -> Coverage:
-    cov = Coverage(kernel_count=len(kernels), duration_ns=sum(k.duration_ns for k in kernels))
+    # plain tallies first: assigning to pydantic models a million times is slow
+    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    overlaps = disagreements = total = 0
     for k in kernels:
-        buckets = ((cov.by_tier, k.attribution.tier.value), (cov.by_confidence, k.attribution.confidence.value))
-        for bucket, key in buckets:
-            tc = bucket.setdefault(key, TierCoverage())
-            tc.kernel_count += 1
-            tc.duration_ns += k.duration_ns
-        target = {CounterSource.MEASURED: cov.counters_measured, CounterSource.INHERITED: cov.counters_inherited,
-                  CounterSource.MISSING: cov.counters_missing}[k.counter_source]
-        target.kernel_count += 1
-        target.duration_ns += k.duration_ns
-        if k.attribution.tiers_agree is not None:
-            cov.tier_overlaps += 1
-            cov.tier_disagreements += not k.attribution.tiers_agree
-    good = sum(cov.by_confidence.get(c, TierCoverage()).duration_ns for c in ("high", "medium"))
-    cov.attributed_time_pct = 100.0 * good / cov.duration_ns if cov.duration_ns else 0.0
-    return cov
+        a, d = k.attribution, k.duration_ns
+        total += d
+        for key in (("tier", a.tier.value), ("confidence", a.confidence.value), ("counters", k.counter_source.value)):
+            t = tally[key]
+            t[0] += 1
+            t[1] += d
+        if a.tiers_agree is not None:
+            overlaps += 1
+            disagreements += not a.tiers_agree
+
+    def bucket(kind: str) -> dict[str, TierCoverage]:
+        return {name: TierCoverage(kernel_count=c, duration_ns=d) for (k, name), (c, d) in tally.items() if k == kind}
+
+    by_conf = bucket("confidence")
+    counters = bucket("counters")
+    good = sum(by_conf[c].duration_ns for c in ("high", "medium") if c in by_conf)
+    return Coverage(
+        kernel_count=len(kernels), duration_ns=total, by_tier=bucket("tier"), by_confidence=by_conf,
+        counters_measured=counters.get("measured", TierCoverage()),
+        counters_inherited=counters.get("inherited", TierCoverage()),
+        counters_missing=counters.get("missing", TierCoverage()),
+        attributed_time_pct=100.0 * good / total if total else 0.0,
+        tier_overlaps=overlaps, tier_disagreements=disagreements,
+    )
 
 
 def _availability(ncu: NcuReport | None, chip: str | None) -> list[CounterAvailability]:

@@ -17,13 +17,13 @@ its operator identity comes from the fusion map, else from the fused ops spelled
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from intervaltree import IntervalTree
-
 from profiler_core.attribution.names import (
+    NvtxOp,
     clean_op_name,
     is_generated_kernel_name,
     is_operator_name,
@@ -121,6 +121,22 @@ def ops_from_kernel_name(name: str) -> tuple[str, ...]:
     return tuple(ops)
 
 
+_Resolver = Callable[[str], tuple[str, tuple[str, ...], str]]
+
+
+def make_resolver(fusions: Mapping[str, FusionRecord]) -> _Resolver:
+    """A cached ``kernel name -> (primary op, other fused ops, how we know)`` for one capture."""
+    cache: dict[str, tuple[str, tuple[str, ...], str]] = {}
+
+    def resolve(name: str) -> tuple[str, tuple[str, ...], str]:
+        hit = cache.get(name)
+        if hit is None:
+            hit = cache[name] = _resolve_generated(name, fusions)
+        return hit
+
+    return resolve
+
+
 def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord]) -> tuple[str, tuple[str, ...], str]:
     rec = fusions.get(name)
     if rec and rec.aten_ops:
@@ -138,7 +154,7 @@ def correlation_claims(
     kineto_index: Sequence[int | None],
     kineto_kernels: Sequence[TimelineKernel],
     cpu_ops: Sequence[CpuOp],
-    fusions: Mapping[str, FusionRecord],
+    resolve: _Resolver,
     graph_launch_correlations: frozenset[int],
 ) -> list[Claim | None]:
     """Tier 1: Kineto External id -> launching cpu_op."""
@@ -159,7 +175,7 @@ def correlation_claims(
             continue
         compiled = _inside(compiled_spans, op.tid, op.start_ns)
         if is_generated_kernel_name(op.name):
-            prim, fused, how = _resolve_generated(op.name, fusions)
+            prim, fused, how = resolve(op.name)
             out[j] = Claim(Tier.CUPTI_CORRELATION, prim, ("ext", op.external_id), op.external_id,
                            op.input_shapes, fused, True, f"launched by '{op.name}'; {how}")
         elif is_operator_name(op.name):
@@ -189,25 +205,37 @@ def _inside(spans: dict[int, tuple[list[int], list[int]]], tid: int, t_ns: int) 
     return any(ends[k] >= t_ns for k in range(i, max(i - 4, -1), -1))
 
 
-def _claim_from_stack(stack: Sequence[str], tier: Tier, instance_prefix: tuple,
-                      fusions: Mapping[str, FusionRecord], detail: str) -> Claim | None:
-    compiled = any(s.startswith(_COMPILED_MARKERS) for s in stack)
-    for text in reversed(stack):
-        parsed = parse_nvtx_op(text)
-        if parsed is None:
-            continue
-        inst = (*instance_prefix, parsed.op_id if parsed.op_id is not None else text)
-        if is_generated_kernel_name(parsed.name):
-            prim, fused, how = _resolve_generated(parsed.name, fusions)
-            return Claim(tier, prim, inst, parsed.op_id, parsed.input_shapes, fused, True,
-                         f"{detail} '{parsed.name}'; {how}")
-        return Claim(tier, parsed.name, inst, parsed.op_id, parsed.input_shapes, (), compiled, detail)
+@functools.lru_cache(maxsize=65536)
+def _innermost_op(stack: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
+    """(depth, parsed range, inside a compiled region) of a stack's innermost operator range."""
+    compiled = any(t.startswith(_COMPILED_MARKERS) for t in stack)
+    for depth in range(len(stack) - 1, -1, -1):
+        parsed = parse_nvtx_op(stack[depth])
+        if parsed is not None:
+            return depth, parsed, compiled
     return None
 
 
+def _claim_from_stack(stack: tuple[str, ...], tier: Tier, instance: tuple,
+                      resolve: _Resolver, detail: str) -> Claim | None:
+    """The innermost operator range of ``stack`` (outermost first) as a claim.
+
+    ``instance`` identifies the invocation; the operator's op_id replaces it when present.
+    """
+    found = _innermost_op(stack)
+    if found is None:
+        return None
+    depth, parsed, compiled = found
+    inst = (*instance, depth) if parsed.op_id is None else (instance[0], parsed.op_id)
+    if is_generated_kernel_name(parsed.name):
+        prim, fused, how = resolve(parsed.name)
+        return Claim(tier, prim, inst, parsed.op_id, parsed.input_shapes, fused, True,
+                     f"{detail} '{parsed.name}'; {how}")
+    return Claim(tier, parsed.name, inst, parsed.op_id, parsed.input_shapes, (), compiled, detail)
+
+
 def ncu_nvtx_claims(
-    rows: Sequence[CounterRow], row_index: Sequence[int | None], measured: Sequence[bool],
-    fusions: Mapping[str, FusionRecord],
+    rows: Sequence[CounterRow], row_index: Sequence[int | None], measured: Sequence[bool], resolve: _Resolver,
 ) -> list[Claim | None]:
     """Tier 2: the NVTX stack ncu recorded for the measured launch itself (never inherited)."""
     out: list[Claim | None] = [None] * len(row_index)
@@ -216,47 +244,61 @@ def ncu_nvtx_claims(
             continue
         stack = rows[ri].nvtx_stack
         if stack:
-            out[j] = _claim_from_stack(stack, Tier.NCU_NVTX, ("op",), fusions, "ncu NVTX range")
+            out[j] = _claim_from_stack(tuple(stack), Tier.NCU_NVTX, ("op", rows[ri].ncu_id), resolve,
+                                       "ncu NVTX range")
     return out
 
 
 def nsys_enclosure_claims(
     kernels: Sequence[TimelineKernel], runtime_calls: Sequence[RuntimeCall], ranges: Sequence[NvtxRange],
-    fusions: Mapping[str, FusionRecord],
+    resolve: _Resolver,
 ) -> list[Claim | None]:
-    """Tier 3: innermost operator range open on the launching thread at launch time."""
+    """Tier 3: innermost operator range open on the launching thread at launch time.
+
+    A sweep per thread over ranges sorted by start and launches sorted by time keeps the
+    set of open ranges (O(n log n) overall; the open set is only as deep as the nesting).
+    The invocation is identified by its range (thread, start), unique even without op_id.
+    """
     launch_by_corr = {r.correlation_id: r for r in runtime_calls if r.correlation_id is not None}
-    trees: dict[int, IntervalTree] = defaultdict(IntervalTree)
+    by_tid: dict[int, list[NvtxRange]] = defaultdict(list)
     for rng in ranges:
         if rng.end_ns > rng.start_ns and (
-            parse_nvtx_op(rng.text) is not None or rng.text.startswith(_COMPILED_MARKERS)
+            rng.text.startswith(_COMPILED_MARKERS) or parse_nvtx_op(rng.text) is not None
         ):
-            trees[rng.tid].addi(rng.start_ns, rng.end_ns, rng)
-    out: list[Claim | None] = [None] * len(kernels)
+            by_tid[rng.tid].append(rng)
+    queries: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for j, k in enumerate(kernels):
         launch = launch_by_corr.get(k.correlation_id) if k.correlation_id is not None else None
-        if launch is None or launch.tid not in trees:
-            continue
-        hits = sorted(trees[launch.tid].at(launch.start_ns), key=lambda iv: (iv.begin, -iv.end))
-        if not hits:
-            continue
-        stack = [iv.data.text for iv in hits]
-        claim = _claim_from_stack(stack, Tier.NSYS_NVTX, ("nvtx", launch.tid), fusions,
-                                  "nsys NVTX range enclosing the launch")
-        out[j] = claim
+        if launch is not None and launch.tid in by_tid:
+            queries[launch.tid].append((launch.start_ns, j))
+    out: list[Claim | None] = [None] * len(kernels)
+    for tid, qs in queries.items():
+        rs = sorted(by_tid[tid], key=lambda r: (r.start_ns, -r.end_ns))
+        qs.sort()
+        open_ranges: list[NvtxRange] = []
+        i = 0
+        for t, j in qs:
+            while i < len(rs) and rs[i].start_ns <= t:
+                open_ranges.append(rs[i])
+                i += 1
+            open_ranges = [r for r in open_ranges if r.end_ns > t]  # launches come in time order
+            if not open_ranges:
+                continue
+            inner = open_ranges[-1]
+            out[j] = _claim_from_stack(tuple(r.text for r in open_ranges), Tier.NSYS_NVTX,
+                                       ("nvtx", tid, inner.start_ns), resolve,
+                                       "nsys NVTX range enclosing the launch")
     return out
 
 
-def fusion_claims(kernels: Sequence[TimelineKernel], fusions: Mapping[str, FusionRecord]) -> list[Claim | None]:
+def fusion_claims(kernels: Sequence[TimelineKernel], fusions: Mapping[str, FusionRecord],
+                  resolve: _Resolver) -> list[Claim | None]:
     """Tier 4: Inductor's own record of what a generated kernel computes."""
     out: list[Claim | None] = [None] * len(kernels)
     for j, k in enumerate(kernels):
         rec = fusions.get(k.name)
         if rec is None or not rec.aten_ops:
             continue
-        prim = primary_op(rec.aten_ops)
-        if prim is None:
-            continue
-        out[j] = Claim(Tier.INDUCTOR_FUSION, prim, ("kernel", j), None, None,
-                       tuple(o for o in rec.aten_ops if o != prim), True, f"Inductor {rec.source}")
+        prim, fused, _ = resolve(k.name)
+        out[j] = Claim(Tier.INDUCTOR_FUSION, prim, ("kernel", j), None, None, fused, True, f"Inductor {rec.source}")
     return out

@@ -74,6 +74,7 @@ def kernel_base_name(name: str) -> str:
     return bare.rsplit("::", 1)[-1].strip() or key
 
 
+@lru_cache(maxsize=65536)
 def clean_op_name(name: str) -> str:
     """``aten.addmm`` / ``aten::addmm.default`` / NVTX text -> ``aten::addmm``."""
     head = _NVTX_KEY.split(name, maxsplit=1)[0].strip()
@@ -87,11 +88,13 @@ def clean_op_name(name: str) -> str:
     return head
 
 
+@lru_cache(maxsize=65536)
 def is_operator_name(name: str) -> bool:
     """True for namespaced operator names such as ``aten::mm`` or ``c10d::allreduce_``."""
     return "::" in name and bool(_OP_NAME.match(name.split(",", 1)[0].strip()))
 
 
+@lru_cache(maxsize=65536)
 def is_generated_kernel_name(name: str) -> bool:
     """True for Inductor-generated kernel names (``triton_poi_fused_...``, ``cpp_fused_...``)."""
     return name.startswith(("triton_", "cpp_fused", "cutlass_fused"))

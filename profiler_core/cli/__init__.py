@@ -50,6 +50,9 @@ _COMMAND_MODULES = (
     "profiler_core.cli.summary",
     "profiler_core.cli.attribute",
     "profiler_core.cli.capture",
+    "profiler_core.cli.diagnose",
+    "profiler_core.cli.compare",
+    "profiler_core.cli.report",
 )
 
 

@@ -27,7 +27,7 @@ import ijson
 import orjson
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest.gc_pause import gc_paused
+from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.kineto_events import EventRecords, collect_events
 from profiler_core.records import KinetoTrace
 

@@ -19,7 +19,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest.gc_pause import gc_paused
+from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
 from profiler_core.ingest.nsys_tables import read_gpus, read_nvtx_ranges, read_runtime_calls
 from profiler_core.ingest.record_factory import record_factory

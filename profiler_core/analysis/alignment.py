@@ -1,0 +1,256 @@
+"""Align the operators of two profiles, even when a pass renamed or fused them.
+
+Three passes, each on what the previous left over:
+
+1. **Names.** A sequence match on operator names and roles (launch order). Operators matched
+   here are paired 1:1: ``key`` when the call index agrees too, ``sequence`` when an insertion
+   or a removal shifted it.
+2. **Roles.** Inside each stretch the names could not match, a second sequence match on
+   roles: the operator class, with the GEMMs and softmax of a hand-written attention counted
+   as ``attention`` (so bmm-softmax-bmm lines up with the SDPA call that replaced it). Pairs
+   found here are ``class_position``.
+3. **Absorption.** An operator still alone joins a group on the other side when its
+   ``fused_with`` names an operator of that group, or else the nearest group of its role in
+   the same stretch (earlier first): the Q, K and V GEMMs all join the one QKV GEMM. Such
+   groups are ``fused``. What is left is only in one profile.
+
+    base: aten::mm  aten::mm  triton_poi_fused_addmm_..  aten::bmm  softmax  aten::mm  aten::bmm
+    opt:  aten::addmm                                    aten::_cudnn_attention_forward
+    ->    [mm, mm, poi, mm] ~ [addmm] (fused)            [bmm, softmax, bmm] ~ [_cudnn_attention] (fused)
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from enum import StrEnum
+
+from profiler_core.analysis.operator_class import aten_name
+from profiler_core.analysis.patterns import manual_attention_groups
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.schema import Operator, OperatorClass
+
+# Role matching is quadratic in the worst case: stretches larger than this (ops x ops) are cut first.
+_SMALL_STRETCH = 64 * 64
+_CHUNK_OPS = 64
+
+
+class AlignMethod(StrEnum):
+    KEY = "key"  # same name and call index
+    SEQUENCE = "sequence"  # same name, call index shifted by an insertion or removal
+    CLASS_POSITION = "class_position"  # renamed: same role at the same place in the sequence
+    FUSED = "fused"  # several operators on one side correspond to one (or more) on the other
+    ONLY_BASE = "only_base"
+    ONLY_OPT = "only_opt"
+
+
+@dataclass(frozen=True, slots=True)
+class AlignedGroup:
+    """Operators of the baseline that correspond to operators of the optimized profile."""
+
+    base_keys: tuple[str, ...]
+    opt_keys: tuple[str, ...]
+    method: AlignMethod
+
+
+@dataclass
+class _Group:
+    base: list[int] = field(default_factory=list)
+    opt: list[int] = field(default_factory=list)
+    method: AlignMethod = AlignMethod.CLASS_POSITION
+
+
+def operator_roles(view: ProfileView, ops: list[Operator], attention_window: int) -> list[str]:
+    """Each operator's role: its class, with hand-written attention parts as ``attention``."""
+    roles = [view.work_class(op).value for op in ops]
+    for group in manual_attention_groups(view, ops, attention_window):
+        for i in group:
+            roles[i] = OperatorClass.ATTENTION.value
+    return roles
+
+
+def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: int = 8,
+                    ) -> list[AlignedGroup]:
+    """Groups of corresponding operators, in baseline launch order; one-sided groups included."""
+    a_ops, b_ops = base.ops_in_order, opt.ops_in_order
+    a_roles = operator_roles(base, a_ops, attention_window)
+    b_roles = operator_roles(opt, b_ops, attention_window)
+    groups: list[_Group] = []
+    # Name and role together: Inductor may file a bias epilogue under "aten::addmm" in one profile
+    # while "aten::addmm" is a real GEMM in the other; those must not pair by name.
+    names = SequenceMatcher(None, [(o.name, r) for o, r in zip(a_ops, a_roles, strict=True)],
+                            [(o.name, r) for o, r in zip(b_ops, b_roles, strict=True)], autojunk=False)
+    for tag, i1, i2, j1, j2 in names.get_opcodes():
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                same_key = a_ops[i].key == b_ops[j].key
+                groups.append(_Group([i], [j], AlignMethod.KEY if same_key else AlignMethod.SEQUENCE))
+            continue
+        for piece in _segments(list(range(i1, i2)), list(range(j1, j2)), a_roles, b_roles):
+            if isinstance(piece, _Group):
+                groups.append(piece)  # an anchor
+            else:
+                groups.extend(_align_stretch(a_ops, b_ops, a_roles, b_roles, piece[0], piece[1],
+                                             neighbours=groups[-1:]))
+    _absorb_into_next(groups, a_ops, b_ops)
+    out = []
+    for g in sorted(groups, key=_order_key(groups)):
+        if not g.base and not g.opt:
+            continue
+        method = g.method
+        if not g.opt:
+            method = AlignMethod.ONLY_BASE
+        elif not g.base:
+            method = AlignMethod.ONLY_OPT
+        out.append(AlignedGroup(tuple(a_ops[i].key for i in g.base), tuple(b_ops[j].key for j in g.opt),
+                                method))
+    return out
+
+
+def _order_key(groups: list[_Group]):
+    """Sort key: baseline position; an optimized-only group follows what precedes it in its profile."""
+    opt_to_base: dict[int, float] = {}
+    for g in groups:
+        for j in g.opt:
+            if g.base:
+                opt_to_base[j] = float(min(g.base))
+    positions = sorted(opt_to_base)
+    running, best = [], -1.0
+    for j in positions:  # running[i]: the latest baseline position among optimized ops <= positions[i]
+        best = max(best, opt_to_base[j])
+        running.append(best)
+
+    def key(g: _Group) -> float:
+        if g.base:
+            return float(min(g.base))
+        i = bisect_left(positions, min(g.opt))
+        return (running[i - 1] if i else -1.0) + 0.5
+
+    return key
+
+
+def _segments(a_idx: list[int], b_idx: list[int], a_roles: list[str], b_roles: list[str],
+              ) -> Iterator[tuple[list[int], list[int]] | _Group]:
+    """Split a large stretch so role matching stays cheap: at anchors, else into proportional chunks.
+
+    An anchor role occurs equally often on both sides (e.g. one LayerNorm per layer in each
+    profile); its i-th occurrences are paired and cut the stretch into layer-sized pieces.
+    """
+    if len(a_idx) * len(b_idx) <= _SMALL_STRETCH or not a_idx or not b_idx:
+        yield a_idx, b_idx
+        return
+    count_a = Counter(a_roles[i] for i in a_idx)
+    count_b = Counter(b_roles[j] for j in b_idx)
+    anchors = [r for r, n in count_a.items() if n >= 2 and count_b.get(r) == n]
+    if not anchors:
+        chunks = -(-len(a_idx) // _CHUNK_OPS)
+        for c in range(chunks):
+            a_lo, a_hi = c * len(a_idx) // chunks, (c + 1) * len(a_idx) // chunks
+            b_lo, b_hi = c * len(b_idx) // chunks, (c + 1) * len(b_idx) // chunks
+            yield a_idx[a_lo:a_hi], b_idx[b_lo:b_hi]
+        return
+    role = max(anchors, key=lambda r: (count_a[r], r))
+    cuts_a = [n for n, i in enumerate(a_idx) if a_roles[i] == role]
+    cuts_b = [n for n, j in enumerate(b_idx) if b_roles[j] == role]
+    prev_a = prev_b = 0
+    for ca, cb in zip(cuts_a, cuts_b, strict=True):
+        yield from _segments(a_idx[prev_a:ca], b_idx[prev_b:cb], a_roles, b_roles)
+        yield _Group([a_idx[ca]], [b_idx[cb]], AlignMethod.CLASS_POSITION)
+        prev_a, prev_b = ca + 1, cb + 1
+    yield from _segments(a_idx[prev_a:], b_idx[prev_b:], a_roles, b_roles)
+
+
+def _align_stretch(a_ops: list[Operator], b_ops: list[Operator], a_roles: list[str], b_roles: list[str],
+                   a_range: list[int], b_range: list[int], neighbours: list[_Group]) -> list[_Group]:
+    """Pair a stretch by role, then absorb the leftovers (see the module docstring)."""
+    paired: list[_Group] = []
+    a_left, b_left = list(a_range), list(b_range)
+    if a_left and b_left:
+        roles = SequenceMatcher(None, [a_roles[i] for i in a_left], [b_roles[j] for j in b_left],
+                                autojunk=False)
+        taken_a, taken_b = set(), set()
+        for block in roles.get_matching_blocks():
+            for k in range(block.size):
+                i, j = a_left[block.a + k], b_left[block.b + k]
+                paired.append(_Group([i], [j], AlignMethod.CLASS_POSITION))
+                taken_a.add(i)
+                taken_b.add(j)
+        a_left = [i for i in a_left if i not in taken_a]
+        b_left = [j for j in b_left if j not in taken_b]
+    leftovers: list[_Group] = []
+    candidates = neighbours + paired
+    for i in a_left:
+        target = _fused_target(i, a_ops[i], candidates, b_ops, side="opt") or _role_target(
+            i, a_roles[i], paired, a_roles, side="base")
+        if target is None:
+            leftovers.append(_Group([i], [], AlignMethod.ONLY_BASE))
+        else:
+            target.base.append(i)
+            target.method = AlignMethod.FUSED
+    for j in b_left:
+        target = _fused_target(j, b_ops[j], candidates, a_ops, side="base") or _role_target(
+            j, b_roles[j], paired, b_roles, side="opt")
+        if target is None:
+            leftovers.append(_Group([], [j], AlignMethod.ONLY_OPT))
+        else:
+            target.opt.append(j)
+            target.method = AlignMethod.FUSED
+    for g in paired:
+        g.base.sort()
+        g.opt.sort()
+    return paired + leftovers
+
+
+def _fused_target(index: int, op: Operator, groups: list[_Group], other_ops: list[Operator],
+                  side: str) -> _Group | None:
+    """The nearest group linked to ``op`` by name or fused_with, in either direction (earlier on ties)."""
+    fused = {aten_name(f) for f in op.fused_with}
+    best: tuple[int, int] | None = None
+    chosen = None
+    for g in groups:
+        members = g.opt if side == "opt" else g.base
+        own = g.base if side == "opt" else g.opt
+        # op names a member among the ops it fused, a member names op among its own, or both carry
+        # one name (an epilogue filed under "aten::addmm" beside the GEMM that absorbed it).
+        linked = any(other_ops[k].name in fused or other_ops[k].name == op.name
+                     or op.name in {aten_name(f) for f in other_ops[k].fused_with} for k in members)
+        if not own or not linked:
+            continue
+        distance = min(abs(k - index) for k in own)
+        rank = (distance, 0 if min(own) < index else 1)
+        if best is None or rank < best:
+            best, chosen = rank, g
+    return chosen
+
+
+def _role_target(index: int, role: str, groups: list[_Group], roles: list[str], side: str) -> _Group | None:
+    """The nearest paired group of the same role, earlier in the stretch first."""
+    def position(g: _Group) -> int:
+        return (g.base if side == "base" else g.opt)[0]
+
+    same = [g for g in groups if roles[position(g)] == role]
+    earlier = [g for g in same if position(g) < index]
+    if earlier:
+        return max(earlier, key=position)
+    later = [g for g in same if position(g) > index]
+    return min(later, key=position) if later else None
+
+
+def _absorb_into_next(groups: list[_Group], a_ops: list[Operator], b_ops: list[Operator]) -> None:
+    """One-sided operators right before a two-sided group join it when that group fused them."""
+    for pos, g in enumerate(groups):
+        if g.base and g.opt:
+            continue
+        nxt = next((h for h in groups[pos + 1:pos + 2] if h.base and h.opt), None)
+        if nxt is None:
+            continue
+        op = a_ops[g.base[0]] if g.base else b_ops[g.opt[0]]
+        other = b_ops if g.base else a_ops
+        members = nxt.opt if g.base else nxt.base
+        if {aten_name(f) for f in op.fused_with} & {other[k].name for k in members}:
+            (nxt.base if g.base else nxt.opt).extend(g.base or g.opt)
+            nxt.method = AlignMethod.FUSED
+            g.base, g.opt = [], []

@@ -1,0 +1,120 @@
+"""Can two profiles be compared at all? Same GPU and chip, same iterations, same clocks, same sources.
+
+Kernel durations move with the SM clock, so two captures whose clocks differ by more than
+``clock_tolerance_pct`` (unless both were locked to one value) do not support a speedup
+claim; neither do different GPUs, different iteration counts or different sources. Each
+check is ``ok``, ``mismatch`` or ``unknown`` (not recorded); every mismatch and every unknown
+required check becomes a warning that each output of ``oprof compare`` repeats.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.schema import CaptureMeta, ClockSample
+
+Status = Literal["ok", "mismatch", "unknown"]
+# Conditions whose absence alone is worth a warning (the rest only warn on a mismatch).
+_MUST_KNOW = frozenset({"gpu_name", "sm_clock", "measured_iterations"})
+
+
+class ComparabilityCheck(BaseModel):
+    """One condition both captures must share."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    status: Status
+    required: bool = True
+    base: str | None = None
+    opt: str | None = None
+    detail: str = ""
+
+
+class Comparability(BaseModel):
+    """The verdict on whether durations of two profiles can be compared, with the reasons."""
+
+    model_config = ConfigDict(extra="forbid")
+    comparable: bool = True
+    checks: list[ComparabilityCheck] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _equal_check(name: str, base: object, opt: object, why: str, required: bool = True) -> ComparabilityCheck:
+    b = None if base is None else str(base)
+    o = None if opt is None else str(opt)
+    if b is None or o is None:
+        return ComparabilityCheck(name=name, status="unknown", required=required, base=b, opt=o,
+                                  detail=f"not recorded in {'both' if b is None and o is None else 'one'} "
+                                         f"profile(s); {why}")
+    status: Status = "ok" if b == o else "mismatch"
+    return ComparabilityCheck(name=name, status=status, required=required, base=b, opt=o,
+                              detail="" if status == "ok" else why)
+
+
+def _clock_for(capture: CaptureMeta, phase: str | None) -> ClockSample | None:
+    samples = [c for c in capture.clocks if c.sm_mhz_median is not None]
+    for c in samples:
+        if phase is not None and c.phase == phase:
+            return c
+    return samples[0] if samples else None
+
+
+def _clock_check(base: CaptureMeta, opt: CaptureMeta, tolerance_pct: float) -> ComparabilityCheck:
+    common = {c.phase for c in base.clocks} & {c.phase for c in opt.clocks}
+    phase = base.timeline_source if base.timeline_source in common else min(common, default=None)
+    b, o = _clock_for(base, phase), _clock_for(opt, phase)
+    if b is None or o is None or b.sm_mhz_median is None or o.sm_mhz_median is None:
+        return ComparabilityCheck(
+            name="sm_clock", status="unknown", base=None if b is None else f"{b.sm_mhz_median} MHz",
+            opt=None if o is None else f"{o.sm_mhz_median} MHz",
+            detail="SM clocks not recorded: a duration ratio may carry a clock difference")
+    locked = base.clock_policy == "lock" and opt.clock_policy == "lock"
+    diff_pct = abs(o.sm_mhz_median - b.sm_mhz_median) / b.sm_mhz_median * 100 if b.sm_mhz_median else 100.0
+    ok = diff_pct == 0.0 if locked else diff_pct <= tolerance_pct
+    detail = "" if ok else (
+        f"SM clocks differ by {diff_pct:.1f}% ({'locked to different values' if locked else 'observed'}; "
+        f"tolerance {tolerance_pct:g}%): durations scale with the clock")
+    return ComparabilityCheck(name="sm_clock", status="ok" if ok else "mismatch",
+                              base=f"{b.sm_mhz_median:g} MHz ({b.phase})",
+                              opt=f"{o.sm_mhz_median:g} MHz ({o.phase})", detail=detail)
+
+
+def _sources(capture: CaptureMeta) -> str | None:
+    kinds = sorted({s.kind for s in capture.sources if s.used})
+    return "+".join(kinds) if kinds else None
+
+
+def check_comparability(base: CaptureMeta, opt: CaptureMeta,
+                        thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Comparability:
+    """Compare the measurement conditions of two captures."""
+    checks = [
+        _equal_check("gpu_name", base.gpu_name, opt.gpu_name, "kernel times differ across GPU models"),
+        _equal_check("chip", base.chip, opt.chip, "kernel times differ across chips"),
+        _equal_check("warmup_iterations", base.warmup_iterations, opt.warmup_iterations,
+                     "a different warmup changes caches, autotuning and clocks"),
+        _equal_check("measured_iterations", base.measured_iterations, opt.measured_iterations,
+                     "totals are only comparable per iteration"),
+        _clock_check(base, opt, thresholds.clock_tolerance_pct),
+        _equal_check("sources", _sources(base), _sources(opt),
+                     "the profiles were built from different artifacts"),
+        _equal_check("timeline_source", base.timeline_source, opt.timeline_source,
+                     "durations from nsys and Kineto are not interchangeable"),
+        _equal_check("counter_mode", base.counter_mode, opt.counter_mode,
+                     "measured and inherited counters are not equally precise", required=False),
+        _equal_check("torch", base.versions.torch, opt.versions.torch,
+                     "a different torch may change the kernels chosen", required=False),
+        _equal_check("driver", base.versions.driver, opt.versions.driver,
+                     "a different driver may change kernel performance", required=False),
+    ]
+    warnings: list[str] = []
+    for c in checks:
+        if c.status == "mismatch":
+            prefix = "NOT COMPARABLE" if c.required else "note"
+            warnings.append(f"{prefix}: {c.name} differs ({c.base} vs {c.opt}); {c.detail}")
+        elif c.status == "unknown" and c.required and c.name in _MUST_KNOW:
+            warnings.append(f"unverified: {c.name} {c.detail}")
+    comparable = not any(c.status == "mismatch" and c.required for c in checks)
+    return Comparability(comparable=comparable, checks=checks, warnings=warnings)

@@ -1,0 +1,318 @@
+"""``compare(base, opt)``: what changed between a baseline and an optimized profile, and did it help.
+
+Speedup and verdict are on profiled kernel time (timeline durations; ncu's replayed
+timings never enter). Rows per operator class and per aligned operator group carry the time
+delta, each side's share of its total, and every counter's shift with its direction. Kernels
+found on one side only are listed; casts, copies and epilogues new in the optimized run are
+priced in microseconds. The comparability verdict and its warnings travel with the result.
+When the baseline's findings are known, each predicted counter shift is checked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from profiler_core.analysis.aggregation import aggregate_counters
+from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
+from profiler_core.analysis.comparability import Comparability, check_comparability
+from profiler_core.analysis.counter_format import Direction, direction, shift_text
+from profiler_core.analysis.findings import FindingsReport
+from profiler_core.analysis.operator_class import OverheadKind, overhead_kind
+from profiler_core.analysis.profile_view import ProfileView, pct
+from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.metrics.catalog import COUNTER_FIELDS
+from profiler_core.schema import Kernel, OperatorClass, Profile
+
+COMPARISON_SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CounterDelta(_Model):
+    """One counter on both sides: ``tensor_core_active_pct 0.01 -> 61.3`` (up)."""
+
+    field: str
+    base: float | None
+    opt: float | None
+    delta: float | None
+    direction: Direction
+    text: str
+
+
+class TimeRow(_Model):
+    """Time on both sides (per iteration when the iteration counts differ) and the counters' shifts."""
+
+    base_ns: int
+    opt_ns: int
+    delta_ns: int
+    delta_pct: float | None  # None when the baseline spent no time here
+    base_share_pct: float
+    opt_share_pct: float
+    base_kernels: int
+    opt_kernels: int
+    counters: list[CounterDelta] = Field(default_factory=list)
+
+
+class ClassRow(TimeRow):
+    op_class: OperatorClass
+
+
+class OperatorRow(TimeRow):
+    label: str
+    op_class: OperatorClass
+    method: AlignMethod
+    base_keys: list[str]
+    opt_keys: list[str]
+
+
+class KernelOnlyRow(_Model):
+    """A kernel name launched by one profile only."""
+
+    name: str
+    op_class: OperatorClass
+    count: int
+    duration_ns: int
+
+
+class OverheadRow(_Model):
+    """Casts, copies or epilogues the optimized run launches beyond the baseline's."""
+
+    kind: OverheadKind
+    kernel_names: list[str]
+    kernel_count: int
+    duration_ns: int
+    share_of_opt_pct: float
+
+
+class ShiftCheck(_Model):
+    """Did the counter a baseline finding named move the way its fix predicts?"""
+
+    rule_id: str
+    field: str
+    expected: Literal["up", "down"]
+    base: float | None
+    opt: float | None
+    observed: Direction
+    as_predicted: bool | None  # None when a side has no value
+    text: str
+
+
+class Comparison(_Model):
+    """Everything ``oprof compare`` reports."""
+
+    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    base_label: str | None = None
+    opt_label: str | None = None
+    per_iteration: bool = False
+    base_total_ns: int
+    opt_total_ns: int
+    delta_ns: int
+    delta_pct: float
+    speedup: float | None
+    verdict: Literal["faster", "slower", "unchanged"]
+    comparability: Comparability
+    classes: list[ClassRow]
+    operators: list[OperatorRow]
+    only_in_base: list[KernelOnlyRow]
+    only_in_opt: list[KernelOnlyRow]
+    new_overhead: list[OverheadRow]
+    new_overhead_ns: int
+    shift_checks: list[ShiftCheck] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _scale(base: Profile, opt: Profile) -> tuple[float, float, bool]:
+    b, o = base.capture.measured_iterations, opt.capture.measured_iterations
+    if b and o and b != o:
+        return 1.0 / b, 1.0 / o, True
+    return 1.0, 1.0, False
+
+
+def _counter_deltas(base: dict[str, float | None], opt: dict[str, float | None], t: Thresholds,
+                    ) -> list[CounterDelta]:
+    out = []
+    for f in COUNTER_FIELDS:
+        b, o = base.get(f), opt.get(f)
+        if b is None and o is None:
+            continue
+        # Trusted values built here: construct without re-validating (thousands of rows per comparison).
+        out.append(CounterDelta.model_construct(
+            field=f, base=b, opt=o, delta=(o - b) if b is not None and o is not None else None,
+            direction=direction(f, b, o, same_abs=t.counter_same_abs, same_rel_pct=t.counter_same_rel_pct),
+            text=shift_text(f, b, o)))
+    return out
+
+
+def _agg(kernels: Iterable[Kernel]) -> dict[str, float | None]:
+    return aggregate_counters((k.counters, k.duration_ns) for k in kernels if k.counters)
+
+
+def _time_row(b_ks: Sequence[Kernel], o_ks: Sequence[Kernel], bv: ProfileView, ov: ProfileView,
+              scale: tuple[float, float], t: Thresholds) -> dict:
+    b_ns = round(sum(k.duration_ns for k in b_ks) * scale[0])
+    o_ns = round(sum(k.duration_ns for k in o_ks) * scale[1])
+    return {
+        "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
+        "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
+        "base_share_pct": round(bv.share_pct(sum(k.duration_ns for k in b_ks)), 3),
+        "opt_share_pct": round(ov.share_pct(sum(k.duration_ns for k in o_ks)), 3),
+        "base_kernels": len(b_ks), "opt_kernels": len(o_ks),
+        "counters": _counter_deltas(_agg(b_ks), _agg(o_ks), t),
+    }
+
+
+def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
+                t: Thresholds) -> list[ClassRow]:
+    b_by: dict[OperatorClass, list[Kernel]] = defaultdict(list)
+    o_by: dict[OperatorClass, list[Kernel]] = defaultdict(list)
+    for k in bv.profile.kernels:
+        b_by[bv.kernel_class(k)].append(k)
+    for k in ov.profile.kernels:
+        o_by[ov.kernel_class(k)].append(k)
+    rows = [ClassRow(op_class=c, **_time_row(b_by.get(c, []), o_by.get(c, []), bv, ov, scale, t))
+            for c in OperatorClass if c in b_by or c in o_by]
+    return sorted(rows, key=lambda r: -max(r.base_ns, r.opt_ns))
+
+
+def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
+                   scale: tuple[float, float], t: Thresholds) -> list[OperatorRow]:
+    rows = []
+    for g in groups:
+        b_ops = [bv.operators_by_key[k] for k in g.base_keys]
+        o_ops = [ov.operators_by_key[k] for k in g.opt_keys]
+        first = (b_ops or o_ops)[0]
+        cls = (bv if b_ops else ov).op_class(first)
+        if len(b_ops) == 1 and len(o_ops) == 1 and b_ops[0].key == o_ops[0].key:
+            label = b_ops[0].key
+        else:
+            label = f"{_keys_label(g.base_keys)} -> {_keys_label(g.opt_keys)}"
+        rows.append(OperatorRow(
+            label=label, op_class=cls, method=g.method, base_keys=list(g.base_keys),
+            opt_keys=list(g.opt_keys),
+            **_time_row(bv.kernels_of_ops(b_ops), ov.kernels_of_ops(o_ops), bv, ov, scale, t)))
+    return rows
+
+
+def _keys_label(keys: Sequence[str]) -> str:
+    if not keys:
+        return "(none)"
+    if len(keys) <= 3:
+        return " + ".join(keys)
+    return f"{keys[0]} + {len(keys) - 1} more"
+
+
+def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
+                 ) -> tuple[list[KernelOnlyRow], list[KernelOnlyRow]]:
+    def tally(view: ProfileView) -> tuple[Counter[str], Counter[str], dict[str, Kernel]]:
+        count, dur, first = Counter[str](), Counter[str](), {}
+        for k in view.profile.kernels:
+            count[k.name] += 1
+            dur[k.name] += k.duration_ns
+            first.setdefault(k.name, k)
+        return count, dur, first
+
+    (bc, bd, bf), (oc, od, of) = tally(bv), tally(ov)
+    only_base = [KernelOnlyRow(name=n, op_class=bv.kernel_class(bf[n]), count=bc[n],
+                               duration_ns=round(bd[n] * scale[0])) for n in bc if n not in oc]
+    only_opt = [KernelOnlyRow(name=n, op_class=ov.kernel_class(of[n]), count=oc[n],
+                              duration_ns=round(od[n] * scale[1])) for n in oc if n not in bc]
+    return (sorted(only_base, key=lambda r: -r.duration_ns), sorted(only_opt, key=lambda r: -r.duration_ns))
+
+
+def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) -> list[OverheadRow]:
+    """Overhead kernels in opt beyond the baseline's count of the same name (priced at their mean)."""
+    base_count = Counter(k.name for k in bv.profile.kernels)
+    by_name: dict[str, list[Kernel]] = defaultdict(list)
+    for k in ov.profile.kernels:
+        by_name[k.name].append(k)
+    per_kind: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
+    for name, ks in by_name.items():
+        kind = overhead_kind(name, ks[0].fused_with)
+        extra = len(ks) - base_count.get(name, 0)
+        if kind is None or extra <= 0:
+            continue
+        mean = sum(k.duration_ns for k in ks) / len(ks)
+        per_kind[kind].append((name, extra, extra * mean))
+    rows = []
+    for kind, items in per_kind.items():
+        items.sort(key=lambda item: -item[2])
+        duration = sum(d for _, _, d in items)
+        rows.append(OverheadRow(kind=kind, kernel_names=[n for n, _, _ in items[:5]],  # type: ignore[arg-type]
+                                kernel_count=sum(n for _, n, _ in items),
+                                duration_ns=round(duration * scale[1]),
+                                share_of_opt_pct=round(ov.share_pct(duration), 3)))
+    return sorted(rows, key=lambda r: -r.duration_ns)
+
+
+def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: ProfileView,
+                  ov: ProfileView, t: Thresholds) -> list[ShiftCheck]:
+    opt_of: dict[str, set[str]] = defaultdict(set)
+    for g in groups:
+        for key in g.base_keys:
+            opt_of[key].update(g.opt_keys)
+    checks = []
+    for f in findings.findings:
+        if not f.expected_shifts:
+            continue
+        b_ops = [bv.operators_by_key[k] for k in f.operators if k in bv.operators_by_key]
+        o_ops = [ov.operators_by_key[k] for key in f.operators for k in sorted(opt_of.get(key, ()))
+                 if k in ov.operators_by_key]
+        b_agg, o_agg = _agg(bv.kernels_of_ops(b_ops)), _agg(ov.kernels_of_ops(o_ops))
+        for field, expected in f.expected_shifts.items():
+            b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)
+            observed = direction(field, b, o, same_abs=t.counter_same_abs,
+                                 same_rel_pct=t.counter_same_rel_pct)
+            checks.append(ShiftCheck(
+                rule_id=f.rule_id, field=field, expected=expected, base=b, opt=o, observed=observed,
+                as_predicted=None if observed == "n/a" else observed == expected,
+                text=shift_text(field, b, o)))
+    return checks
+
+
+def compare(base: Profile, opt: Profile, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+            base_findings: FindingsReport | None = None, base_label: str | None = None,
+            opt_label: str | None = None) -> Comparison:
+    """Compare an optimized profile with its baseline (see the module docstring)."""
+    from profiler_core.analysis.diagnose import diagnose  # local: diagnose imports the rule modules
+
+    t = thresholds
+    bv, ov = ProfileView(base), ProfileView(opt)
+    b_scale, o_scale, per_iteration = _scale(base, opt)
+    scale = (b_scale, o_scale)
+    b_total, o_total = round(bv.total_ns * b_scale), round(ov.total_ns * o_scale)
+    delta_pct = pct(o_total - b_total, b_total)
+    if abs(delta_pct) <= t.unchanged_tolerance_pct:
+        verdict = "unchanged"
+    else:
+        verdict = "slower" if delta_pct > 0 else "faster"
+    groups = align_operators(bv, ov, attention_window=t.attention_window_ops)
+    only_base, only_opt = _kernel_only(bv, ov, scale)
+    overhead = _new_overhead(bv, ov, scale)
+    comparability = check_comparability(base.capture, opt.capture, t)
+    findings = base_findings if base_findings is not None else diagnose(base, t)
+    warnings = list(comparability.warnings)
+    if per_iteration:
+        warnings.append("totals are per measured iteration: the profiles measured different iteration counts")
+    if not base.kernels or not opt.kernels:
+        warnings.append("a profile holds no kernels: the comparison is empty")
+    return Comparison(
+        base_label=base_label or base.capture.workload, opt_label=opt_label or opt.capture.workload,
+        per_iteration=per_iteration, base_total_ns=b_total, opt_total_ns=o_total,
+        delta_ns=o_total - b_total, delta_pct=round(delta_pct, 3),
+        speedup=round(b_total / o_total, 4) if o_total else None, verdict=verdict,
+        comparability=comparability,
+        classes=_class_rows(bv, ov, scale, t),
+        operators=_operator_rows(groups, bv, ov, scale, t),
+        only_in_base=only_base, only_in_opt=only_opt, new_overhead=overhead,
+        new_overhead_ns=sum(r.duration_ns for r in overhead),
+        shift_checks=_shift_checks(findings, groups, bv, ov, t),
+        warnings=warnings,
+    )
+
+

@@ -1,0 +1,54 @@
+"""``diagnose(profile)``: run every registered rule and rank the findings by their gain bound.
+
+    report = diagnose(read_profile("profile.json"))
+    for f in report.findings:            # largest Amdahl bound first
+        print(f.rule_id, f.transformation, f.gain_bound_pct)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from profiler_core.analysis.findings import Finding, FindingKind, FindingsReport
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.rules import RULES, RuleContext
+from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.errors import ProfilerError
+from profiler_core.schema import Profile
+
+_KIND_ORDER = {FindingKind.OPTIMIZATION: 0, FindingKind.STRUCTURAL: 1, FindingKind.NOTE: 2}
+
+
+def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
+             rules: Iterable[str] | None = None) -> FindingsReport:
+    """Findings for ``profile``, sorted by gain bound (largest first); ``rules`` limits which run."""
+    selected = list(RULES) if rules is None else list(rules)
+    unknown = [r for r in selected if r not in RULES]
+    if unknown:
+        raise ProfilerError(f"unknown diagnosis rule {', '.join(unknown)}; known: {', '.join(RULES)}")
+    view = ProfileView(profile)
+    ctx = RuleContext(view=view, thresholds=thresholds)
+    findings: list[Finding] = []
+    for rule_id in selected:
+        for finding in RULES[rule_id](ctx):
+            keep = (finding.evidence.share_pct >= thresholds.min_finding_share_pct
+                    or finding.rule_id in ("high_unattributed", "counters_missing"))
+            if keep:
+                findings.append(finding)
+    findings.sort(key=lambda f: (-f.gain_bound_pct, _KIND_ORDER[f.kind], f.rule_id))
+    warnings = list(profile.warnings)
+    if not profile.kernels:
+        warnings.append("the profile holds no kernels: nothing to diagnose")
+    return FindingsReport(
+        workload=profile.capture.workload,
+        gpu_name=profile.capture.gpu_name,
+        total_kernel_ns=view.total_ns,
+        kernel_count=len(profile.kernels),
+        operator_count=len(profile.operators),
+        attributed_pct=round(view.share_pct(view.total_ns - view.unattributed_ns), 3),
+        unattributed_pct=round(view.share_pct(view.unattributed_ns), 3),
+        rules_run=selected,
+        thresholds=thresholds.as_dict(),
+        findings=findings,
+        warnings=warnings,
+    )

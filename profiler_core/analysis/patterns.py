@@ -1,0 +1,132 @@
+"""Structural patterns over the operator sequence: manual attention, parallel projections, GEMM loops.
+
+Each function takes operators in launch order (``ProfileView.ops_in_order``) and returns
+index groups into that list; rules turn them into findings and the aligner uses the
+attention groups to recognise a matmul-softmax-matmul that a pass replaced with SDPA.
+
+    ops:    aten::bmm  triton_per_fused__softmax_..  aten::mm  aten::bmm
+    manual_attention_groups(...) -> [[0, 1, 3]]   (the mm in between is a projection)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from profiler_core.analysis.operator_class import aten_short, is_batched_gemm, is_softmax
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.schema import Operator, OperatorClass
+
+_SCALE_OPS = frozenset({"div", "mul", "div_", "mul_", "true_divide"})
+_PROJECTION_OPS = frozenset({"mm", "addmm", "linear", "matmul", "_addmm_activation"})
+# Operators that may sit between parallel projections without consuming one of them:
+# views, copies and the bias-add epilogues Inductor splits off cuBLAS GEMMs.
+_PASS_THROUGH_CLASSES = frozenset({OperatorClass.CAST_COPY, OperatorClass.OTHER})
+
+
+def manual_attention_groups(view: ProfileView, ops: Sequence[Operator], window: int) -> list[list[int]]:
+    """Index groups [score GEMM, scale ops..., softmax, value GEMM] of a hand-written attention."""
+    groups: list[list[int]] = []
+    used: set[int] = set()
+    for s, op in enumerate(ops):
+        if not is_softmax(op.name, op.fused_with) or view.work_class(op) is OperatorClass.ATTENTION:
+            continue
+        before = _nearest(ops, range(s - 1, max(s - 1 - window, -1), -1), used)
+        after = _nearest(ops, range(s + 1, min(s + 1 + window, len(ops))), used)
+        if before is None or after is None:
+            continue
+        scale = [i for i in range(before + 1, s) if aten_short(ops[i].name) in _SCALE_OPS]
+        group = [before, *scale, s, after]
+        groups.append(group)
+        used.update(group)
+    return groups
+
+
+def _nearest(ops: Sequence[Operator], indices: range, used: set[int]) -> int | None:
+    for i in indices:
+        if i not in used and is_batched_gemm(ops[i].name, ops[i].fused_with):
+            return i
+    return None
+
+
+def gemm_signature(view: ProfileView, op: Operator) -> tuple | None:
+    """What a projection GEMM reads: (activation shape, weight shape), else its kernels' launch shapes."""
+    short = aten_short(op.name)
+    if short not in _PROJECTION_OPS or view.work_class(op) is not OperatorClass.GEMM:
+        return None  # not a projection, or only its epilogue (the GEMM ran under another operator)
+    shapes = [tuple(s) for s in (op.input_shapes or []) if isinstance(s, list)]
+    if shapes:
+        # mm(a, b), addmm(bias, a, b), linear(x, w, b): the activation and the weight.
+        pair = shapes[1:3] if short in ("addmm", "_addmm_activation") else shapes[:2]
+        if len(pair) == 2 and all(pair):
+            return ("shapes", *pair)
+    kernels = view.kernels_of(op)
+    if not kernels:
+        return None
+    return ("launch", *((k.name, k.grid, k.block) for k in kernels))
+
+
+def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, min_size: int,
+                               max_size: int) -> list[list[int]]:
+    """Runs of projection GEMMs with one input signature, only views/copies between them."""
+    groups: list[list[int]] = []
+    run: list[int] = []
+    signature: tuple | None = None
+
+    def close() -> None:
+        if min_size <= len(run) <= max_size:
+            groups.append(list(run))
+
+    for i, op in enumerate(ops):
+        sig = gemm_signature(view, op)
+        if sig is not None:
+            if sig == signature:
+                run.append(i)
+                continue
+            close()
+            run, signature = [i], sig
+            continue
+        cls = view.work_class(op)
+        if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(op, cls):
+            continue
+        close()
+        run, signature = [], None
+    close()
+    return groups
+
+
+def _is_bias_epilogue(op: Operator, cls: OperatorClass) -> bool:
+    """An Inductor pointwise kernel that only adds a GEMM's bias (and reshapes).
+
+    Spelled ``triton_poi_fused_addmm_clone_..`` when the operator is named after its kernel, or
+    ``aten::addmm`` with ``fused_with`` [clone, transpose, view] when it is filed under its op.
+    """
+    if cls not in (OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY):
+        return False
+    fused = {aten_short(f) for f in op.fused_with} | {aten_short(op.name)} | set(op.name.split("_"))
+    return bool(fused & {"addmm", "linear"}) and not fused & {"relu", "gelu", "silu", "tanh", "sigmoid",
+                                                              "add", "mul"}
+
+
+def same_shape_gemm_runs(view: ProfileView, ops: Sequence[Operator]) -> dict[tuple, list[int]]:
+    """Projection GEMMs grouped by signature over the whole profile (for recurrence detection)."""
+    out: dict[tuple, list[int]] = {}
+    for i, op in enumerate(ops):
+        sig = gemm_signature(view, op)
+        if sig is not None:
+            out.setdefault(sig, []).append(i)
+    return out
+
+
+def gemm_rows(op: Operator) -> int | None:
+    """M of a projection GEMM from its input shapes (product of the activation's leading dims)."""
+    shapes = [s for s in (op.input_shapes or []) if isinstance(s, list) and s]
+    short = aten_short(op.name)
+    if not shapes:
+        return None
+    act = shapes[1] if short in ("addmm", "_addmm_activation") and len(shapes) > 1 else shapes[0]
+    rows = 1
+    for dim in act[:-1]:
+        if not isinstance(dim, int):
+            return None
+        rows *= dim
+    return rows

@@ -1,0 +1,209 @@
+"""An indexed, read-only view of one profile: what every rule, comparison and report asks of it.
+
+Built once per profile: kernels by id, operators in launch order with their effective class
+(the engine's ``op_class``, or the name classifier where the engine left ``other``), each
+kernel's operator and class, total profiled kernel time, and evidence for any set of kernels.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+
+from profiler_core.analysis.aggregation import aggregate_counters
+from profiler_core.analysis.findings import FindingEvidence
+from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
+
+_CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]
+# Classes whose kernels do the operator's real work; a lighter kernel under them is an epilogue.
+_HEAVY = (OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.RNN,
+          OperatorClass.COMMUNICATION)
+
+
+def weakest_confidence(levels: Iterable[Confidence]) -> Confidence:
+    """The lowest confidence among ``levels`` (NONE when empty)."""
+    worst = -1
+    for level in levels:
+        worst = max(worst, _CONFIDENCE_ORDER.index(level))
+    return _CONFIDENCE_ORDER[worst] if worst >= 0 else Confidence.NONE
+
+
+def pct(part: float, whole: float) -> float:
+    """``part`` as a percentage of ``whole`` (0 when ``whole`` is 0)."""
+    return 100.0 * part / whole if whole else 0.0
+
+
+class ProfileView:
+    """Indexes over a Profile; the profile itself is never modified."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.kernels_by_id: dict[int, Kernel] = {k.id: k for k in profile.kernels}
+        self.operators_by_key: dict[str, Operator] = {op.key: op for op in profile.operators}
+        # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
+        self._kernels_of: dict[str, list[Kernel]] = {}
+        self._counters_of: dict[str, dict[str, float | None]] = {}
+        self._name_class: dict[str, OperatorClass] = {}
+        self._work_class: dict[str, OperatorClass] = {}
+
+    # -- time
+    @cached_property
+    def total_ns(self) -> int:
+        """Profiled kernel time: the sum of every kernel's timeline duration."""
+        if self.profile.kernels:
+            return sum(k.duration_ns for k in self.profile.kernels)
+        return self.profile.coverage.duration_ns
+
+    def share_pct(self, duration_ns: float) -> float:
+        """``duration_ns`` as a share of profiled kernel time."""
+        return pct(duration_ns, self.total_ns)
+
+    # -- operators
+    @cached_property
+    def ops_in_order(self) -> list[Operator]:
+        """Operators in launch order (first kernel start); kernel-less ones keep their list position."""
+        keyed: list[tuple[int, int, Operator]] = []
+        last_start = -1
+        for index, op in enumerate(self.profile.operators):
+            starts = [self.kernels_by_id[i].start_ns for i in op.kernel_ids if i in self.kernels_by_id]
+            start = min(starts) if starts else last_start
+            last_start = start
+            keyed.append((start, index, op))
+        keyed.sort(key=lambda item: (item[0], item[1]))
+        return [op for _, _, op in keyed]
+
+    def op_class(self, op: Operator) -> OperatorClass:
+        """The engine's class, or the name classifier's where the engine left OTHER."""
+        if op.op_class is not OperatorClass.OTHER:
+            return op.op_class
+        return classify_operator(op.name, op.fused_with)
+
+    def work_class(self, op: Operator) -> OperatorClass:
+        """What the operator's kernels do, which rules judge by.
+
+        Usually its class. But Inductor files a pointwise bias-add under ``aten::addmm`` (the
+        GEMM itself ran in cuBLAS as ``aten::mm``): an operator classed GEMM or attention whose
+        kernels are all named as something lighter works as that lighter class.
+        """
+        cached = self._work_class.get(op.key)
+        if cached is None:
+            cached = self._work_class[op.key] = self._work_class_of(op)
+        return cached
+
+    def _work_class_of(self, op: Operator) -> OperatorClass:
+        cls = self.op_class(op)
+        kinds: dict[OperatorClass, int] = {}
+        for k in self.kernels_of(op):
+            kc = self.kernel_name_class(k)
+            kinds[kc] = kinds.get(kc, 0) + k.duration_ns
+        for heavy in _HEAVY:
+            if heavy in kinds:
+                return heavy
+        if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
+            return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
+        return cls
+
+    def kernel_name_class(self, kernel: Kernel) -> OperatorClass:
+        """The class a kernel's own name (and fused ops) says, whoever launched it."""
+        cached = self._name_class.get(kernel.name)
+        if cached is None:
+            cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
+        return cached
+
+    def kernels_of(self, op: Operator) -> list[Kernel]:
+        """The operator's kernels present in the profile, in timeline order."""
+        cached = self._kernels_of.get(op.key)
+        if cached is None:
+            ks = [self.kernels_by_id[i] for i in op.kernel_ids if i in self.kernels_by_id]
+            cached = self._kernels_of[op.key] = sorted(ks, key=lambda k: k.start_ns)
+        return cached
+
+    def op_duration_ns(self, op: Operator) -> int:
+        """Sum of the operator's kernel durations (the stored figure when its kernels are absent)."""
+        ks = self.kernels_of(op)
+        return sum(k.duration_ns for k in ks) if ks else op.duration_ns
+
+    def op_counters(self, op: Operator) -> dict[str, float | None]:
+        """The operator's aggregated counters (recomputed from kernels when they carry counters)."""
+        cached = self._counters_of.get(op.key)
+        if cached is None:
+            ks = [k for k in self.kernels_of(op) if k.counters]
+            cached = aggregate_counters((k.counters, k.duration_ns) for k in ks) if ks else dict(op.metrics)
+            self._counters_of[op.key] = cached
+        return cached
+
+    # -- kernels
+    @cached_property
+    def kernel_operator(self) -> dict[int, Operator]:
+        """Kernel id -> its operator (attributed kernels only)."""
+        out: dict[int, Operator] = {}
+        for op in self.profile.operators:
+            for kid in op.kernel_ids:
+                out[kid] = op
+        for k in self.profile.kernels:
+            key = k.attribution.operator_key
+            if k.id not in out and key in self.operators_by_key:
+                out[k.id] = self.operators_by_key[key]
+        return out
+
+    def is_unattributed(self, kernel: Kernel) -> bool:
+        """True when no operator owns the kernel."""
+        return kernel.attribution.tier is Tier.UNATTRIBUTED or kernel.id not in self.kernel_operator
+
+    def kernel_class(self, kernel: Kernel) -> OperatorClass:
+        """The class of the kernel's operator, or of the kernel name when it has none."""
+        op = self.kernel_operator.get(kernel.id)
+        if op is not None:
+            return self.op_class(op)
+        return classify_operator(kernel.name, kernel.fused_with)
+
+    @cached_property
+    def unattributed_kernels(self) -> list[Kernel]:
+        """Kernels no operator owns, in timeline order."""
+        return [k for k in self.profile.kernels if self.is_unattributed(k)]
+
+    @cached_property
+    def unattributed_ns(self) -> int:
+        """Kernel time no operator owns (from the unattributed list when kernels are absent)."""
+        if self.profile.kernels:
+            return sum(k.duration_ns for k in self.unattributed_kernels)
+        return sum(u.duration_ns for u in self.profile.unattributed)
+
+    # -- evidence
+    def evidence(self, kernels: Sequence[Kernel], *, operator_count: int = 0,
+                 facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
+                 ) -> FindingEvidence:
+        """Evidence for a set of kernels: time, share, aggregated counters, tiers, confidence."""
+        duration = sum(k.duration_ns for k in kernels)
+        wanted = None if counter_fields is None else list(counter_fields)
+        counters = aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), wanted)
+        if wanted is not None:
+            counters = {f: counters.get(f) for f in wanted}
+        by_name: Counter[str] = Counter()
+        for k in kernels:
+            by_name[k.name] += k.duration_ns
+        return FindingEvidence(
+            duration_ns=duration,
+            share_pct=round(self.share_pct(duration), 3),
+            kernel_count=len(kernels),
+            operator_count=operator_count,
+            counters={f: (round(v, 4) if v is not None else None) for f, v in counters.items()},
+            tiers=dict(Counter(k.attribution.tier.value for k in kernels)),
+            confidence=dict(Counter(k.attribution.confidence.value for k in kernels)),
+            kernel_names=[name for name, _ in by_name.most_common(5)],
+            facts=list(facts),
+        )
+
+    def kernels_of_ops(self, ops: Iterable[Operator]) -> list[Kernel]:
+        """All kernels of ``ops``, in timeline order, each once."""
+        seen: dict[int, Kernel] = {}
+        for op in ops:
+            for k in self.kernels_of(op):
+                seen[k.id] = k
+        return sorted(seen.values(), key=lambda k: k.start_ns)
+
+    def confidence_of(self, kernels: Iterable[Kernel]) -> Confidence:
+        """The weakest attribution confidence among ``kernels``."""
+        return weakest_confidence(k.attribution.confidence for k in kernels)

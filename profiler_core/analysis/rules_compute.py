@@ -1,0 +1,198 @@
+"""Compute-side rules: Tensor Cores idle, parallel projections, manual attention, recurrences.
+
+    tensor_core_idle        FP32 GEMMs with the Tensor Core pipe idle  -> bf16_promotion (or tf32)
+    parallel_projections    low-occupancy GEMMs reading one input     -> qkv_fusion
+    manual_attention        bmm -> (scale) -> softmax -> bmm           -> sdpa
+    recurrent_region        unrolled tiny split-K GEMM loop, or opaque RNN time -> rnn_reroute (structural)
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+
+from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.operator_class import gemm_precision
+from profiler_core.analysis.patterns import (
+    gemm_rows,
+    manual_attention_groups,
+    parallel_projection_groups,
+    same_shape_gemm_runs,
+)
+from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
+
+_GEMM_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "sm_throughput_pct",
+                "dram_throughput_pct", "registers_per_thread")
+_SPLIT_K = re.compile(r"splitkreduce|split_k|splitk", re.I)
+
+
+@rule("tensor_core_idle")
+def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
+    """GEMMs whose Tensor Core pipe is (nearly) idle and whose kernels are not reduced precision."""
+    limit = ctx.thresholds.tensor_core_idle_pct
+    idle, precisions = [], Counter[str]()
+    for op in ctx.ops:
+        if ctx.view.work_class(op) is not OperatorClass.GEMM:
+            continue
+        tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
+        if tc is None or tc > limit:
+            continue
+        found = {gemm_precision(k.name) for k in ctx.view.kernels_of(op)} - {None}
+        if found - {"fp32"}:
+            continue  # already reduced precision: the FP32 premise does not hold
+        idle.append(op)
+        precisions.update(found or {"unknown"})
+    if not idle:
+        return []
+    kernels = ctx.view.kernels_of_ops(idle)
+    agg = ctx.view.evidence(kernels, counter_fields=_GEMM_FIELDS).counters
+    all_gemm_ns = sum(ctx.view.op_duration_ns(op) for op in ctx.ops
+                      if ctx.view.work_class(op) is OperatorClass.GEMM)
+    idle_ns = sum(k.duration_ns for k in kernels)
+    precision_text = ", ".join(f"{p} x{n}" for p, n in precisions.most_common())
+    return [ctx.finding(
+        "tensor_core_idle",
+        title="Tensor Cores idle on FP32 GEMMs",
+        kind=FindingKind.OPTIMIZATION,
+        symptom=(f"{len(idle)} GEMM operators run with tensor_core_active_pct "
+                 f"{fmt_pct(counter(agg, 'tensor_core_active_pct'))} (<= {limit:g}%)"),
+        bottleneck="GEMMs on the FP32 SIMT path: the Tensor Cores do no work",
+        ops=idle,
+        kernels=kernels,
+        transformation=Transformation.BF16_PROMOTION,
+        alternatives=[Transformation.TF32],
+        facts=[
+            f"GEMM precision read from kernel names: {precision_text}",
+            f"these GEMMs hold {idle_ns / max(all_gemm_ns, 1) * 100:.1f}% of all GEMM time",
+            f"registers per thread up to {counter(agg, 'registers_per_thread') or 0:.0f}",
+        ],
+        counter_fields=_GEMM_FIELDS,
+        expected_shifts={"tensor_core_active_pct": "up"},
+    )]
+
+
+@rule("parallel_projections")
+def parallel_projections(ctx: RuleContext) -> list[Finding]:
+    """Side-by-side projection GEMMs reading one input, each too small to fill the GPU."""
+    t = ctx.thresholds
+    groups = parallel_projection_groups(ctx.view, ctx.ops, min_size=t.min_parallel_projections,
+                                        max_size=t.max_parallel_projections)
+    chosen, facts = [], []
+    for group in groups:
+        ops = [ctx.ops[i] for i in group]
+        agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_GEMM_FIELDS).counters
+        occupancy = counter(agg, "achieved_occupancy_pct")
+        if occupancy is None or occupancy >= t.low_occupancy_pct:
+            continue
+        chosen.extend(ops)
+        shapes = ops[0].input_shapes
+        facts.append(f"{' + '.join(op.key for op in ops)}: one input signature"
+                     f"{f' {shapes}' if shapes else ''}, occupancy {fmt_pct(occupancy)}")
+    if not chosen:
+        return []
+    n_groups = len(facts)
+    facts = [f"{n_groups} group(s) of parallel projections; shared input inferred from identical "
+             "input shapes (or identical launches)", *facts[:6]]
+    agg = ctx.view.evidence(ctx.view.kernels_of_ops(chosen), counter_fields=_GEMM_FIELDS).counters
+    return [ctx.finding(
+        "parallel_projections",
+        title="Low occupancy on parallel projection GEMMs",
+        kind=FindingKind.OPTIMIZATION,
+        symptom=(f"{len(chosen)} projection GEMMs in {n_groups} group(s) read one input at "
+                 f"achieved occupancy {fmt_pct(counter(agg, 'achieved_occupancy_pct'))} "
+                 f"(< {t.low_occupancy_pct:g}%)"),
+        bottleneck="each projection is too narrow to fill the SMs; launched separately they never overlap",
+        ops=chosen,
+        transformation=Transformation.QKV_FUSION,
+        facts=facts,
+        counter_fields=_GEMM_FIELDS,
+        expected_shifts={"achieved_occupancy_pct": "up"},
+    )]
+
+
+@rule("manual_attention")
+def manual_attention(ctx: RuleContext) -> list[Finding]:
+    """matmul -> (scale) -> softmax -> matmul written by hand instead of SDPA."""
+    groups = manual_attention_groups(ctx.view, ctx.ops, ctx.thresholds.attention_window_ops)
+    if not groups:
+        return []
+    ops = [ctx.ops[i] for group in groups for i in group]
+    contexts = Counter(op.execution_context.value for op in ops)
+    return [ctx.finding(
+        "manual_attention",
+        title="Hand-written attention (matmul-softmax-matmul)",
+        kind=FindingKind.OPTIMIZATION,
+        symptom=f"{len(groups)} score-GEMM -> softmax -> value-GEMM sequence(s) outside SDPA",
+        bottleneck="the full score matrix is written to and read back from memory between kernels",
+        ops=ops,
+        transformation=Transformation.SDPA,
+        facts=[
+            *(" -> ".join(ctx.ops[i].key for i in group) for group in groups[:4]),
+            "execution context: " + ", ".join(f"{c} x{n}" for c, n in contexts.most_common()),
+        ],
+        counter_fields=("dram_bytes_read", "dram_bytes_written", "dram_throughput_pct",
+                        "tensor_core_active_pct"),
+        expected_shifts={"dram_bytes_read": "down"},
+    )]
+
+
+@rule("recurrent_region")
+def recurrent_region(ctx: RuleContext) -> list[Finding]:
+    """An unrolled recurrence of tiny split-K GEMMs, or RNN time inside an opaque library."""
+    t, view = ctx.thresholds, ctx.view
+    loop_ops, facts = [], []
+    for _signature, idxs in same_shape_gemm_runs(view, ctx.ops).items():
+        if len(idxs) < t.recurrent_min_gemms:
+            continue
+        ops = [ctx.ops[i] for i in idxs]
+        durations = [view.op_duration_ns(op) for op in ops]
+        if statistics.median(durations) > t.tiny_gemm_us * 1000:
+            continue
+        kernels = view.kernels_of_ops(ops)
+        split_k = sum(1 for k in kernels if _SPLIT_K.search(k.name))
+        rows = gemm_rows(ops[0])
+        if split_k < t.split_k_min_epilogues and (rows is None or rows > t.recurrent_gemm_max_rows):
+            continue
+        loop_ops.extend(ops)
+        facts.append(f"{len(ops)} GEMMs of one shape (M={rows if rows is not None else '?'}), median "
+                     f"{statistics.median(durations) / 1000:.1f} us, {split_k} split-K epilogue kernels")
+    rnn_kernels = [k for k in view.profile.kernels if _opaque_rnn(ctx, k)]
+    rnn_ns = sum(k.duration_ns for k in rnn_kernels)
+    opaque = view.share_pct(rnn_ns) >= t.rnn_opaque_min_pct
+    if opaque:
+        unattributed = sum(1 for k in rnn_kernels if view.is_unattributed(k))
+        facts.append(f"{len(rnn_kernels)} RNN kernels ({view.share_pct(rnn_ns):.1f}% of kernel time) run "
+                     f"inside an opaque library call; {unattributed} of them map to no operator")
+    if not loop_ops and not opaque:
+        return []
+    rnn_ops = {view.kernel_operator[k.id].key: view.kernel_operator[k.id]
+               for k in rnn_kernels if opaque and k.id in view.kernel_operator}
+    ops = loop_ops + [op for key, op in rnn_ops.items() if key not in {o.key for o in loop_ops}]
+    kernels = {k.id: k for k in view.kernels_of_ops(loop_ops)}
+    if opaque:
+        kernels.update({k.id: k for k in rnn_kernels})
+    return [ctx.finding(
+        "recurrent_region",
+        title="Recurrent region: route it to the fused cuDNN RNN",
+        kind=FindingKind.STRUCTURAL,
+        symptom=("recurrent work runs as many tiny GEMMs with split-K epilogues"
+                 if loop_ops else "recurrent work runs inside an opaque library call")
+                + (" and as opaque RNN kernels" if loop_ops and opaque else ""),
+        bottleneck="per-timestep launches with M = batch starve the GPU; graph passes cannot see inside",
+        ops=ops,
+        kernels=sorted(kernels.values(), key=lambda k: k.start_ns),
+        transformation=Transformation.RNN_REROUTE,
+        facts=facts[:6],
+        counter_fields=_GEMM_FIELDS,
+        expected_shifts={"tensor_core_active_pct": "up"},
+    )]
+
+
+def _opaque_rnn(ctx: RuleContext, kernel: Kernel) -> bool:
+    if ctx.view.kernel_class(kernel) is not OperatorClass.RNN:
+        return False
+    op = ctx.view.kernel_operator.get(kernel.id)
+    return op is None or op.execution_context in (ExecutionContext.OPAQUE_LIBRARY,
+                                                  ExecutionContext.UNKNOWN, ExecutionContext.EAGER)

@@ -1,0 +1,228 @@
+"""Runtime-side rules: memory-bound chains, launch overhead, spills, casts, coverage.
+
+    memory_bound_elementwise  consecutive DRAM-bound elementwise ops   -> elementwise_fusion
+    launch_bound              many kernels shorter than their launch   -> cuda_graphs
+    cast_overhead             dtype casts inside a compiled graph      -> freezing
+    register_spills           local-memory wavefronts > 0              (note)
+    high_unattributed         work that left the graph                 (structural)
+    counters_missing          kernel time the counters never saw       (note)
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+
+from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.operator_class import overhead_kind
+from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
+
+_MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
+_MEMORY_FIELDS = ("dram_throughput_pct", "sm_throughput_pct", "dram_bytes_read", "dram_bytes_written")
+_SPILL_FIELDS = ("local_memory_wavefronts", "registers_per_thread", "achieved_occupancy_pct")
+_GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
+
+
+@rule("memory_bound_elementwise")
+def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
+    """Chains of consecutive elementwise operators that each saturate DRAM and leave the SMs idle."""
+    t = ctx.thresholds
+    chains: list[list[Operator]] = []
+    run: list[Operator] = []
+    for op in ctx.ops:
+        if not ctx.view.kernels_of(op):
+            continue  # views and other kernel-less ops neither extend nor break a chain
+        c = ctx.view.op_counters(op)
+        dram, sm = counter(c, "dram_throughput_pct"), counter(c, "sm_throughput_pct")
+        bound = (ctx.view.work_class(op) in _MEMORY_CLASSES and dram is not None and sm is not None
+                 and dram >= t.memory_bound_dram_pct and sm < t.memory_bound_sm_max_pct)
+        if bound:
+            run.append(op)
+            continue
+        if len(run) >= t.elementwise_chain_min_ops:
+            chains.append(run)
+        run = []
+    if len(run) >= t.elementwise_chain_min_ops:
+        chains.append(run)
+    if not chains:
+        return []
+    ops = [op for chain in chains for op in chain]
+    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_MEMORY_FIELDS).counters
+    eager = sum(1 for op in ops if op.execution_context is ExecutionContext.EAGER)
+    facts = [f"{len(chains)} chain(s), longest {max(len(c) for c in chains)} operators",
+             *(" -> ".join(op.key for op in chain[:6]) for chain in chains[:3])]
+    if eager:
+        facts.append(f"{eager} of the operators run eagerly: compiling the region lets Inductor fuse them")
+    return [ctx.finding(
+        "memory_bound_elementwise",
+        title="Memory-bound elementwise chains",
+        kind=FindingKind.OPTIMIZATION,
+        symptom=(f"{len(ops)} elementwise operators at DRAM throughput "
+                 f"{fmt_pct(counter(agg, 'dram_throughput_pct'))} with SM throughput "
+                 f"{fmt_pct(counter(agg, 'sm_throughput_pct'))}"),
+        bottleneck="each operator streams its tensors through DRAM; the intermediates need not exist",
+        ops=ops,
+        transformation=Transformation.ELEMENTWISE_FUSION,
+        facts=facts,
+        counter_fields=_MEMORY_FIELDS,
+        expected_shifts={"dram_bytes_read": "down"},
+    )]
+
+
+@rule("launch_bound")
+def launch_bound(ctx: RuleContext) -> list[Finding]:
+    """Most kernels are shorter than a launch, and the GPU waits between them."""
+    t, view = ctx.thresholds, ctx.view
+    kernels = [k for k in view.profile.kernels if k.kind == "kernel"]
+    if len(kernels) < t.launch_bound_min_kernels:
+        return []
+    if (view.profile.capture.compile_mode or "") in _GRAPHED_MODES:
+        return []
+    if sum(1 for k in kernels if k.graph_id is not None) * 2 > len(kernels):
+        return []  # already replayed from CUDA graphs
+    tiny = [k for k in kernels if k.duration_ns < t.launch_bound_kernel_us * 1000]
+    tiny_pct = 100.0 * len(tiny) / len(kernels)
+    if tiny_pct < t.launch_bound_min_kernel_pct:
+        return []
+    gap_ns = _launch_gaps_ns(kernels, int(t.launch_gap_max_us * 1000))
+    if gap_ns <= 0:
+        return []  # the GPU never waited: short kernels, but not launch-bound
+    owners: dict[str, Operator] = {}
+    for k in tiny:
+        op = view.kernel_operator.get(k.id)
+        if op is not None:
+            owners.setdefault(op.key, op)
+    median_us = statistics.median(k.duration_ns for k in tiny) / 1000
+    return [ctx.finding(
+        "launch_bound",
+        title="Launch-bound: many tiny kernels",
+        kind=FindingKind.OPTIMIZATION,
+        symptom=(f"{len(tiny)} of {len(kernels)} kernels ({tiny_pct:.0f}%) run under "
+                 f"{t.launch_bound_kernel_us:g} us (median {median_us:.1f} us)"),
+        bottleneck="CPU launch latency, not GPU work, sets the pace: the GPU idles between kernels",
+        ops=list(owners.values()),
+        kernels=tiny,
+        transformation=Transformation.CUDA_GRAPHS,
+        facts=[f"{gap_ns / 1000:.1f} us of idle gaps (each <= {t.launch_gap_max_us:g} us) between kernels",
+               "the bound is on the timeline (kernel time + those gaps): graphs remove gaps, not kernels"],
+        counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
+        gain_ns=gap_ns,
+        gain_basis="timeline",
+        gain_whole_ns=view.total_ns + gap_ns,
+    )]
+
+
+def _launch_gaps_ns(kernels: list, max_gap_ns: int) -> int:
+    """Sum of idle gaps (0 < gap <= max_gap_ns) between consecutive kernels on each stream."""
+    by_stream: dict[tuple[int, int], list] = {}
+    for k in kernels:
+        by_stream.setdefault((k.device, k.stream), []).append(k)
+    total = 0
+    for ks in by_stream.values():
+        ks.sort(key=lambda k: k.start_ns)
+        end = ks[0].end_ns
+        for k in ks[1:]:
+            gap = k.start_ns - end
+            if 0 < gap <= max_gap_ns:
+                total += gap
+            end = max(end, k.end_ns)
+    return total
+
+
+@rule("cast_overhead")
+def cast_overhead(ctx: RuleContext) -> list[Finding]:
+    """dtype casts inside a compiled graph: freezing folds the casts of weights into constants."""
+    ops = [op for op in ctx.ops
+           if op.execution_context is ExecutionContext.COMPILED_GRAPH
+           and ctx.view.work_class(op) is OperatorClass.CAST_COPY
+           and overhead_kind(op.name, op.fused_with) == "cast"]
+    kernels = ctx.view.kernels_of_ops(ops)
+    share = ctx.view.share_pct(sum(k.duration_ns for k in kernels))
+    if not ops or share < ctx.thresholds.cast_overhead_pct:
+        return []
+    return [ctx.finding(
+        "cast_overhead",
+        title="dtype casts inside the compiled graph",
+        kind=FindingKind.OPTIMIZATION,
+        symptom=f"{len(ops)} cast operators take {share:.1f}% of kernel time",
+        bottleneck="weights (or activations) are converted on every call",
+        ops=ops,
+        transformation=Transformation.FREEZING,
+        facts=["freezing folds casts of parameters into constants; casts of activations remain "
+               "unless their producer emits the target dtype"],
+        counter_fields=("dram_bytes_read", "dram_bytes_written", "dram_throughput_pct"),
+    )]
+
+
+@rule("register_spills")
+def register_spills(ctx: RuleContext) -> list[Finding]:
+    """Operators whose kernels spill registers to local memory."""
+    limit = ctx.thresholds.spill_wavefronts_min
+    ops = [op for op in ctx.ops
+           if (counter(ctx.view.op_counters(op), "local_memory_wavefronts") or 0) > limit]
+    if not ops:
+        return []
+    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_SPILL_FIELDS).counters
+    return [ctx.finding(
+        "register_spills",
+        title="Register spills to local memory",
+        kind=FindingKind.NOTE,
+        symptom=(f"{len(ops)} operators issue {counter(agg, 'local_memory_wavefronts') or 0:,.0f} "
+                 "local-memory wavefronts"),
+        bottleneck="register pressure: spilled values round-trip through L1/L2",
+        ops=ops,
+        facts=[f"registers per thread up to {counter(agg, 'registers_per_thread') or 0:.0f}",
+               "a smaller tile, fewer live values, or a lower-precision type reduces the pressure"],
+        counter_fields=_SPILL_FIELDS,
+        expected_shifts={"local_memory_wavefronts": "down"},
+    )]
+
+
+@rule("high_unattributed")
+def high_unattributed(ctx: RuleContext) -> list[Finding]:
+    """A large share of kernel time maps to no operator: the work left the graph."""
+    view = ctx.view
+    share = view.share_pct(view.unattributed_ns)
+    if share < ctx.thresholds.high_unattributed_pct:
+        return []
+    kernels = view.unattributed_kernels
+    classes: Counter[str] = Counter()
+    for k in kernels:
+        classes[view.kernel_class(k).value] += k.duration_ns
+    reasons = Counter(u.reason for u in view.profile.unattributed)
+    facts = ["by class: " + ", ".join(f"{c} {view.share_pct(ns):.1f}%" for c, ns in classes.most_common(4))]
+    if reasons:
+        facts.append("reasons: " + "; ".join(f"{r} x{n}" for r, n in reasons.most_common(3)))
+    facts.append("graph passes can't reach this time; look at the library call or dispatch path")
+    return [ctx.finding(
+        "high_unattributed",
+        title="The work left the graph",
+        kind=FindingKind.STRUCTURAL,
+        symptom=f"{share:.1f}% of kernel time maps to no operator",
+        bottleneck="kernels launched from outside the graph (an opaque library call, a custom extension)",
+        kernels=kernels,
+        facts=facts,
+        gain_ns=view.unattributed_ns,
+    )]
+
+
+@rule("counters_missing")
+def counters_missing(ctx: RuleContext) -> list[Finding]:
+    """Kernel time without hardware counters: every counter-based rule is blind there."""
+    view = ctx.view
+    kernels = [k for k in view.profile.kernels
+               if k.counter_source is CounterSource.MISSING or not k.counters]
+    share = view.share_pct(sum(k.duration_ns for k in kernels))
+    if not kernels or share < ctx.thresholds.counters_missing_pct:
+        return []
+    return [ctx.finding(
+        "counters_missing",
+        title="Counters missing on part of the time",
+        kind=FindingKind.NOTE,
+        symptom=f"{share:.1f}% of kernel time carries no hardware counters",
+        bottleneck="unknown: counter-based rules cannot judge these kernels",
+        kernels=kernels,
+        facts=["re-run the counter phase (ncu) over the same region to cover them"],
+        gain_ns=0,
+    )]

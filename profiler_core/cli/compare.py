@@ -1,0 +1,56 @@
+"""``oprof compare BASE.json OPT.json``: time and counter deltas, a verdict, and a CI gate.
+
+Exit status: 0 when the gate passes (or none is set), 1 when ``--fail-if-slower PCT`` trips,
+2 for a user error (missing or invalid profile). Comparability warnings go to stderr in every
+mode, and into the JSON and markdown outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from profiler_core.analysis.compare import compare
+from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli.outputs import write_output
+from profiler_core.report.html import render_html
+from profiler_core.report.markdown import render_markdown
+from profiler_core.report.terminal import comparison_renderables, warnings_renderable
+from profiler_core.schema import read_profile
+
+GATE_EXIT_CODE = 1
+
+
+@command("compare")
+def compare_command(
+    base: Annotated[Path, typer.Argument(help="Baseline profile.json.")],
+    opt: Annotated[Path, typer.Argument(help="Optimized profile.json.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON on stdout.")] = False,
+    markdown: Annotated[Path | None, typer.Option(
+        "--markdown", help="Write a markdown report (for a pull-request comment) here.")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Write a self-contained HTML report here.")] = None,
+    fail_if_slower: Annotated[float | None, typer.Option(
+        "--fail-if-slower", min=0.0, metavar="PCT",
+        help="Exit 1 when the optimized run is more than PCT percent slower.")] = None,
+) -> None:
+    """Compare an optimized profile with its baseline: per class, per operator, per counter."""
+    base_profile, opt_profile = read_profile(base), read_profile(opt)
+    result = compare(base_profile, opt_profile, base_label=str(base), opt_label=str(opt))
+    if markdown is not None:
+        write_output(markdown, render_markdown(comparison=result))
+    if html is not None:
+        write_output(html, render_html(opt_profile, comparison=result))
+    if as_json:
+        emit_json(result)
+        if (w := warnings_renderable(result.warnings)) is not None:
+            err_console.print(w)
+    else:
+        for item in comparison_renderables(result):
+            err_console.print(item)
+    if fail_if_slower is not None and result.delta_pct > fail_if_slower:
+        err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
+                          f"(limit {fail_if_slower:g}%)")
+        raise typer.Exit(GATE_EXIT_CODE)

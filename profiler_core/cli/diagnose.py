@@ -1,0 +1,38 @@
+"""``oprof diagnose PROFILE.json``: findings (symptom -> bottleneck -> transformation) with their bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from profiler_core.analysis.diagnose import diagnose
+from profiler_core.analysis.thresholds import parse_threshold_overrides, thresholds_with
+from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli.outputs import write_output
+from profiler_core.report.terminal import findings_renderables, profile_renderables
+from profiler_core.schema import read_profile
+
+
+@command("diagnose")
+def diagnose_command(
+    profile: Annotated[Path, typer.Argument(help="A profile.json written by 'oprof attribute'.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the findings JSON here.")] = None,
+    threshold: Annotated[list[str] | None, typer.Option(
+        "--threshold", help="Override a threshold, NAME=VALUE (repeatable; see docs/diagnose.md).")] = None,
+) -> None:
+    """Map the profile's measured symptoms to bottlenecks and the transformations they license."""
+    thresholds = thresholds_with(parse_threshold_overrides(threshold or []))
+    prof = read_profile(profile)
+    report = diagnose(prof, thresholds)
+    if out is not None:
+        write_output(out, report.model_dump_json(indent=1))
+    if as_json:
+        emit_json(report)
+        return
+    for item in [*profile_renderables(prof, top_k=5), *findings_renderables(report)]:
+        err_console.print(item)
+    if out is not None:
+        err_console.print(f"findings written to {out}", markup=False)

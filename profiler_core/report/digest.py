@@ -1,0 +1,120 @@
+"""The figures every report shows, computed once: time by class, coverage by tier, top operators.
+
+Renderers (terminal, markdown, HTML, compact summary) format these; none recomputes them.
+Each top operator carries its key counters and a one-phrase bottleneck label read off them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.schema import OperatorClass, Profile, Tier
+
+KEY_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
+                "sm_throughput_pct", "local_memory_wavefronts")
+SHORT_NAMES = {"tensor_core_active_pct": "TC %", "achieved_occupancy_pct": "occ %",
+               "dram_throughput_pct": "DRAM %", "sm_throughput_pct": "SM %",
+               "local_memory_wavefronts": "spills"}
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorLine:
+    """One operator as reports list it."""
+
+    key: str
+    op_class: OperatorClass
+    duration_ns: int
+    share_pct: float
+    kernel_count: int
+    confidence: str
+    tier: str
+    counters: dict[str, float | None]
+    bottleneck: str
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A named slice of profiled kernel time."""
+
+    label: str
+    duration_ns: int
+    share_pct: float
+
+
+def bottleneck_label(op_class: OperatorClass, counters: dict[str, float | None],
+                     t: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    """A short phrase for what the counters say limits this operator ("" when nothing was measured)."""
+    tc = counters.get("tensor_core_active_pct")
+    occ = counters.get("achieved_occupancy_pct")
+    dram = counters.get("dram_throughput_pct")
+    sm = counters.get("sm_throughput_pct")
+    spills = counters.get("local_memory_wavefronts")
+    if all(v is None for v in (tc, occ, dram, sm)):
+        return ""
+    labels = []
+    if spills is not None and spills > t.spill_wavefronts_min:
+        labels.append("register spills")
+    if op_class is OperatorClass.GEMM and tc is not None and tc <= t.tensor_core_idle_pct:
+        labels.append("Tensor Cores idle")
+    if dram is not None and dram >= t.memory_bound_dram_pct:
+        labels.append("DRAM-bound")
+    elif sm is not None and sm >= 60.0:
+        labels.append("compute-bound")
+    if occ is not None and occ < t.low_occupancy_pct:
+        labels.append("low occupancy")
+    if not labels and dram is not None and sm is not None and dram < 40.0 and sm < 40.0:
+        labels.append("latency-bound")
+    return ", ".join(labels)
+
+
+def time_by_class(view: ProfileView) -> list[Share]:
+    """Kernel time per operator class (unattributed kernels by their name), largest first."""
+    by: dict[OperatorClass, int] = defaultdict(int)
+    for k in view.profile.kernels:
+        by[view.kernel_class(k)] += k.duration_ns
+    return sorted((Share(c.value, ns, view.share_pct(ns)) for c, ns in by.items()),
+                  key=lambda s: -s.duration_ns)
+
+
+def coverage_by_tier(view: ProfileView) -> list[Share]:
+    """Kernel time per attribution tier, in the tiers' order of trust."""
+    by: dict[str, int] = defaultdict(int)
+    for k in view.profile.kernels:
+        by[Tier.UNATTRIBUTED.value if view.is_unattributed(k) else k.attribution.tier.value] += k.duration_ns
+    if not view.profile.kernels:
+        by.update({t: c.duration_ns for t, c in view.profile.coverage.by_tier.items()})
+    return [Share(t.value, by[t.value], view.share_pct(by[t.value])) for t in Tier if by.get(t.value)]
+
+
+def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESHOLDS) -> list[OperatorLine]:
+    """The ``k`` operators with the most kernel time, with their key counters."""
+    ops = sorted(view.profile.operators, key=lambda op: -view.op_duration_ns(op))[:k]
+    lines = []
+    for op in ops:
+        counters = view.op_counters(op)
+        cls = view.op_class(op)
+        tiers = {kern.attribution.tier.value for kern in view.kernels_of(op)}
+        duration = view.op_duration_ns(op)
+        lines.append(OperatorLine(
+            key=op.key, op_class=cls, duration_ns=duration, share_pct=view.share_pct(duration),
+            kernel_count=len(view.kernels_of(op)) or op.kernel_count, confidence=op.confidence.value,
+            tier="+".join(sorted(tiers)) or "-",
+            counters={f: counters.get(f) for f in KEY_COUNTERS},
+            bottleneck=bottleneck_label(cls, counters, t)))
+    return lines
+
+
+def headline(profile: Profile) -> dict[str, str | int | float | None]:
+    """Workload, GPU, iterations and totals, as reports print them at the top."""
+    view = ProfileView(profile)
+    cap = profile.capture
+    return {
+        "workload": cap.workload, "gpu": cap.gpu_name, "chip": cap.chip,
+        "compile_mode": cap.compile_mode, "warmup_iterations": cap.warmup_iterations,
+        "measured_iterations": cap.measured_iterations, "kernels": len(profile.kernels),
+        "operators": len(profile.operators), "total_kernel_ns": view.total_ns,
+        "unattributed_pct": round(view.share_pct(view.unattributed_ns), 2),
+    }

@@ -1,0 +1,158 @@
+"""Markdown reports: a profile (with findings) and/or a comparison, sized for a pull-request comment.
+
+Comparability warnings come first, as a GitHub alert, so nobody reads a speedup without
+them. Names are escaped for tables (``|``) and for GitHub's HTML pass (``<``, ``>``), since
+kernel names carry C++ templates.
+"""
+
+from __future__ import annotations
+
+from profiler_core.analysis.compare import Comparison, CounterDelta, TimeRow
+from profiler_core.analysis.counter_format import format_value
+from profiler_core.analysis.findings import FindingsReport
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.errors import ProfilerError
+from profiler_core.report.digest import (
+    KEY_COUNTERS,
+    SHORT_NAMES,
+    coverage_by_tier,
+    time_by_class,
+    top_operators,
+)
+from profiler_core.schema import Profile
+
+_ARROW = {"up": "\u2191", "down": "\u2193", "same": "=", "n/a": "?"}
+_SHIFT_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
+                 "sm_throughput_pct", "local_memory_wavefronts")
+
+
+def md(text: object) -> str:
+    """Escape text for a markdown table cell (pipes, angle brackets, newlines)."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.1f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out + [""]
+
+
+def _shifts(counters: list[CounterDelta], fields: tuple[str, ...] = _SHIFT_FIELDS) -> str:
+    parts = [f"{SHORT_NAMES.get(d.field, d.field)} {format_value(d.base)}\u2192{format_value(d.opt)}"
+             for d in counters if d.field in fields and d.direction not in ("same",)]
+    return md("; ".join(parts)) or "-"
+
+
+def _delta(row: TimeRow) -> str:
+    return "new" if row.delta_pct is None else f"{row.delta_pct:+.1f}%"
+
+
+def comparison_markdown(c: Comparison, *, top_k: int = 10) -> list[str]:
+    """The lines of a comparison section."""
+    base, opt = md(c.base_label or "baseline"), md(c.opt_label or "optimized")
+    lines = [f"## oprof compare: {base} \u2192 {opt}", ""]
+    if c.warnings:
+        lines += ["> [!WARNING]", *(f"> {md(w)}  " for w in c.warnings), ""]
+    speed = f"{c.speedup:.2f}x" if c.speedup else "n/a"
+    per = " per iteration" if c.per_iteration else ""
+    lines += [f"**{c.verdict.upper()}**: {_us(c.base_total_ns)} us \u2192 {_us(c.opt_total_ns)} us{per} "
+              f"({speed}, {c.delta_pct:+.1f}%) on profiled kernel time. "
+              f"Comparable: **{'yes' if c.comparability.comparable else 'NO'}**.", ""]
+    lines += ["### By operator class", ""]
+    lines += _table(
+        ["class", "base us", "opt us", "\u0394", "base share", "opt share", "counter shifts"],
+        [[r.op_class.value, _us(r.base_ns), _us(r.opt_ns), _delta(r), f"{r.base_share_pct:.1f}%",
+          f"{r.opt_share_pct:.1f}%", _shifts(r.counters)] for r in c.classes])
+    if c.shift_checks:
+        lines += ["### Did the named bottleneck move as predicted?", ""]
+        verdicts = {True: "yes", False: "**no**", None: "n/a"}
+        lines += _table(["finding", "counter", "expected", "observed", ""],
+                        [[md(s.rule_id), md(s.text), _ARROW[s.expected], _ARROW[s.observed],
+                          verdicts[s.as_predicted]] for s in c.shift_checks])
+    ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]
+    lines += [f"### Operators (top {len(ops)} by |\u0394|)", ""]
+    lines += _table(["operators", "match", "base us", "opt us", "\u0394", "counter shifts"],
+                    [[md(r.label), r.method.value, _us(r.base_ns), _us(r.opt_ns), _delta(r),
+                      _shifts(r.counters)] for r in ops])
+    if c.new_overhead:
+        lines += [f"### New overhead: {_us(c.new_overhead_ns)} us", ""]
+        lines += _table(["kind", "kernels", "us", "share of optimized", "names"],
+                        [[r.kind, str(r.kernel_count), _us(r.duration_ns), f"{r.share_of_opt_pct:.1f}%",
+                          md(", ".join(r.kernel_names[:3]))] for r in c.new_overhead])
+    for title, rows in (("Kernels only in the optimized run", c.only_in_opt),
+                        ("Kernels only in the baseline", c.only_in_base)):
+        if rows:
+            lines += [f"<details><summary>{title} ({len(rows)})</summary>", ""]
+            lines += _table(["kernel", "class", "count", "us"],
+                            [[md(r.name), r.op_class.value, str(r.count), _us(r.duration_ns)]
+                             for r in rows[:15]])
+            lines += ["</details>", ""]
+    return lines
+
+
+def findings_markdown(report: FindingsReport) -> list[str]:
+    """The lines of a findings section."""
+    lines = ["## Findings", ""]
+    if not report.findings:
+        return lines + ["No rule fired.", ""]
+    lines += _table(
+        ["#", "finding", "licenses", "gain bound", "share", "confidence", "symptom"],
+        [[str(i), md(f.title), md(f.licenses),
+          f"{f.gain_bound_pct:.1f}% ({f.gain_basis.replace('_', ' ')})", f"{f.evidence.share_pct:.1f}%",
+          f.confidence.value, md(f.symptom)] for i, f in enumerate(report.findings, 1)])
+    for i, f in enumerate(report.findings, 1):
+        ops = ", ".join(f.operators[:6]) + (f" (+{len(f.operators) - 6})" if len(f.operators) > 6 else "")
+        lines.append(f"{i}. **{md(f.rule_id)}**: {md(f.bottleneck)}. Operators: {md(ops) or '-'}.")
+        for fact in f.evidence.facts:
+            lines.append(f"   - {md(fact)}")
+    return lines + [""]
+
+
+def profile_markdown(profile: Profile, *, top_k: int = 10) -> list[str]:
+    """The lines of a single-profile section: headline, coverage, time by class, top operators."""
+    view = ProfileView(profile)
+    cap = profile.capture
+    lines = [f"## Profile: {md(cap.workload or 'workload')}", "",
+             f"{md(cap.gpu_name or 'GPU ?')} ({md(cap.chip or '?')}), {len(profile.kernels)} kernels, "
+             f"{len(profile.operators)} operators, {_us(view.total_ns)} us profiled kernel time, "
+             f"{cap.warmup_iterations} warmup + {cap.measured_iterations} measured iterations.", ""]
+    if profile.warnings:
+        lines += ["> [!WARNING]", *(f"> {md(w)}  " for w in profile.warnings), ""]
+    lines += ["### Coverage by tier", ""]
+    lines += _table(["tier", "us", "share"], [[s.label, _us(s.duration_ns), f"{s.share_pct:.1f}%"]
+                                             for s in coverage_by_tier(view)])
+    lines += ["### Time by operator class", ""]
+    lines += _table(["class", "us", "share"], [[s.label, _us(s.duration_ns), f"{s.share_pct:.1f}%"]
+                                              for s in time_by_class(view)])
+    top = top_operators(view, top_k)
+    lines += [f"### Top {len(top)} operators", ""]
+    lines += _table(
+        ["operator", "class", "us", "share", *(SHORT_NAMES[f] for f in KEY_COUNTERS), "bottleneck"],
+        [[md(o.key), o.op_class.value, _us(o.duration_ns), f"{o.share_pct:.1f}%",
+          *(format_value(o.counters[f]) for f in KEY_COUNTERS), md(o.bottleneck or "-")] for o in top])
+    return lines
+
+
+def render_markdown(profile: Profile | None = None, *, findings: FindingsReport | None = None,
+                    comparison: Comparison | None = None, baseline: Profile | None = None,
+                    top_k: int = 10) -> str:
+    """A markdown report of a profile, its findings and/or a comparison with ``baseline``."""
+    if comparison is None and baseline is not None and profile is not None:
+        from profiler_core.analysis.compare import compare
+
+        comparison = compare(baseline, profile)
+    if profile is None and comparison is None:
+        raise ProfilerError("nothing to report: give a profile, or a comparison")
+    lines = ["# oprof report", ""]
+    if comparison is not None:
+        lines += comparison_markdown(comparison, top_k=top_k)
+    if profile is not None:
+        lines += profile_markdown(profile, top_k=top_k)
+    if findings is not None:
+        lines += findings_markdown(findings)
+    return "\n".join(lines).rstrip() + "\n"

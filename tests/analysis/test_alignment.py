@@ -1,0 +1,120 @@
+"""Operator alignment: by name and call index, then by role and position, then through fusion."""
+
+from __future__ import annotations
+
+from profiler_core.analysis import AlignMethod, ProfileView, align_operators
+from profiler_core.schema import ExecutionContext, Profile
+from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.profile_builder import ProfileBuilder, k
+
+EAGER = ExecutionContext.EAGER
+
+
+def _align(base: Profile, opt: Profile) -> list[tuple[tuple[str, ...], tuple[str, ...], AlignMethod]]:
+    return [(g.base_keys, g.opt_keys, g.method) for g in align_operators(ProfileView(base), ProfileView(opt))]
+
+
+def _gemm(name: str = "sm80_xmma_gemm_f32f32_f32f32_f32_ffma", us: float = 10) -> object:
+    return k(name, us, tensor_core_active_pct=0.0)
+
+
+def test_identical_profiles_align_by_key() -> None:
+    prof = pair_profile("base")
+    groups = _align(prof, prof)
+    assert len(groups) == len(prof.operators)
+    assert all(m is AlignMethod.KEY and b == o for b, o, m in groups)
+
+
+def test_real_pair_fused_qkv_and_sdpa() -> None:
+    """Q, K, V GEMMs and their bias epilogues -> one addmm; bmm-softmax-bmm -> cuDNN attention."""
+    groups = _align(pair_profile("base"), pair_profile("opt"))
+    by_opt = {o: (b, m) for b, o, m in groups}
+    qkv_base, method = by_opt[("aten::addmm#0",)]
+    assert method is AlignMethod.FUSED
+    assert {"aten::mm#0", "aten::mm#1", "aten::mm#2"} <= set(qkv_base)
+    assert all(
+        key.startswith(("aten::mm#", "triton_poi_fused_addmm_clone_transpose_view")) for key in qkv_base
+    )
+    attention, method = by_opt[("aten::_cudnn_attention_forward#0",)]
+    assert method is AlignMethod.FUSED
+    assert attention == ("aten::bmm#0", "triton_per_fused__softmax_amax_div_mul_sub_view_3#0", "aten::bmm#1")
+    assert by_opt[("aten::addmm#1",)] == (("aten::mm#3",), AlignMethod.CLASS_POSITION)  # output projection
+    only_base = [b for b, o, m in groups if m is AlignMethod.ONLY_BASE]
+    assert only_base == [
+        ("triton_poi_fused_clone_transpose_view_4#0",),
+        ("triton_poi_fused_clone_transpose_view_4#1",),
+    ]
+
+
+def test_every_operator_is_aligned_exactly_once() -> None:
+    base, opt = pair_profile("base"), pair_profile("opt")
+    groups = _align(base, opt)
+    assert sorted(k for b, _, _ in groups for k in b) == sorted(op.key for op in base.operators)
+    assert sorted(k for _, o, _ in groups for k in o) == sorted(op.key for op in opt.operators)
+
+
+def test_removed_operator_shifts_call_indices() -> None:
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    base.op("aten::mm", _gemm())
+    base.op("aten::add", k("vectorized_elementwise_kernel", 2))
+    base.op("aten::mm", _gemm())
+    opt.op("aten::add", k("vectorized_elementwise_kernel", 2))
+    opt.op("aten::mm", _gemm())
+    groups = _align(base.build(), opt.build())
+    assert (("aten::mm#1",), ("aten::mm#0",), AlignMethod.SEQUENCE) in groups
+    assert (("aten::add#0",), ("aten::add#0",), AlignMethod.KEY) in groups
+    assert (("aten::mm#0",), (), AlignMethod.ONLY_BASE) in groups
+
+
+def test_renamed_operator_aligns_by_class_and_position() -> None:
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    for b, name in ((base, "aten::mm"), (opt, "aten::addmm")):
+        b.op("aten::layer_norm", k("layer_norm_kernel", 3))
+        b.op(name, _gemm())
+        b.op("aten::relu", k("vectorized_elementwise_kernel", 2))
+    groups = _align(base.build(), opt.build())
+    assert (("aten::mm#0",), ("aten::addmm#0",), AlignMethod.CLASS_POSITION) in groups
+    assert (("aten::relu#0",), ("aten::relu#0",), AlignMethod.KEY) in groups
+
+
+def test_eager_chain_fused_into_one_kernel() -> None:
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    base.op("aten::mm", _gemm(), context=EAGER)
+    for name in ("aten::add", "aten::mul", "aten::relu"):
+        base.op(name, k("vectorized_elementwise_kernel", 2), context=EAGER)
+    opt.op("aten::mm", _gemm())
+    opt.op(
+        "triton_poi_fused_add_mul_relu_0",
+        k("triton_poi_fused_add_mul_relu_0", 2),
+        fused_with=["aten::add", "aten::mul", "aten::relu"],
+    )
+    groups = _align(base.build(), opt.build())
+    assert (
+        ("aten::add#0", "aten::mul#0", "aten::relu#0"),
+        ("triton_poi_fused_add_mul_relu_0#0",),
+        AlignMethod.FUSED,
+    ) in groups
+
+
+def test_bias_add_absorbed_by_the_gemm_that_fused_it() -> None:
+    """A base op named in an optimized kernel's fused_with joins that kernel's group, whatever its class."""
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    base.op("aten::mm", _gemm(), context=EAGER)
+    base.op("aten::add", k("vectorized_elementwise_kernel", 2), context=EAGER)
+    opt.op(
+        "triton_tem_fused_add_mm_0", k("triton_tem_fused_add_mm_0", 8), fused_with=["aten::mm", "aten::add"]
+    )
+    groups = _align(base.build(), opt.build())
+    assert groups == [(("aten::mm#0", "aten::add#0"), ("triton_tem_fused_add_mm_0#0",), AlignMethod.FUSED)]
+
+
+def test_new_operator_is_only_in_the_optimized_profile() -> None:
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    base.op("aten::mm", _gemm())
+    opt.op("aten::_to_copy", k("triton_poi_fused__to_copy_0", 2))
+    opt.op("aten::mm", _gemm())
+    groups = _align(base.build(), opt.build())
+    assert groups == [
+        ((), ("aten::_to_copy#0",), AlignMethod.ONLY_OPT),
+        (("aten::mm#0",), ("aten::mm#0",), AlignMethod.KEY),
+    ]

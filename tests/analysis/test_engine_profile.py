@@ -1,0 +1,85 @@
+"""Analysis on the attribution engine's own profile of the h200_joinable capture (golden profile.json).
+
+The engine files Inductor's pointwise bias-add kernels under ``aten::addmm`` (the GEMM ran in
+cuBLAS as ``aten::mm``) and names the softmax kernel ``aten::_softmax``; diagnose and compare must
+read those the same way as the Kineto-named profile of the same capture.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+
+from profiler_core.analysis import ProfileView, compare, diagnose
+from profiler_core.report import SUMMARY_MAX_BYTES, compact_summary, export_perfetto, render_markdown
+from profiler_core.schema import OperatorClass, Profile, read_profile
+from tests.analysis.capture_profiles import JOINABLE, joinable_profile, pair_profile
+
+
+@cache
+def engine_profile() -> Profile:
+    return read_profile(JOINABLE / "expected" / "profile.json")
+
+
+def test_bias_epilogues_filed_under_addmm_work_as_pointwise() -> None:
+    view = ProfileView(engine_profile())
+    epilogue = view.operators_by_key["aten::addmm#0"]
+    assert epilogue.op_class is OperatorClass.GEMM  # the engine's class is kept for reporting
+    assert view.work_class(epilogue) in (OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY)
+    assert view.work_class(view.operators_by_key["aten::mm#0"]) is OperatorClass.GEMM
+
+
+def test_findings_on_the_engine_profile() -> None:
+    report = diagnose(engine_profile())
+    assert [f.rule_id for f in report.findings] == [
+        "launch_bound",
+        "tensor_core_idle",
+        "parallel_projections",
+        "manual_attention",
+    ]
+    (tc,) = report.by_rule("tensor_core_idle")
+    assert sorted({key.split("#")[0] for key in tc.operators}) == ["aten::bmm", "aten::mm"]
+    assert len(tc.operators) == 16 and tc.evidence.facts[0].endswith("fp32 x16")
+    (attention,) = report.by_rule("manual_attention")
+    assert attention.operators[:3] == ["aten::bmm#0", "aten::_softmax#0", "aten::bmm#1"]
+
+
+def test_same_findings_as_the_kineto_named_profile_of_the_capture() -> None:
+    """Two independent joins of one capture (engine: nsys timeline; here: Kineto) agree on the diagnosis."""
+    engine, kineto = diagnose(engine_profile()), diagnose(joinable_profile())
+    assert [f.rule_id for f in engine.findings] == [f.rule_id for f in kineto.findings]
+    for rule_id in ("tensor_core_idle", "parallel_projections"):
+        assert engine.by_rule(rule_id)[0].operators == kineto.by_rule(rule_id)[0].operators
+    for a, b in zip(engine.findings, kineto.findings, strict=True):
+        if a.gain_basis == "kernel_time":
+            assert a.gain_bound_pct == pytest.approx(b.gain_bound_pct, abs=1.5)
+
+
+def test_compare_engine_profile_with_the_optimized_run() -> None:
+    c = compare(engine_profile(), pair_profile("opt"))
+    assert not c.comparability.comparable
+    assert any(w.startswith("NOT COMPARABLE: timeline_source differs (nsys vs kineto)") for w in c.warnings)
+    assert any(w.startswith("unverified: sm_clock") for w in c.warnings)
+    qkv = next(r for r in c.operators if r.opt_keys == ["aten::addmm#0"])
+    assert set(qkv.base_keys) == {
+        "aten::mm#0",
+        "aten::mm#1",
+        "aten::mm#2",
+        "aten::addmm#0",
+        "aten::addmm#1",
+        "aten::addmm#2",
+    }
+    assert all(s.as_predicted for s in c.shift_checks) and len(c.shift_checks) == 3
+    assert "> [!WARNING]" in render_markdown(comparison=c)
+
+
+def test_reports_on_the_engine_profile() -> None:
+    prof = engine_profile()
+    trace = json.loads(json.dumps(export_perfetto(prof)))
+    kernels = [e for e in trace["traceEvents"] if e.get("cat", "").startswith("kernel")]
+    assert len(kernels) == 44 and {e["args"]["tier"] for e in kernels} == {"cupti_correlation"}
+    summary = compact_summary(prof)
+    assert len(json.dumps(summary, separators=(",", ":"))) <= SUMMARY_MAX_BYTES
+    assert summary["coverage"]["by_tier_pct"] == {"cupti_correlation": 100.0}
