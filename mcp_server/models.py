@@ -180,3 +180,121 @@ class GetOperatorResult(_Out):
     operator: OperatorDetail
     kernels: list[KernelDetail]
     showing: str
+
+
+# --- analysis -----------------------------------------------------------------------------
+
+
+class FindingRow(_Out):
+    rule_id: str
+    title: str
+    kind: str = Field(description="optimization | structural | note")
+    licenses: str = Field(description="The transformation (a pass name), or 'structural' / 'note'.")
+    alternatives: list[str]
+    confidence: str = Field(description="Weakest attribution confidence among the finding's kernels.")
+    gain_bound_pct: float = Field(description="Upper bound on the time saved if the affected time vanished.")
+    max_speedup: float | None
+    share_pct: float = Field(description="Share of profiled kernel time the finding covers.")
+    symptom: str
+    bottleneck: str
+    operators: list[str] = Field(description="Operator keys (at most 5; operator_count says how many).")
+    operator_count: int
+    facts: list[str] = Field(description="Checkable sentences behind the finding (at most 3).")
+    expected_shifts: dict[str, str] = Field(description="Counter -> 'up' | 'down' once the fix works.")
+
+
+class DiagnoseResult(_Out):
+    profile: str
+    findings_file: str = Field(description="Path of the full findings JSON (every field, every operator).")
+    attributed_pct: float
+    unattributed_pct: float
+    findings: list[FindingRow] = Field(description="Largest gain bound first.")
+    showing: str
+    warnings: list[str]
+
+
+class CheckRow(_Out):
+    name: str
+    status: str = Field(description="ok | mismatch | unknown")
+    required: bool
+    base: str | None = None
+    opt: str | None = None
+    detail: str = ""
+
+
+class ClassDeltaRow(_Out):
+    op_class: str
+    base_us: float
+    opt_us: float
+    delta_pct: float | None
+    base_share_pct: float
+    opt_share_pct: float
+    counters: list[str] = Field(description="Counter shifts beyond noise, as sentences (at most 4).")
+
+
+class OperatorDeltaRow(_Out):
+    label: str
+    op_class: str
+    method: str = Field(description="How the operators were matched: key | sequence | class_position ...")
+    base_us: float
+    opt_us: float
+    delta_us: float
+    delta_pct: float | None
+    base_keys: list[str]
+    opt_keys: list[str]
+
+
+class OverheadDeltaRow(_Out):
+    kind: str
+    kernel_count: int
+    time_us: float
+    share_of_opt_pct: float
+    kernel_names: list[str]
+
+
+class ShiftRow(_Out):
+    rule_id: str
+    field: str
+    expected: str
+    observed: str
+    as_predicted: bool | None
+    text: str
+
+
+class CompareResult(_Out):
+    baseline: str
+    optimized: str
+    comparison_file: str = Field(description="Path of the full comparison JSON.")
+    verdict: str = Field(description="faster | slower | unchanged")
+    speedup: float | None
+    base_total_us: float
+    opt_total_us: float
+    delta_pct: float
+    per_iteration: bool = Field(description="Totals are per measured iteration (iteration counts differ).")
+    comparable: bool = Field(description="Same GPU, iterations, clocks ...; the checks say which differ.")
+    checks: list[CheckRow]
+    classes: list[ClassDeltaRow]
+    operators: list[OperatorDeltaRow] = Field(description="Largest absolute time change first.")
+    operators_showing: str
+    new_overhead: list[OverheadDeltaRow]
+    new_overhead_us: float
+    shift_checks: list[ShiftRow] = Field(description="Did the counters the findings predicted move that way?")
+    warnings: list[str]
+
+
+class ComparisonHeadline(_Out):
+    baseline: str
+    verdict: str
+    speedup: float | None
+    delta_pct: float
+    comparable: bool
+
+
+class ReportResult(_Out):
+    profile: str
+    html: str = Field(description="Path of the self-contained HTML report.")
+    findings_file: str | None = Field(description="Path of the findings JSON, when diagnosis was included.")
+    comparison: ComparisonHeadline | None = None
+    summary: dict[str, Any] = Field(description=(
+        "Compact summary (at most a few KB): coverage, time by class, top operators with headline "
+        "counters (tc, occ, dram, sm, spills) and bottleneck, findings."))

@@ -39,3 +39,8 @@ async def call_err(client: Client, name: str, args: dict[str, Any] | None = None
     result: CallToolResult = await client.call_tool(name, args or {})
     assert result.is_error, result.structured_content
     return result.content[0].text
+
+
+# The real H200 pair (baseline FP32 / optimized BF16+QKV+SDPA), as two run directories.
+PAIR_FILES = {"kineto.json": "{side}_kineto.json", "ncu_full_raw.csv": "{side}_ncu_raw.csv",
+              "output_code.log": "{side}_fusion_comments.txt"}
