@@ -53,6 +53,7 @@ _COMMAND_MODULES = (
     "profiler_core.cli.diagnose",
     "profiler_core.cli.compare",
     "profiler_core.cli.report",
+    "profiler_core.cli.passes",
 )
 
 

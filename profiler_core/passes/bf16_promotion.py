@@ -1,0 +1,160 @@
+"""BF16 promotion: run float32 GEMM-family operators in bfloat16 on tensor cores, keep fp32 elsewhere.
+
+Each float32 ``linear / matmul / mm / bmm / addmm / baddbmm / scaled_dot_product_attention``
+gets its float inputs cast to bf16 and its output cast back to fp32, so every other operator
+(LayerNorm, softmax, residual adds) still sees fp32. Casts between back-to-back GEMMs then
+cancel (see cast_cancellation), at Level 1 across layout-only ops and at Level 2 on the ATen
+graph::
+
+    before:  y = linear(x, w, b)
+    after:   y = linear(x.to(bf16), w.to(bf16), b.to(bf16)).to(f32)
+
+Weight casts run every call unless the ``freezing`` pass folds them into constants.
+Accumulation stays fp32 (cuBLAS and Inductor accumulate bf16 GEMMs in fp32); validation uses
+the bfloat16 tolerance.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.fx import GraphModule, Node
+
+from profiler_core.passes.cast_cancellation import CastCancellation, cancel_round_trips, dynamo_cast_dtype
+from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, PassEffect
+from profiler_core.passes.fx_nodes import (
+    ADDMM_FUNCTIONS,
+    ADDMM_METHODS,
+    LINEAR_FUNCTIONS,
+    MATMUL_FUNCTIONS,
+    MATMUL_METHODS,
+    SDPA_FUNCTIONS,
+    copy_provenance,
+    is_call,
+    node_dtype,
+    op_label,
+    refresh_meta,
+)
+from profiler_core.passes.registry import PassLevel, register_pass
+
+GEMM_FUNCTIONS = LINEAR_FUNCTIONS | MATMUL_FUNCTIONS | ADDMM_FUNCTIONS | SDPA_FUNCTIONS
+GEMM_METHODS = MATMUL_METHODS | ADDMM_METHODS
+
+
+DtypeOf = Callable[[Node], "torch.dtype | None"]
+
+
+def _tensor_operands(node: Node, dtype_of: DtypeOf) -> list[tuple[int | str, Node]]:
+    """(position or keyword, node) for every tensor operand of a GEMM call."""
+    operands: list[tuple[int | str, Node]] = []
+    for index, value in enumerate(node.args):
+        if isinstance(value, Node) and dtype_of(value) is not None:
+            operands.append((index, value))
+    for key, value in node.kwargs.items():
+        if isinstance(value, Node) and dtype_of(value) is not None:
+            operands.append((key, value))
+    return operands
+
+
+def _promotable(node: Node, dtype_of: DtypeOf) -> str | None:
+    """None if ``node`` may run in bf16, else why not."""
+    if dtype_of(node) != torch.float32:
+        return f"output is {dtype_of(node)}, not float32"
+    for _, operand in _tensor_operands(node, dtype_of):
+        dtype = dtype_of(operand)
+        if dtype == torch.bool:
+            continue  # an attention mask: dtype-free
+        if dtype != torch.float32:
+            return f"an operand is {dtype}, not float32"
+    return None
+
+
+def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
+    """Level-1 rewrite: cast float32 GEMM operands to bf16 and results back, then cancel round trips."""
+    graph = gm.graph
+    promoted: Counter[str] = Counter()
+    skipped: dict[str, str] = {}
+    inserted = 0
+    casts: dict[Node, Node] = {}  # one bf16 copy per source value, shared by its GEMM users
+    # Nodes made here have no fake tensor until the graph is re-propagated: track their dtype.
+    made: dict[Node, torch.dtype] = {}
+
+    def dtype_of(node: Node) -> torch.dtype | None:
+        return made.get(node) or node_dtype(node)
+
+    for node in list(graph.nodes):
+        if not is_call(node, GEMM_FUNCTIONS, GEMM_METHODS):
+            continue
+        label = op_label(node) or "gemm"
+        reason = _promotable(node, dtype_of)
+        if reason is not None:
+            skipped[f"{node.name} ({label})"] = reason
+            continue
+        for position, operand in _tensor_operands(node, dtype_of):
+            if dtype_of(operand) != torch.float32:
+                continue
+            cast = casts.get(operand)
+            if cast is None:
+                with graph.inserting_before(node):
+                    cast = graph.call_method("to", (operand, torch.bfloat16))
+                copy_provenance(node, cast)
+                casts[operand] = cast
+                made[cast] = torch.bfloat16
+                inserted += 1
+            _set_operand(node, position, cast)
+        with graph.inserting_after(node):
+            back = graph.call_method("to", (node, torch.float32))
+        copy_provenance(node, back)
+        made[back] = torch.float32
+        node.replace_all_uses_with(back, delete_user_cb=lambda user, back=back: user is not back)
+        inserted += 1
+        promoted[label] += 1
+    if not promoted:
+        reason = ("no GEMM-family operator (linear, matmul, mm, bmm, addmm, baddbmm, "
+                  "scaled_dot_product_attention) in the graph")
+        if skipped:
+            reason = "no float32 GEMM: " + "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+        return GraphChange(False, reason)
+    gm.recompile()
+    refresh_meta(gm)
+    cancelled = cancel_round_trips(graph, dynamo_cast_dtype, through_layout=True)
+    details: dict[str, Any] = {
+        "gemms_promoted": dict(promoted), "casts_inserted": inserted, "casts_cancelled": cancelled,
+    }
+    if skipped:
+        details["gemms_skipped"] = skipped
+    return GraphChange(True, details=details)
+
+
+def _set_operand(node: Node, position: int | str, value: Node) -> None:
+    if isinstance(position, int):
+        args = list(node.args)
+        args[position] = value
+        node.args = tuple(args)
+    else:
+        kwargs = dict(node.kwargs)
+        kwargs[position] = value
+        node.kwargs = kwargs
+
+
+@register_pass(
+    "bf16_promotion",
+    level=PassLevel.DYNAMO_FX,
+    symptom="float32 GEMMs dominate kernel time with no tensor-core activity",
+    order=90,  # after the rewrites that create GEMMs (qkv_fusion, sdpa), so those get promoted too
+    aliases=("bf16", "bfloat16"),
+)
+def bf16_promotion(ctx: PassContext) -> PassEffect:
+    """Run float32 GEMM-family operators in bfloat16 (fp32 accumulate), cancelling round-trip casts."""
+    if ctx.on_cuda and not torch.cuda.is_bf16_supported():
+        return PassEffect.not_applied(
+            f"{torch.cuda.get_device_name(ctx.device)} has no bfloat16 tensor cores; try 'tf32'")
+    return PassEffect(
+        graph_rewrite=promote_gemms,
+        post_grad_passes=(CastCancellation(),),
+        compute_precision="bfloat16",
+        details={"weight_casts": "per call unless 'freezing' folds them"},
+    )

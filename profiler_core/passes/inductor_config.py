@@ -1,0 +1,76 @@
+"""Level-3 passes that only configure Inductor: freezing, and CUDA graphs (``reduce-overhead``).
+
+freezing     folds parameters into constants and constant-folds what depends only on them (the
+             weight concatenation of qkv_fusion, the weight casts of bf16_promotion), and lets
+             Inductor pre-pack weights. Inference only: the model must be in eval mode and the
+             step must run without autograd, since frozen weights no longer receive gradients
+             and later weight updates are not seen.
+cuda_graphs  records each compiled graph once and replays it, removing per-kernel launch cost
+             from launch-bound workloads. CUDA only; Inductor itself skips graphs it cannot
+             capture (CPU tensors, dynamic shapes, input mutation) and the plan reports that.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, PassEffect, RunFacts
+from profiler_core.passes.registry import PassLevel, register_pass
+
+
+def check_freezable(gm: GraphModule, info: GraphInfo) -> GraphChange:
+    """Freezing takes effect only for graphs compiled with autograd off; say which ones are."""
+    if info.grad_enabled:
+        return GraphChange(False, "the graph is compiled with autograd enabled; freezing needs the "
+                                  "step to run under torch.no_grad() or torch.inference_mode()")
+    params = sum(isinstance(v, torch.nn.Parameter) for v in info.placeholder_values(gm).values())
+    return GraphChange(True, details={"parameters_frozen": params})
+
+
+@register_pass(
+    "freezing",
+    level=PassLevel.INDUCTOR_CONFIG,
+    symptom="weight-only work (casts, concatenations, layout changes) repeated on every call",
+    order=20,
+)
+def freezing(ctx: PassContext) -> PassEffect:
+    """Inductor freezing: fold parameters into constants (inference only)."""
+    if ctx.training:
+        return PassEffect.not_applied(
+            "the model is in train mode; freezing is for inference (call model.eval())")
+    return PassEffect(
+        inductor_config={"freezing": True},
+        graph_rewrite=check_freezable,
+        details={"inductor_config": {"freezing": True},
+                 "assumes": "weights do not change after compilation"},
+    )
+
+
+def check_cudagraphs(facts: RunFacts) -> GraphChange:
+    """Inductor may decline to capture a graph; NOT APPLIED when it declined every one."""
+    skipped = int(facts.inductor_counters.get("cudagraph_skips", 0))
+    if facts.graphs_compiled and skipped >= facts.graphs_compiled:
+        return GraphChange(False, f"Inductor skipped CUDA graphs for all {skipped} compiled graph(s) "
+                                  "(run with TORCH_LOGS=perf_hints to see why)", {"graphs_skipped": skipped})
+    return GraphChange(True, details={"graphs_skipped": skipped})
+
+
+@register_pass(
+    "cuda_graphs",
+    level=PassLevel.INDUCTOR_CONFIG,
+    symptom="launch-bound: GPU idle between many short kernels, CPU launch time above kernel time",
+    order=30,
+    aliases=("cudagraphs", "reduce_overhead"),
+)
+def cuda_graphs(ctx: PassContext) -> PassEffect:
+    """CUDA graphs via torch.compile mode 'reduce-overhead' (launch-bound workloads, CUDA only)."""
+    if not ctx.on_cuda:
+        return PassEffect.not_applied(
+            f"CUDA graphs need a CUDA device; the plan targets '{ctx.device}'")
+    return PassEffect(
+        compile_mode="reduce-overhead",
+        inductor_config={"triton.cudagraphs": True},
+        verify=check_cudagraphs,
+        details={"compile_mode": "reduce-overhead", "inductor_config": {"triton.cudagraphs": True}},
+    )

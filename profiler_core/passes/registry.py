@@ -1,0 +1,158 @@
+"""The pass registry: a dict plus a decorator, and one door for built-ins and plugins alike.
+
+Built-in passes register exactly as an outside package would::
+
+    from profiler_core.passes import PassContext, PassEffect, PassLevel, register_pass
+
+    @register_pass("my_pass", level=PassLevel.DYNAMO_FX, symptom="what the profile shows")
+    def my_pass(ctx: PassContext) -> PassEffect:
+        ...
+
+An outside package exposes the module holding such functions under the entry-point group
+``operator_profiler.passes`` (in its pyproject: ``[project.entry-points."operator_profiler.passes"]
+my_pass = "my_package.passes"``); the registry imports every such module the first time passes
+are listed or looked up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib.metadata import entry_points
+
+from profiler_core.errors import PassError
+from profiler_core.passes.contract import PassContext, PassEffect
+
+ENTRY_POINT_GROUP = "operator_profiler.passes"
+
+PassFunction = Callable[[PassContext], PassEffect]
+
+log = logging.getLogger(__name__)
+
+
+class PassLevel(StrEnum):
+    """Where in the torch.compile pipeline a pass acts; passes of different levels compose."""
+
+    DYNAMO_FX = "dynamo_fx"  # Level 1: the Dynamo FX graph (or the module), before AOTAutograd
+    POST_GRAD = "post_grad"  # Level 2: the post-grad ATen graph, an Inductor custom pass
+    INDUCTOR_CONFIG = "inductor_config"  # Level 3: Inductor / torch.compile configuration
+
+    @property
+    def number(self) -> int:
+        """1, 2 or 3: the order levels are applied in."""
+        return {PassLevel.DYNAMO_FX: 1, PassLevel.POST_GRAD: 2, PassLevel.INDUCTOR_CONFIG: 3}[self]
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    """One registered pass: its name, level, the symptom it addresses and its function."""
+
+    name: str
+    level: PassLevel
+    symptom: str  # what a profile shows when this pass is worth trying
+    description: str  # what the pass changes
+    function: PassFunction
+    order: int = 100  # position within its level; lower runs first
+    structural: bool = False  # changes the model's structure (not just its graph)
+    source: str = "builtin"  # "builtin", or the entry point that brought it in
+    aliases: tuple[str, ...] = ()  # other names findings may use for this transformation
+
+
+_REGISTRY: dict[str, PassSpec] = {}
+_ALIASES: dict[str, str] = {}
+_plugins_loaded = False
+
+
+def normalize_name(name: str) -> str:
+    """Pass names are snake_case; accept the kebab-case spelling too."""
+    return name.strip().lower().replace("-", "_")
+
+
+def register_pass(
+    name: str,
+    *,
+    level: PassLevel,
+    symptom: str,
+    description: str | None = None,
+    order: int = 100,
+    structural: bool = False,
+    source: str = "builtin",
+    aliases: tuple[str, ...] = (),
+) -> Callable[[PassFunction], PassFunction]:
+    """Decorator: register ``fn`` as the pass ``name`` (description defaults to its docstring)."""
+
+    def decorate(fn: PassFunction) -> PassFunction:
+        key = normalize_name(name)
+        existing = _REGISTRY.get(key)
+        if existing is not None and not _same_function(existing.function, fn):
+            raise PassError(
+                f"pass '{key}' is registered twice ({_where(existing.function)} and {_where(fn)}); "
+                "rename one of them"
+            )
+        doc = (fn.__doc__ or "").strip().splitlines()
+        _REGISTRY[key] = PassSpec(
+            name=key, level=PassLevel(level), symptom=symptom,
+            description=description or (doc[0] if doc else key), function=fn,
+            order=order, structural=structural, source=source,
+            aliases=tuple(normalize_name(a) for a in aliases),
+        )
+        for alias in _REGISTRY[key].aliases:
+            _ALIASES[alias] = key
+        return fn
+
+    return decorate
+
+
+def _same_function(a: PassFunction, b: PassFunction) -> bool:
+    # A module imported twice (reload, a plugin re-importing a built-in) re-registers the
+    # same function under a new object; that is not a clash.
+    return _where(a) == _where(b)
+
+
+def _where(fn: PassFunction) -> str:
+    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", "?")
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}:{line}"
+
+
+def load_plugins() -> None:
+    """Import every module advertised under the ``operator_profiler.passes`` entry-point group."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as err:
+            dist = ep.dist.name if ep.dist is not None else "unknown distribution"
+            raise PassError(
+                f"pass plugin '{ep.name}' ({ep.value}, from {dist}) failed to load: "
+                f"{type(err).__name__}: {err}; fix or uninstall that package"
+            ) from err
+        log.debug("loaded pass plugin %s = %s", ep.name, ep.value)
+
+
+def get_pass(name: str) -> PassSpec:
+    """The registered pass called ``name``; PassError naming the known passes otherwise."""
+    load_plugins()
+    key = normalize_name(name)
+    spec = _REGISTRY.get(key) or _REGISTRY.get(_ALIASES.get(key, ""))
+    if spec is None:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise PassError(f"unknown pass '{name}'; known passes: {known} (see 'oprof passes')")
+    return spec
+
+
+def list_passes() -> list[PassSpec]:
+    """Every registered pass, ordered by level, then position within the level, then name."""
+    load_plugins()
+    return sorted(_REGISTRY.values(), key=lambda s: (s.level.number, s.order, s.name))
+
+
+def unregister_pass(name: str) -> None:
+    """Remove a pass (plugins under test, or a plugin replacing a built-in on purpose)."""
+    spec = _REGISTRY.pop(normalize_name(name), None)
+    for alias in spec.aliases if spec is not None else ():
+        _ALIASES.pop(alias, None)

@@ -1,0 +1,194 @@
+"""Numerical validation: the transformed model must give the baseline's outputs, within tolerance.
+
+Both models run the same step on the same inputs; outputs may be tensors or any nesting of
+tuples, lists, dicts and named tuples of them (compared leaf by leaf, by key path). Each leaf
+must have the baseline's shape and dtype, and pass ``|candidate - baseline| <= atol + rtol *
+|baseline|`` elementwise (NaN matches NaN, an infinity only the same infinity). Integer, bool
+and non-tensor leaves must be equal.
+
+Tolerances are for *whole-model* outputs, so looser than per-operator defaults: errors grow
+with depth. The tolerance of a leaf is the looser of its dtype's and the plan's compute
+precision's (a float32 output computed through bf16 GEMMs is held to the bf16 tolerance):
+
+    precision   rtol    atol    why
+    float64     1e-7    1e-7
+    float32     1e-4    1e-4    compiled code reorders reductions and fuses ops
+    tf32        5e-3    5e-3    10-bit mantissa (2^-11 ~ 4.9e-4 per rounding), through depth
+    float16     1e-2    1e-2    10-bit mantissa, narrow range
+    bfloat16    5e-2    5e-2    8-bit mantissa (2^-9 ~ 2e-3 per rounding), through depth
+
+The reported relative error divides by ``max(|baseline|, atol)``, so elements near zero do not
+dominate it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch.utils._pytree import keystr, tree_flatten_with_path, tree_map
+
+PRECISIONS = ("float64", "float32", "tf32", "float16", "bfloat16")
+
+
+class Tolerance(BaseModel):
+    """Elementwise bound: |candidate - baseline| <= atol + rtol * |baseline|."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rtol: float
+    atol: float
+
+
+DEFAULT_TOLERANCES: Mapping[str, Tolerance] = {
+    "float64": Tolerance(rtol=1e-7, atol=1e-7),
+    "float32": Tolerance(rtol=1e-4, atol=1e-4),
+    "tf32": Tolerance(rtol=5e-3, atol=5e-3),
+    "float16": Tolerance(rtol=1e-2, atol=1e-2),
+    "bfloat16": Tolerance(rtol=5e-2, atol=5e-2),
+}
+
+_FLOAT_NAMES = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
+                torch.bfloat16: "bfloat16", torch.complex128: "float64", torch.complex64: "float32"}
+
+
+@dataclass(frozen=True)
+class DtypePolicy:
+    """Tolerances per precision, and the lowest precision the transformed model computes in."""
+
+    compute_precision: str = "float32"
+    tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+
+    def tolerance_for(self, dtype: torch.dtype) -> Tolerance | None:
+        """The tolerance for an output of ``dtype``; None means exact equality."""
+        name = _FLOAT_NAMES.get(dtype)
+        if name is None:
+            return None
+        own = self.tolerances[name]
+        compute = self.tolerances.get(self.compute_precision, own)
+        return Tolerance(rtol=max(own.rtol, compute.rtol), atol=max(own.atol, compute.atol))
+
+
+class OutputComparison(BaseModel):
+    """One output leaf compared: where it sits, what it is, how far apart, and the verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str  # pytree key path, e.g. "[0]" or "['logits']"; "" for a bare tensor
+    shape: list[int] | None = None
+    dtype: str | None = None
+    candidate_shape: list[int] | None = None
+    candidate_dtype: str | None = None
+    max_abs_err: float | None = None  # None: not compared numerically (or infinite: NaN on one side)
+    max_rel_err: float | None = None
+    mismatched: int = 0  # elements outside tolerance
+    numel: int = 0
+    tolerance: Tolerance | None = None  # None: compared for exact equality
+    passed: bool
+    reason: str = ""
+
+
+class ValidationResult(BaseModel):
+    """The verdict over all outputs, with the worst errors and every leaf's comparison."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    passed: bool
+    max_abs_err: float | None  # worst over the outputs compared numerically; None: none could be
+    max_rel_err: float | None
+    compute_precision: str
+    outputs: list[OutputComparison]
+    reason: str = ""
+
+
+def snapshot_outputs(outputs: Any) -> Any:
+    """Detached copies of every tensor in ``outputs`` (CUDA-graph outputs are overwritten next run)."""
+    return tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, outputs)
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor,
+                     policy: DtypePolicy) -> OutputComparison:
+    common: dict[str, Any] = {
+        "path": path, "shape": list(base.shape), "dtype": str(base.dtype).removeprefix("torch."),
+        "candidate_shape": list(cand.shape), "candidate_dtype": str(cand.dtype).removeprefix("torch."),
+        "numel": base.numel(),
+    }
+    if base.shape != cand.shape:
+        why = f"shape {tuple(cand.shape)} differs from the baseline's {tuple(base.shape)}"
+        return OutputComparison(**common, passed=False, reason=why)
+    if base.dtype != cand.dtype:
+        return OutputComparison(**common, passed=False,
+                                reason=f"dtype {cand.dtype} differs from the baseline's {base.dtype}")
+    tol = policy.tolerance_for(base.dtype)
+    cand = cand.to(base.device)
+    if base.is_complex():
+        base, cand = torch.view_as_real(base), torch.view_as_real(cand)
+    if tol is None:
+        equal = torch.equal(base, cand)
+        mismatched = int((base != cand).sum()) if not equal else 0
+        zero = 0.0 if equal else None
+        return OutputComparison(**common, max_abs_err=zero, max_rel_err=zero, mismatched=mismatched,
+                                passed=equal,
+                                reason="" if equal else f"{mismatched} elements differ (exact comparison)")
+    if base.numel() == 0:
+        return OutputComparison(**common, max_abs_err=0.0, max_rel_err=0.0, tolerance=tol, passed=True)
+    b, c = base.double(), cand.double()
+    same = (b == c) | (torch.isnan(b) & torch.isnan(c))  # equal infinities and NaN pairs count as equal
+    diff = torch.where(same, torch.zeros_like(b), (c - b).abs())
+    diff = torch.nan_to_num(diff, nan=math.inf)  # NaN on one side only: infinitely wrong
+    rel = diff / b.abs().clamp_min(tol.atol)
+    bound = tol.atol + tol.rtol * b.abs().nan_to_num(posinf=0.0, neginf=0.0)
+    mismatched = int((diff > bound).sum())
+    max_abs, max_rel = float(diff.max()), float(rel.max())
+    reason = ""
+    if mismatched:
+        reason = (f"{mismatched} of {base.numel()} elements outside rtol={tol.rtol:g}, atol={tol.atol:g} "
+                  f"(max abs err {max_abs:.3g}, max rel err {max_rel:.3g})")
+    return OutputComparison(**common, max_abs_err=_finite_or_none(max_abs),
+                            max_rel_err=_finite_or_none(max_rel), mismatched=mismatched, tolerance=tol,
+                            passed=mismatched == 0, reason=reason)
+
+
+def _compare_values(path: str, base: Any, cand: Any, policy: DtypePolicy) -> OutputComparison:
+    if isinstance(base, float) and isinstance(cand, float):
+        return _compare_tensors(path, torch.tensor([base], dtype=torch.float64),
+                                torch.tensor([cand], dtype=torch.float64),
+                                DtypePolicy(policy.compute_precision, policy.tolerances))
+    equal = type(base) is type(cand) and base == cand
+    return OutputComparison(path=path, passed=bool(equal),
+                            reason="" if equal else f"{cand!r} differs from the baseline's {base!r}")
+
+
+def validate_outputs(baseline: Any, candidate: Any, *,
+                     dtype_policy: DtypePolicy | None = None) -> ValidationResult:
+    """Compare two (nested) outputs leaf by leaf under ``dtype_policy``; never raises on a mismatch."""
+    policy = dtype_policy or DtypePolicy()
+    if policy.compute_precision not in policy.tolerances:
+        raise ValueError(f"compute precision {policy.compute_precision!r} has no tolerance; "
+                         f"use one of {', '.join(policy.tolerances)}")
+    base_leaves, base_spec = tree_flatten_with_path(baseline)
+    cand_leaves, cand_spec = tree_flatten_with_path(candidate)
+    if base_spec != cand_spec:
+        return ValidationResult(
+            passed=False, max_abs_err=None, max_rel_err=None,
+            compute_precision=policy.compute_precision, outputs=[],
+            reason=f"output structure differs: baseline {base_spec}, candidate {cand_spec}",
+        )
+    comparisons: list[OutputComparison] = []
+    for (key_path, base), (_, cand) in zip(base_leaves, cand_leaves, strict=True):
+        path = keystr(key_path)
+        if isinstance(base, torch.Tensor) and isinstance(cand, torch.Tensor):
+            comparisons.append(_compare_tensors(path, base, cand, policy))
+        else:
+            comparisons.append(_compare_values(path, base, cand, policy))
+    failed = [c for c in comparisons if not c.passed]
+    max_abs = max((c.max_abs_err for c in comparisons if c.max_abs_err is not None), default=0.0)
+    max_rel = max((c.max_rel_err for c in comparisons if c.max_rel_err is not None), default=0.0)
+    reason = "; ".join(f"output {c.path or '(tensor)'}: {c.reason}" for c in failed)
+    return ValidationResult(passed=not failed, max_abs_err=max_abs, max_rel_err=max_rel,
+                            compute_precision=policy.compute_precision, outputs=comparisons, reason=reason)

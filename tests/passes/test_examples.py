@@ -1,0 +1,50 @@
+"""The example workloads obey the workload contract and have the sizes their docstrings promise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from profiler_core.workload import import_workload_module, load_workload
+from tests.passes.models import EXAMPLES
+
+
+def test_full_size_attention_follows_the_contract() -> None:
+    workload = load_workload(EXAMPLES / "sdpa_attention.py", device="meta")  # shapes only, no compute
+    assert not workload.model.training and not workload.custom_step
+    (x,) = workload.inputs
+    assert tuple(x.shape) == (8, 512, 512) and x.dtype == torch.float32
+    assert workload.model.n_heads == 8
+    assert tuple(workload.step(workload.model, workload.inputs).shape) == (8, 512, 512)
+
+
+def test_full_size_lstm_follows_the_contract() -> None:
+    workload = load_workload(EXAMPLES / "lstm_encoder.py", device="meta")
+    lstm = workload.model.lstm
+    assert (lstm.input_size, lstm.hidden_size, lstm.num_layers, lstm.batch_first) == (256, 512, 2, True)
+    assert tuple(workload.inputs[0].shape) == (32, 128, 256) and not workload.model.training
+
+
+def test_gpt2_is_gpt2_small() -> None:
+    module = import_workload_module(EXAMPLES / "gpt2.py")
+    cfg = module.GPT2Config()
+    sizes = (cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.vocab_size, cfg.n_positions)
+    assert sizes == (12, 768, 12, 50257, 1024)
+    assert (cfg.batch, cfg.seq_len) == (4, 128)
+    with torch.device("meta"):
+        model = module.GPT2(cfg)
+    assert sum(p.numel() for p in model.parameters()) == 124_439_808  # the tied LM head counted once
+    attn = model.h[0].attn
+    assert all(isinstance(getattr(attn, p), nn.Linear) for p in ("q_proj", "k_proj", "v_proj"))
+
+
+@pytest.mark.parametrize("name", ["gpt2.py", "sdpa_attention.py", "lstm_encoder.py"])
+def test_small_configs_run_on_cpu(small_examples: Path, name: str) -> None:
+    first = load_workload(small_examples / name, device="cpu")
+    second = load_workload(small_examples / name, device="cpu")
+    out = first.step(first.model, first.inputs)
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
+    torch.testing.assert_close(second.step(second.model, second.inputs), out)  # seeded: reproducible
