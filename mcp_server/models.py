@@ -298,3 +298,63 @@ class ReportResult(_Out):
     summary: dict[str, Any] = Field(description=(
         "Compact summary (at most a few KB): coverage, time by class, top operators with headline "
         "counters (tc, occ, dram, sm, spills) and bottleneck, findings."))
+
+
+# --- passes -------------------------------------------------------------------------------
+
+
+class PassInfo(_Out):
+    name: str
+    level: str = Field(description="dynamo_fx | post_grad | inductor_config (where in torch.compile it acts)")
+    symptom: str = Field(description="What a profile shows when this pass is worth trying.")
+    description: str = Field(description="What the pass changes.")
+    structural: bool = Field(description="Changes the model's structure, not just its graph.")
+    aliases: list[str] = Field(description="Other names findings may use for this transformation.")
+    source: str = Field(description="'builtin', or the plugin entry point that registered it.")
+
+
+class ListPassesResult(_Out):
+    passes: list[PassInfo] = Field(description="In application order.")
+
+
+class PassOutcome(_Out):
+    name: str
+    level: str
+    status: str = Field(description="APPLIED | NOT APPLIED | PENDING")
+    reason: str
+    structural: bool
+    requested_by: list[str] = Field(description="'argument', or the finding that licensed it.")
+    nodes_before: int | None = None
+    nodes_after: int | None = None
+    ops_removed: dict[str, int]
+    ops_added: dict[str, int]
+
+
+class ValidationSummary(_Out):
+    passed: bool
+    max_abs_err: float | None
+    max_rel_err: float | None
+    compute_precision: str = Field(
+        description="The lowest precision an applied pass computes in; it sets the tolerance.")
+    outputs_compared: int
+    reason: str
+
+
+class ApplyPassResult(_Out):
+    workload: str
+    status: str = Field(description="validated | rejected (outputs differ beyond tolerance)")
+    plan_file: str = Field(description="Path of plan.json (every pass, every graph, the full validation).")
+    optimized_workload: str | None = Field(
+        description="The optimized workload file (same contract; capture it). None when rejected.")
+    applied: list[str]
+    passes: list[PassOutcome]
+    compile_mode: str
+    compiler: str
+    compute_precision: str
+    matmul_precision: str | None
+    inductor_config: dict[str, Any]
+    graphs_compiled: int
+    compile_s: float | None
+    validation: ValidationSummary | None
+    notes: list[str]
+    next_step: str

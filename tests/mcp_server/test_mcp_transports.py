@@ -24,8 +24,14 @@ async def test_stdio_subprocess(joinable_ws: Path) -> None:
     async with Client(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"capture", "attribute", "list_runs", "list_passes"} <= names
-        runs = await client.call_tool("list_runs", {})
-        assert not runs.is_error and runs.structured_content["runs"] == []
+        passes = await client.call_tool("list_passes", {})
+        assert not passes.is_error and "sdpa" in {p["name"] for p in passes.structured_content["passes"]}
+        assert (await client.call_tool("list_runs", {})).structured_content["runs"] == []
+        attributed = await client.call_tool("attribute", {"run_dir": "h200", "top_k": 3})
+        assert not attributed.is_error, attributed.content[0].text
+        assert attributed.structured_content["kernel_count"] == 44
+        runs = (await client.call_tool("list_runs", {})).structured_content["runs"]
+        assert [r["profile"] for r in runs] == [str((joinable_ws / "h200" / "profile.json").resolve())]
         outside = await client.call_tool("get_operator", {"profile": "/etc/passwd", "operator": "x"})
         assert outside.is_error and "outside the workspace" in outside.content[0].text
 
