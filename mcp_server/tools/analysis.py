@@ -121,7 +121,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     def diagnose(
         profile: ProfileArg,
         output: OutputArg = None,
-        top_k: Annotated[int, Field(ge=1, le=50, description="Findings to list, largest gain bound first.")
+        top_k: Annotated[int, Field(ge=1, le=30, description="Findings to list, largest gain bound first.")
                          ] = 10,
     ) -> DiagnoseResult:
         """Findings for one profile: symptom, bottleneck, the transformation it licenses, evidence, bound.
@@ -149,7 +149,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             description="The optimized profile.json (same workload, same settings).")],
         output: Annotated[str | None, Field(
             description="Where to write the full comparison; default beside the optimized profile.")] = None,
-        top_k: Annotated[int, Field(ge=1, le=100, description="Operator groups to list.")] = 10,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Operator groups to list.")] = 10,
     ) -> CompareResult:
         """Baseline vs optimized: total and verdict, comparability checks, per-class and per-operator deltas.
 

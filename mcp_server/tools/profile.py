@@ -48,7 +48,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                         "or profile.json beside the timeline file.")] = None,
         allow_partial: Annotated[bool, Field(
             description="Keep launches that do not join as explicit holes instead of failing.")] = False,
-        top_k: Annotated[int, Field(ge=1, le=100, description="Operators to list, by kernel time.")] = 10,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Operators to list, by kernel time.")] = 10,
     ) -> AttributeResult:
         """Join the timeline, hardware counters and PyTorch records of one capture into profile.json.
 
@@ -93,7 +93,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         operator: Annotated[str, Field(
             description="Operator key such as 'aten::addmm#0' (from attribute or report), "
                         "or a bare name when only one call has it.")],
-        max_kernels: Annotated[int, Field(ge=1, le=200, description="Kernels to list, longest first.")] = 10,
+        max_kernels: Annotated[int, Field(ge=1, le=25, description="Kernels to list, longest first.")] = 10,
     ) -> GetOperatorResult:
         """One operator's identity, aggregated counters, and its kernels with their evidence and counters."""
         with tool_errors():

@@ -22,7 +22,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     def list_runs(
         under: Annotated[str | None, Field(
             description="Directory to search; default every workspace root.")] = None,
-        limit: Annotated[int, Field(ge=1, le=200, description="Runs to list, newest first.")] = 20,
+        limit: Annotated[int, Field(ge=1, le=50, description="Runs to list, newest first.")] = 20,
     ) -> ListRunsResult:
         """Run directories (holding manifest.json or profile.json): workload, status, GPU, settings, files."""
         with tool_errors():

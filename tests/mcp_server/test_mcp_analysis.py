@@ -17,7 +17,7 @@ PAIR = Path(__file__).resolve().parents[1] / "data" / "h200_pair"
 async def test_diagnose_lists_findings_and_writes_them(pair_ws: Path) -> None:
     async with connect(roots=(pair_ws,)) as client:
         top2 = await call_ok(client, "diagnose", {"profile": "base/profile.json", "top_k": 2})
-        every = await call_ok(client, "diagnose", {"profile": "base/profile.json", "top_k": 50})
+        every = await call_ok(client, "diagnose", {"profile": "base/profile.json", "top_k": 30})
     written = FindingsReport.model_validate_json(Path(top2["findings_file"]).read_text())
     assert top2["findings_file"] == str((pair_ws / "base" / "findings.json").resolve())
     assert [f["rule_id"] for f in top2["findings"]] == [f.rule_id for f in written.findings[:2]]

@@ -56,7 +56,7 @@ async def test_findings_travel_only_with_the_chosen_passes(passes_ws: Path, join
         shutil.copy(joinable / name, run / name)
     async with connect(roots=(passes_ws,)) as client:
         await call_ok(client, "attribute", {"run_dir": "h200"})
-        diag = await call_ok(client, "diagnose", {"profile": "h200/profile.json", "top_k": 50})
+        diag = await call_ok(client, "diagnose", {"profile": "h200/profile.json", "top_k": 30})
         licensed = {f["licenses"] for f in diag["findings"]}
         assert {"sdpa", "qkv_fusion"} <= licensed
         out = await call_ok(client, "apply_pass", {"workload": "tiny_attention.py", "passes": ["sdpa"],
