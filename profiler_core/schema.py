@@ -19,7 +19,6 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from profiler_core.atomic_write import write_text_atomic
 from profiler_core.errors import SchemaError
 
 SCHEMA_VERSION = 1

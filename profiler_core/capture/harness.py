@@ -124,6 +124,10 @@ def _compiled(model: Any, mode: CompileMode, path: Path) -> Any:
 
     if mode is CompileMode.EAGER:
         return model
+    if isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
+        # the workload compiled its model itself (workload_optimized.py does, with the plan's
+        # backend and mode): compiling it again would nest two compilers
+        return model
     try:
         return torch.compile(model, mode=None if mode is CompileMode.DEFAULT else mode.value)
     except Exception as err:

@@ -54,6 +54,7 @@ _COMMAND_MODULES = (
     "profiler_core.cli.compare",
     "profiler_core.cli.report",
     "profiler_core.cli.passes",
+    "profiler_core.cli.optimize",
 )
 
 

@@ -1,0 +1,64 @@
+"""``oprof optimize WORKLOAD``: the headless closed loop (see profiler_core/optimize/loop.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from profiler_core.capture.config import CaptureConfig, CompileMode, CounterMode
+from profiler_core.cli import command, emit_json, err_console
+from profiler_core.optimize import OptimizeConfig, OptimizeResult, optimize
+
+
+@command("optimize")
+def optimize_cmd(
+    workload: Annotated[Path, typer.Argument(help="A workload file defining get_model_and_inputs(device).")],
+    budget: Annotated[int, typer.Option(help="Passes to try at most.", min=1)] = 4,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default oprof-runs/<name>-optimize-<time>).")] = None,
+    compile_mode: Annotated[CompileMode, typer.Option(help="How the workload is compiled.")] = CompileMode.DEFAULT,
+    counters: Annotated[CounterMode, typer.Option(help="ncu counter mode for every capture.")] = CounterMode.PER_CONFIG,
+    nsys: Annotated[bool, typer.Option(help="Take an nsys timeline in every capture (else Kineto's).")] = True,
+    warmup: Annotated[int, typer.Option(min=0)] = 2,
+    iters: Annotated[int, typer.Option(min=1)] = 2,
+    wall_iters: Annotated[int, typer.Option(help="End-to-end iterations timed with CUDA events (0 skips).")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print optimize.json on stdout.")] = False,
+) -> None:
+    """Capture, diagnose, apply passes, validate, re-capture, keep what is faster; write a run directory."""
+    cap = dataclasses.replace(CaptureConfig(), compile_mode=compile_mode, counters=counters, nsys=nsys,
+                              warmup=warmup, iters=iters)
+    result = optimize(workload, OptimizeConfig(out_dir=out, budget=budget, capture=cap, wall_iters=wall_iters),
+                      progress=lambda phase, step, total, msg: err_console.print(f"[dim]{phase}[/] {msg}"))
+    if as_json:
+        emit_json(result)
+    else:
+        render_result(result)
+    if result.validation_failures:
+        err_console.print(f"[bold red]{result.validation_failures} pass(es) failed numerical validation[/] "
+                          "and were not kept; see optimize.json")
+        raise typer.Exit(1)
+
+
+def render_result(result: OptimizeResult) -> None:
+    """The trials and the before/after figures as rich tables on stderr."""
+    t = Table(title=f"{Path(result.workload).name}: trials")
+    for col in ("pass", "outcome", "kernel us", "speedup", "max abs err", "reason"):
+        t.add_column(col)
+    for tr in result.trials:
+        t.add_row(tr.transformation, tr.outcome, "-" if tr.kernel_ns is None else f"{tr.kernel_ns / 1e3:.1f}",
+                  "-" if tr.speedup_vs_best is None else f"{tr.speedup_vs_best:.2f}x",
+                  "-" if tr.max_abs_err is None else f"{tr.max_abs_err:.2g}", tr.reason[:80])
+    err_console.print(t)
+    wall = result.wall_time
+    wall_line = ""
+    if "baseline" in wall and "optimized" in wall:
+        base, opt = wall["baseline"], wall["optimized"]
+        wall_line = (f"; end-to-end median {base['median_ms']:.3f} -> {opt['median_ms']:.3f} ms "
+                     f"({result.wall_speedup:.2f}x over {base['iterations']} iterations)")
+    err_console.print(
+        f"kept: {', '.join(result.kept_passes) or 'nothing'}; profiled kernel time "
+        f"{result.baseline_kernel_ns / 1e3:.1f} -> {result.optimized_kernel_ns / 1e3:.1f} us "
+        f"({result.kernel_speedup:.2f}x){wall_line}; report {Path(result.run_dir) / 'report.html'}")

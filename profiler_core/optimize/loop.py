@@ -1,0 +1,214 @@
+"""The closed loop without an LLM: capture, attribute, diagnose, transform, validate, re-measure, compare.
+
+    baseline capture -> profile -> findings (ordered by their bound on the gain)
+      for each licensed pass, best bound first, within the budget:
+        plan = accepted passes + this one -> apply + validate numerics (rejected: say why)
+        capture the plan's workload_optimized.py -> profile -> compare with the best so far
+        keep the pass only when validation passed and the comparable capture is faster
+    -> run dir: baseline/, trial-N-<pass>/ (plan, wrapper, capture), findings.json,
+       comparison.json, report.html, walltime.json, optimize.json
+
+The same function backs ``oprof optimize``, the MCP server and the Claude Code plugin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from profiler_core.atomic_write import write_text_atomic
+from profiler_core.capture.config import CaptureConfig
+from profiler_core.errors import CaptureCancelledError, PassError
+from profiler_core.schema import Profile, read_profile
+
+ProgressFn = Callable[[str, int, int, str], None]
+DEFAULT_RUNS_DIR = Path("oprof-runs")
+
+
+@dataclass(frozen=True)
+class OptimizeConfig:
+    """Settings of one loop; ``capture`` is used for every capture (baseline and trials)."""
+
+    out_dir: Path | None = None
+    budget: int = 4  # passes tried at most
+    device: str = "cuda"
+    capture: CaptureConfig = field(default_factory=CaptureConfig)
+    min_speedup: float = 1.01  # a pass must make profiled kernel time at least 1% faster
+    wall_iters: int = 30  # end-to-end timing (CUDA events); 0 skips it
+    wall_warmup: int = 5
+
+
+class Trial(BaseModel):
+    """One pass tried on top of the passes already kept."""
+
+    model_config = ConfigDict(extra="forbid")
+    transformation: str
+    passes: list[str]
+    outcome: Literal["kept", "rejected_validation", "not_applied", "not_faster", "not_comparable",
+                     "no_pass", "failed"]
+    reason: str = ""
+    run_dir: str | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    kernel_ns: int | None = None
+    speedup_vs_best: float | None = None
+
+
+class OptimizeResult(BaseModel):
+    """optimize.json: what the loop tried, what it kept, and the before/after figures."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[1] = 1
+    workload: str
+    created_at: str
+    run_dir: str
+    kept_passes: list[str] = Field(default_factory=list)
+    trials: list[Trial] = Field(default_factory=list)
+    baseline_kernel_ns: int = 0
+    optimized_kernel_ns: int = 0
+    kernel_speedup: float = 1.0
+    baseline_attributed_pct: float = 0.0
+    optimized_attributed_pct: float = 0.0
+    wall_time: dict[str, dict[str, float | int]] = Field(default_factory=dict)  # "baseline"/"optimized"
+    wall_speedup: float | None = None
+    validation: dict[str, float | None] = Field(default_factory=dict)
+    final_run_dir: str | None = None
+    validation_failures: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _capture_profile(workload: Path, run_dir: Path, base: CaptureConfig, progress: ProgressFn | None,
+                     cancel: threading.Event | None) -> Profile:
+    from profiler_core.capture.pipeline import capture
+
+    if cancel is not None and cancel.is_set():
+        raise CaptureCancelledError("the optimization loop was cancelled")
+    capture(workload, dataclasses.replace(base, out_dir=run_dir, attribute=True), progress=progress, cancel=cancel)
+    return read_profile(run_dir / "profile.json")
+
+
+def candidate_passes(findings: object) -> list[tuple[str, str]]:
+    """(transformation, finding rule) in order of the findings' gain bound, each once."""
+    seen: set[str] = set()
+    out = []
+    for f in sorted(findings.findings, key=lambda f: -f.gain_bound_pct):  # type: ignore[attr-defined]
+        t = f.transformation.value if f.transformation is not None else None
+        if t and t not in seen:
+            seen.add(t)
+            out.append((t, f.rule_id))
+    return out
+
+
+def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, progress: ProgressFn | None = None,
+             cancel: threading.Event | None = None) -> OptimizeResult:
+    """Run the loop on ``workload``; every artifact lands in the run directory (see module docstring)."""
+    from profiler_core.analysis import compare, diagnose
+    from profiler_core.passes import apply_pass_plan, get_pass
+    from profiler_core.report import render_html
+
+    config = config or OptimizeConfig()
+    path = Path(workload).resolve()
+    out = Path(config.out_dir or DEFAULT_RUNS_DIR / f"{path.stem}-optimize-{_now()}")
+    result = OptimizeResult(workload=str(path), created_at=_now(), run_dir=str(out))
+
+    def note(step: int, message: str) -> None:
+        if progress is not None:
+            progress("optimize", step, config.budget + 2, message)
+
+    note(0, "capturing the baseline")
+    baseline = _capture_profile(path, out / "baseline", config.capture, progress, cancel)
+    out.mkdir(parents=True, exist_ok=True)
+    findings = diagnose(baseline)
+    write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
+    result.baseline_kernel_ns = result.optimized_kernel_ns = baseline.coverage.duration_ns
+    result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
+    best, best_dir, kept = baseline, out / "baseline", []
+    for i, (transformation, rule) in enumerate(candidate_passes(findings)[: config.budget], start=1):
+        note(i, f"trying {transformation} (finding {rule})")
+        trial_dir = out / f"trial-{i}-{transformation}"
+        trial = Trial(transformation=transformation, passes=[*kept, transformation], outcome="failed",
+                      run_dir=str(trial_dir))
+        result.trials.append(trial)
+        try:
+            get_pass(transformation)
+        except PassError:
+            trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{transformation}' (finding {rule})"
+            continue
+        plan = apply_pass_plan(path, trial.passes, device=config.device, out_dir=trial_dir,
+                               compile_mode=config.capture.compile_mode.value, raise_on_failure=False)
+        if plan.validation is not None:
+            trial.max_abs_err, trial.max_rel_err = plan.validation.max_abs_err, plan.validation.max_rel_err
+        if plan.status.value != "validated":
+            trial.outcome = "rejected_validation"
+            v = plan.validation
+            trial.reason = (f"{v.reason} (max abs err {v.max_abs_err}, max rel err {v.max_rel_err})"
+                            if v is not None else "validation did not run")
+            result.validation_failures += 1
+            continue
+        if transformation not in plan.applied:
+            trial.outcome = "not_applied"
+            trial.reason = plan.record(transformation).reason
+            continue
+        try:
+            prof = _capture_profile(trial_dir / "workload_optimized.py", trial_dir / "capture", config.capture,
+                                    progress, cancel)
+        except CaptureCancelledError:
+            raise
+        except Exception as err:  # a failed trial must not lose the loop's other results
+            trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
+            continue
+        cmp = compare(best, prof)
+        trial.kernel_ns = prof.coverage.duration_ns
+        trial.speedup_vs_best = cmp.speedup
+        if not cmp.comparability.comparable:
+            trial.outcome = "not_comparable"
+            trial.reason = "; ".join(cmp.comparability.warnings) or "captures are not comparable"
+        elif cmp.speedup is None or cmp.speedup < config.min_speedup:
+            trial.outcome = "not_faster"
+            trial.reason = f"profiled kernel time {best.coverage.duration_ns} -> {prof.coverage.duration_ns} ns"
+        else:
+            trial.outcome = "kept"
+            kept = trial.passes
+            best, best_dir = prof, trial_dir
+            result.validation = {"max_abs_err": trial.max_abs_err, "max_rel_err": trial.max_rel_err}
+    result.kept_passes = kept
+    result.final_run_dir = str(best_dir)
+    result.optimized_kernel_ns = best.coverage.duration_ns
+    result.optimized_attributed_pct = best.coverage.attributed_time_pct
+    result.kernel_speedup = (result.baseline_kernel_ns / result.optimized_kernel_ns
+                             if result.optimized_kernel_ns else 1.0)
+    note(config.budget + 1, "comparing and reporting")
+    comparison = compare(baseline, best, base_findings=findings, base_label="baseline", opt_label="optimized")
+    write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
+    write_text_atomic(out / "report.html", render_html(best, findings=findings, comparison=comparison,
+                                                       baseline=baseline, title=f"{path.name}: optimization"))
+    if config.wall_iters > 0:
+        _wall_times(path, best_dir, config, result)
+    write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
+    return result
+
+
+def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: OptimizeResult) -> None:
+    from profiler_core.optimize.walltime import measure
+
+    mode = config.capture.compile_mode.value
+    base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode)
+    result.wall_time["baseline"] = base.as_dict()
+    wrapper = best_dir / "workload_optimized.py"
+    if wrapper.exists():
+        opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode)
+        result.wall_time["optimized"] = opt.as_dict()
+        result.wall_speedup = base.median_ms / opt.median_ms if opt.median_ms else None
+    write_text_atomic(Path(result.run_dir) / "walltime.json", json.dumps(result.wall_time, indent=1))
