@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_server.server import _is_loopback, _parser
@@ -59,3 +61,33 @@ def test_cli_defaults_bind_loopback() -> None:
                          ids=["v4", "v6", "name", "any", "lan", "hostname"])
 def test_loopback_detection(host: str, loopback: bool) -> None:
     assert _is_loopback(host) is loopback
+
+
+def test_main_picks_roots_from_args_then_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from mcp_server import server
+
+    started: list[tuple[tuple[str, ...], dict]] = []
+    monkeypatch.setattr(server.MCPServer, "run", lambda self, *a, **kw: started.append((a, kw)))
+    built: list = []
+    real_create = server.create_server
+    monkeypatch.setattr(server, "create_server", lambda config: built.append(config) or real_create(config))
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    monkeypatch.setenv("OPROF_WORKSPACE", str(b))
+    server.main(["--root", str(a)])
+    server.main([])
+    server.main(["--http", "--port", "9100"])
+    assert [c.roots for c in built] == [(a,), (b,), (b,)]
+    assert started[:2] == [((), {}), ((), {})]  # stdio
+    assert started[2] == ((), {"transport": "streamable-http", "host": "127.0.0.1", "port": 9100})
+
+
+def test_main_reports_a_bad_root_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_server import server
+
+    with pytest.raises(SystemExit) as exit_info:
+        server.main(["--root", str(tmp_path / "missing")])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "not a directory" in err
