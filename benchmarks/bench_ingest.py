@@ -5,11 +5,14 @@ into a temporary directory, each copy shifted in time and in its ids, so the rea
 realistic events at scale:
 
 * a ~100 MB Kineto trace (Kineto's own pretty-printed layout),
-* an nsys SQLite export with 500k kernels (kernel, runtime and NVTX rows replicated),
+* an nsys SQLite export with 500k kernels (kernel, runtime and NVTX rows replicated;
+  ``--no-nsys-nvtx`` leaves the 44 NVTX ranges alone),
 * an ncu raw CSV with 500k data rows (read by ``profiler_core.ingest.ncu.read_ncu`` when present).
 
 Each reader runs in a fresh subprocess so its peak RSS (``ru_maxrss``) is its own; the
-figures are printed, never asserted. Targets: 100 MB of Kineto in under 5 s and 1.5 GB.
+figures are printed, never asserted. Wall time depends on what else the machine runs, so
+CPU time (user + sys of the reader) and the load average are printed too.
+Targets: 100 MB of Kineto in under 5 s and 1.5 GB.
 
     python benchmarks/bench_ingest.py [--kineto-mb 100] [--nsys-kernels 500000]
                                       [--ncu-rows 500000] [--repeat 3] [--workdir DIR]
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import sqlite3
 import statistics
@@ -42,7 +46,7 @@ def build_kineto(dest: Path, target_mb: float) -> None:
     timed = [e for e in events if isinstance(e.get("ts"), int | float)]
     span_us = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 100.0
     head = text[: text.index('"traceEvents": [') + len('"traceEvents": [')]
-    one_copy = sum(len(json.dumps(e, indent=2)) + 2 for e in events)
+    one_copy = sum(len(_event_text(e)) + 2 for e in events)
     copies = max(1, round(target_mb * 1e6 / one_copy))
     with dest.open("w") as out:
         out.write(head + "\n")
@@ -60,13 +64,18 @@ def build_kineto(dest: Path, target_mb: float) -> None:
                     for key in ("External id", "correlation"):
                         if isinstance(args.get(key), int):
                             args[key] += replica * _ID_SHIFT
-                out.write(("" if first else ",\n") + json.dumps(shifted, indent=2))
+                out.write(("" if first else ",\n") + _event_text(shifted))
                 first = False
         out.write('\n  ],\n  "traceName": "bench"\n}\n')
 
 
-def build_nsys(dest: Path, kernels: int) -> None:
-    """Copy nsys.sqlite and replicate its kernel, runtime and NVTX rows with shifted times and ids."""
+def _event_text(event: dict) -> str:
+    """One event per block, its braces indented by two spaces: Kineto's own layout."""
+    return "  " + json.dumps(event, indent=2).replace("\n", "\n  ")
+
+
+def build_nsys(dest: Path, kernels: int, nvtx: bool = True) -> None:
+    """Copy nsys.sqlite and replicate its kernel, runtime (and NVTX) rows with shifted times and ids."""
     shutil.copyfile(JOINABLE / "nsys.sqlite", dest)
     conn = sqlite3.connect(dest)
     base = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
@@ -79,7 +88,8 @@ def build_nsys(dest: Path, kernels: int) -> None:
     span_ns = hi - lo + 1000
     shifted = {"start": f"start + i * {span_ns}", "end": f"end + i * {span_ns}",
                "correlationId": f"correlationId + i * {_ID_SHIFT}"}
-    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
+    tables = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"] + ["NVTX_EVENTS"] * nvtx
+    for table in tables:
         columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
         select = ", ".join(shifted.get(c, c) for c in columns)
         conn.execute(
@@ -118,23 +128,29 @@ try:
 except ImportError as err:
     print(json.dumps({{"skipped": str(err)}}))
     raise SystemExit(0)
-baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if len(sys.argv) > 3:  # availability check only
+    raise SystemExit(0)
+before = resource.getrusage(resource.RUSAGE_SELF)
 start = time.perf_counter()
 result = read(path)
 wall_s = time.perf_counter() - start
-peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 counts = {{name: len(getattr(result, name)) for name in
           ("kernels", "cpu_ops", "runtime_calls", "nvtx_ranges", "rows") if hasattr(result, name)}}
-print(json.dumps({{"wall_s": wall_s, "peak_kb": peak_kb, "baseline_kb": baseline_kb, "counts": counts}}))
+print(json.dumps({{"wall_s": wall_s, "cpu_s": cpu_s, "peak_kb": after.ru_maxrss,
+                  "baseline_kb": before.ru_maxrss, "counts": counts}}))
 """
 
 
-def measure(kind: str, path: Path) -> dict[str, object]:
+def measure(kind: str, path: Path, check_only: bool = False) -> dict[str, object]:
     """Run one reader on ``path`` in a fresh interpreter and return its figures."""
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(repo=str(REPO)), kind, str(path)],
+        [sys.executable, "-c", _CHILD.format(repo=str(REPO)), kind, str(path), *(["check"] * check_only)],
         capture_output=True, text=True, check=False,
     )
+    if check_only and done.returncode == 0 and not done.stdout.strip():
+        return {}
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -144,19 +160,17 @@ def report(kind: str, path: Path, repeat: int) -> None:
     """Print input size, wall time (best and median of ``repeat`` runs), MB/s and peak RSS."""
     size_mb = path.stat().st_size / 1e6
     runs = [measure(kind, path) for _ in range(repeat)]
-    if "skipped" in runs[0]:
-        print(f"{kind:7s} {size_mb:8.1f} MB  skipped: {kind} reader not available ({runs[0]['skipped']})")
-        return
     if any("error" in r for r in runs):
         print(f"{kind:7s} {size_mb:8.1f} MB  FAILED: {next(r['error'] for r in runs if 'error' in r)}")
         return
     walls = [float(r["wall_s"]) for r in runs]  # type: ignore[arg-type]
+    cpus = [float(r["cpu_s"]) for r in runs]  # type: ignore[arg-type]
     peak_mb = max(int(r["peak_kb"]) for r in runs) / 1024  # type: ignore[call-overload]
     base_mb = min(int(r["baseline_kb"]) for r in runs) / 1024  # type: ignore[call-overload]
     best, median = min(walls), statistics.median(walls)
-    print(f"{kind:7s} {size_mb:8.1f} MB  best {best:6.2f} s  median {median:6.2f} s  "
-          f"{size_mb / best:7.1f} MB/s  peak RSS {peak_mb:7.0f} MB (interpreter + imports {base_mb:.0f} MB)  "
-          f"{runs[0]['counts']}")
+    print(f"{kind:7s} {size_mb:7.1f} MB  wall best {best:5.2f} s (median {median:5.2f})  "
+          f"{size_mb / best:6.1f} MB/s  cpu best {min(cpus):5.2f} s  peak RSS {peak_mb:5.0f} MB "
+          f"(of which interpreter + imports {base_mb:.0f} MB)  {runs[0]['counts']}")
 
 
 def main() -> None:
@@ -164,6 +178,8 @@ def main() -> None:
     parser.add_argument("--kineto-mb", type=float, default=100.0)
     parser.add_argument("--nsys-kernels", type=int, default=500_000)
     parser.add_argument("--ncu-rows", type=int, default=500_000)
+    parser.add_argument("--no-nsys-nvtx", action="store_true",
+                        help="replicate only the kernel and runtime tables of the nsys export")
     parser.add_argument("--repeat", type=int, default=3, help="runs per reader (best and median shown)")
     parser.add_argument("--workdir", type=Path, help="build inputs here and keep them (default: a temp dir)")
     parser.add_argument("--only", choices=("kineto", "nsys", "ncu"), action="append",
@@ -173,12 +189,18 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     inputs = {
         "kineto": (work / "kineto.json", lambda p: build_kineto(p, args.kineto_mb)),
-        "nsys": (work / "nsys.sqlite", lambda p: build_nsys(p, args.nsys_kernels)),
+        "nsys": (work / f"nsys{'_no_nvtx' * args.no_nsys_nvtx}.sqlite",
+                 lambda p: build_nsys(p, args.nsys_kernels, nvtx=not args.no_nsys_nvtx)),
         "ncu": (work / "ncu_raw.csv", lambda p: build_ncu_csv(p, args.ncu_rows)),
     }
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", file=sys.stderr)
     try:
         for kind, (path, build) in inputs.items():
             if args.only and kind not in args.only:
+                continue
+            available = measure(kind, JOINABLE / "kineto.json", check_only=True)
+            if "skipped" in available:
+                print(f"{kind:7s} skipped: {kind} reader not available ({available['skipped']})")
                 continue
             if not path.exists():
                 start = time.perf_counter()
@@ -186,6 +208,7 @@ def main() -> None:
                 print(f"built {path.name}: {path.stat().st_size / 1e6:.1f} MB in "
                       f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
             report(kind, path, args.repeat)
+        print(f"load average after: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

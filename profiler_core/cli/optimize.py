@@ -20,17 +20,20 @@ def optimize_cmd(
     budget: Annotated[int, typer.Option(help="Passes to try at most.", min=1)] = 4,
     out: Annotated[Path | None, typer.Option(help="Run directory (default oprof-runs/<name>-optimize-<time>).")] = None,
     compile_mode: Annotated[CompileMode, typer.Option(help="How the workload is compiled.")] = CompileMode.DEFAULT,
+    device: Annotated[str, typer.Option(help="Device for captures, passes and wall times: cuda or cuda:N.")] = "cuda",
     counters: Annotated[CounterMode, typer.Option(help="ncu counter mode for every capture.")] = CounterMode.PER_CONFIG,
     nsys: Annotated[bool, typer.Option(help="Take an nsys timeline in every capture (else Kineto's).")] = True,
     warmup: Annotated[int, typer.Option(min=0)] = 2,
     iters: Annotated[int, typer.Option(min=1)] = 2,
-    wall_iters: Annotated[int, typer.Option(help="End-to-end iterations timed with CUDA events (0 skips).")] = 30,
+    wall_iters: Annotated[int, typer.Option(help="End-to-end iterations timed with CUDA events (0 skips).",
+                                            min=0)] = 30,
     as_json: Annotated[bool, typer.Option("--json", help="Print optimize.json on stdout.")] = False,
 ) -> None:
     """Capture, diagnose, apply passes, validate, re-capture, keep what is faster; write a run directory."""
     cap = dataclasses.replace(CaptureConfig(), compile_mode=compile_mode, counters=counters, nsys=nsys,
                               warmup=warmup, iters=iters)
-    result = optimize(workload, OptimizeConfig(out_dir=out, budget=budget, capture=cap, wall_iters=wall_iters),
+    config = OptimizeConfig(out_dir=out, budget=budget, device=device, capture=cap, wall_iters=wall_iters)
+    result = optimize(workload, config,
                       progress=lambda phase, step, total, msg: err_console.print(f"[dim]{phase}[/] {msg}"))
     if as_json:
         emit_json(result)
@@ -56,8 +59,13 @@ def render_result(result: OptimizeResult) -> None:
     wall_line = ""
     if "baseline" in wall and "optimized" in wall:
         base, opt = wall["baseline"], wall["optimized"]
+        speedup = "n/a" if result.wall_speedup is None else f"{result.wall_speedup:.2f}x"
         wall_line = (f"; end-to-end median {base['median_ms']:.3f} -> {opt['median_ms']:.3f} ms "
-                     f"({result.wall_speedup:.2f}x over {base['iterations']} iterations)")
+                     f"({speedup} over {base['iterations']} iterations)")
+    elif "baseline" in wall:
+        wall_line = f"; end-to-end median {wall['baseline']['median_ms']:.3f} ms (nothing kept to compare)"
+    for line in result.notes:
+        err_console.print(f"[yellow]note:[/] {line}")
     err_console.print(
         f"kept: {', '.join(result.kept_passes) or 'nothing'}; profiled kernel time "
         f"{result.baseline_kernel_ns / 1e3:.1f} -> {result.optimized_kernel_ns / 1e3:.1f} us "

@@ -10,7 +10,8 @@ Kineto writes ``ts`` and ``dur`` as microseconds with three decimals, relative t
                       start_ns=1795938282683329816, end_ns=1795938282683331576, stream=7, ...)
 
 Small traces are parsed whole with orjson; larger ones (``STREAM_THRESHOLD_BYTES``,
-uncompressed) are streamed event by event with ijson so memory holds only the records.
+uncompressed) are streamed a block of events at a time (see ``kineto_stream``), so memory
+holds the records and one block, never the whole document.
 ``.json.gz`` is recognised by its magic bytes, whatever the file is called.
 """
 
@@ -18,16 +19,18 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from itertools import chain
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import ijson
 import orjson
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
+from profiler_core.ingest import kineto_stream
 from profiler_core.ingest.kineto_events import EventRecords, collect_events
 from profiler_core.records import KinetoTrace
 
@@ -44,7 +47,7 @@ METADATA_KEYS = frozenset({
 })
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_READ_CHUNK_BYTES = 1 << 20
+_READ_BUFFER_BYTES = 1 << 20
 _DECODE_ERRORS = (orjson.JSONDecodeError, ijson.JSONError, gzip.BadGzipFile, EOFError, zlib.error,
                   UnicodeDecodeError)
 _REEXPORT = "capture it again with torch.profiler and export_chrome_trace (or tensorboard_trace_handler)"
@@ -69,10 +72,9 @@ def read_kineto(path: str | Path) -> KinetoTrace:
         with gc_paused():
             if _uncompressed_bytes(path, compressed) < STREAM_THRESHOLD_BYTES:
                 metadata, events = _load_whole(path, compressed)
+                found = collect_events(path, events, _base_time_ns(path, metadata))
             else:
-                metadata, events = _stream(path, compressed)
-            base_ns = _base_time_ns(path, metadata)
-            found = collect_events(path, events, base_ns)
+                metadata, found = _read_streamed(path, compressed)
     except _DECODE_ERRORS as err:
         raise ArtifactFormatError(
             f"{path}: not a readable JSON trace ({type(err).__name__}: {' '.join(str(err).split())}); "
@@ -125,8 +127,8 @@ def _uncompressed_bytes(path: Path, compressed: bool) -> int:
 
 def _open(path: Path, compressed: bool) -> IO[bytes]:
     if compressed:
-        return gzip.open(path, "rb")
-    return path.open("rb", buffering=_READ_CHUNK_BYTES)
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb", buffering=_READ_BUFFER_BYTES)
 
 
 def _load_whole(path: Path, compressed: bool) -> tuple[dict[str, Any], list[Any]]:
@@ -140,52 +142,31 @@ def _load_whole(path: Path, compressed: bool) -> tuple[dict[str, Any], list[Any]
     return {k: v for k, v in doc.items() if k in METADATA_KEYS}, events
 
 
-def _stream(path: Path, compressed: bool) -> tuple[dict[str, Any], Iterator[Any]]:
+def _read_streamed(path: Path, compressed: bool) -> tuple[dict[str, Any], EventRecords]:
+    """Framed blocks with orjson when the layout allows it, else ijson; memory stays bounded."""
+    if kineto_stream.FRAME_BYTES:
+        try:
+            with _open(path, compressed) as f:
+                metadata, blocks = kineto_stream.framed_batches(f, kineto_stream.FRAME_BYTES, METADATA_KEYS)
+                if "baseTimeNanoseconds" in metadata:
+                    base_ns = _base_time_ns(path, metadata)
+                    return metadata, collect_events(path, chain.from_iterable(blocks), base_ns)
+        except kineto_stream.NotFramable:
+            pass  # start over with the token-level reader, which also names what is wrong
     with _open(path, compressed) as f:
-        metadata = _read_head(path, f)
+        metadata, found = kineto_stream.ijson_head(_IJSON, f, METADATA_KEYS)
+    if found == "not-a-list":
+        raise _not_a_trace(path, "its traceEvents is not a list")
+    if found != "events":
+        raise _not_a_trace(path)
     if "baseTimeNanoseconds" not in metadata:
         # Not where Kineto puts it; one extra tokenising pass finds it after the events.
         with _open(path, compressed) as f:
             base = next(_IJSON.items(f, "baseTimeNanoseconds", use_float=True), None)
         if base is not None:
             metadata["baseTimeNanoseconds"] = base
-    return metadata, _stream_events(path, compressed)
-
-
-def _stream_events(path: Path, compressed: bool) -> Iterator[Any]:
-    with _open(path, compressed) as f:
-        yield from _IJSON.items(f, "traceEvents.item", use_float=True, buf_size=_READ_CHUNK_BYTES)
-
-
-def _read_head(path: Path, f: IO[bytes]) -> dict[str, Any]:
-    """Build the top-level values before ``traceEvents`` (Kineto's metadata), token by token."""
-    parser = _IJSON.parse(f, use_float=True)
-    first = next(parser, None)
-    if first is None or first[1] != "start_map":
-        raise _not_a_trace(path)
-    metadata: dict[str, Any] = {}
-    key: str | None = None
-    builder: ijson.common.ObjectBuilder | None = None
-    depth = 0
-    for _prefix, event, value in parser:
-        if builder is None:
-            if event == "end_map":
-                break
-            key = value
-            if key == "traceEvents":
-                if next(parser, (None, None, None))[1] != "start_array":
-                    raise _not_a_trace(path, "its traceEvents is not a list")
-                return metadata
-            builder = ijson.common.ObjectBuilder()
-            continue
-        builder.event(event, value)
-        depth += event in ("start_map", "start_array")
-        depth -= event in ("end_map", "end_array")
-        if depth == 0:
-            if key in METADATA_KEYS:
-                metadata[key] = builder.value
-            builder = None
-    raise _not_a_trace(path)
+    batches = kineto_stream.ijson_batches(_IJSON, lambda: _open(path, compressed))
+    return metadata, collect_events(path, chain.from_iterable(batches), _base_time_ns(path, metadata))
 
 
 def _base_time_ns(path: Path, metadata: Mapping[str, Any]) -> int:
@@ -200,4 +181,3 @@ def _not_a_trace(path: Path, why: str = "it has no traceEvents") -> ArtifactForm
         f"{path}: not a torch.profiler Chrome trace ({why}); pass the JSON file written by "
         f"prof.export_chrome_trace or tensorboard_trace_handler"
     )
-

@@ -131,6 +131,7 @@ def us_to_ns(value: Any) -> int:
     ``round(ts * 1000)`` can be off by 1 ns: at Kineto's magnitudes (~5e12 us) the product
     no longer fits the mantissa. Splitting off the exact integer part keeps the rounding
     on the small fractional part only, so ``5081256683329.816`` gives ``...329816`` exactly.
+    Exact up to 2**43 us (101 days of trace clock); beyond, a double cannot hold 1 ns.
     """
     if type(value) is bool:
         raise TypeError(f"expected a number of microseconds, got {value!r}")

@@ -50,20 +50,40 @@ class StringIds(dict[int, "str | None"]):
 
     A big export names a few hundred kernels and API calls in 500k rows, so one point query
     per distinct id beats both a join (a fresh str per row) and loading the whole table.
+    After ``_POINT_QUERIES`` misses (many distinct registered NVTX strings, say) the whole
+    table is loaded at once instead.
     """
+
+    _POINT_QUERIES = 2000
 
     def __init__(self, conn: sqlite3.Connection, transform: Callable[[str], str] | None) -> None:
         super().__init__()
         self._conn = conn
         self._transform = transform
+        self._misses = 0
+        self._complete = False
 
     def __missing__(self, key: int) -> str | None:
+        if self._complete:
+            return None
+        self._misses += 1
+        if self._misses > self._POINT_QUERIES:
+            self._load_all()
+            return self.get(key)
         row = self._conn.execute("SELECT value FROM StringIds WHERE id = ?", (key,)).fetchone()
-        value = row[0] if row is not None and type(row[0]) is str else None
-        if value is not None and self._transform is not None:
-            value = self._transform(value)
+        value = self._clean(row[0]) if row is not None else None
         self[key] = value
         return value
+
+    def _load_all(self) -> None:
+        for key, text in self._conn.execute("SELECT id, value FROM StringIds"):
+            self[key] = self._clean(text)
+        self._complete = True
+
+    def _clean(self, text: object) -> str | None:
+        if type(text) is not str:
+            return None
+        return text if self._transform is None else self._transform(text)
 
 
 @dataclass

@@ -42,9 +42,9 @@ def read_runtime_calls(schema: ExportSchema) -> list[RuntimeCall]:
         if table not in schema.tables:
             continue
         schema.require(table, _API_REQUIRED)
-        ok = schema.integers_ok(table, "r", ("start", "end"), ("globalTid", "correlationId"))
+        typed = schema.integers_ok(table, "r", ("start", "end"), ("globalTid", "correlationId"))
         cursor = schema.conn.execute(
-            f"SELECT r.start, r.end, r.globalTid, r.correlationId, r.nameId, {ok} FROM {table} AS r"
+            f"SELECT r.start, r.end, r.globalTid, r.correlationId, r.nameId, {typed} FROM {table} AS r"
         )
         while rows := cursor.fetchmany(_BATCH_ROWS):
             for start, end, tid, correlation, name_id, ok in rows:
@@ -77,9 +77,9 @@ def read_nvtx_ranges(schema: ExportSchema, warnings: list[str]) -> list[NvtxRang
     strings = schema.strings()
     domains = _domains(schema, strings) if "domainId" in columns else {}
     selected = ", ".join(schema.column_or_null(_NVTX_TABLE, c, "n") for c in ("text", "textId", "domainId"))
-    ok = schema.integers_ok(_NVTX_TABLE, "n", ("start", "end"), ("globalTid",))
+    typed = schema.integers_ok(_NVTX_TABLE, "n", ("start", "end"), ("globalTid",))
     cursor = schema.conn.execute(
-        f"SELECT n.start, n.end, n.globalTid, {selected}, {ok} FROM {_NVTX_TABLE} AS n "
+        f"SELECT n.start, n.end, n.globalTid, {selected}, {typed} FROM {_NVTX_TABLE} AS n "
         f"WHERE n.eventType IN {_NVTX_RANGES} AND n.end IS NOT NULL"
     )
     ranges: list[NvtxRange] = []

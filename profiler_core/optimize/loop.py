@@ -25,8 +25,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from profiler_core.atomic_write import write_text_atomic
-from profiler_core.capture.config import CaptureConfig
-from profiler_core.errors import CaptureCancelledError, PassError
+from profiler_core.capture.config import CaptureConfig, CompileMode
+from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
 from profiler_core.schema import Profile, read_profile
 
 ProgressFn = Callable[[str, int, int, str], None]
@@ -35,11 +35,11 @@ DEFAULT_RUNS_DIR = Path("oprof-runs")
 
 @dataclass(frozen=True)
 class OptimizeConfig:
-    """Settings of one loop; ``capture`` is used for every capture (baseline and trials)."""
+    """Settings of one loop; ``capture`` is used for every capture (baseline and trials), on ``device``."""
 
     out_dir: Path | None = None
-    budget: int = 4  # passes tried at most
-    device: str = "cuda"
+    budget: int = 4  # passes tried at most (a transformation no pass implements costs nothing)
+    device: str = "cuda"  # for captures, passes and wall times alike (it replaces capture.device)
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     min_speedup: float = 1.01  # a pass must make profiled kernel time at least 1% faster
     wall_iters: int = 30  # end-to-end timing (CUDA events); 0 skips it
@@ -93,10 +93,25 @@ def _capture_profile(workload: Path, run_dir: Path, base: CaptureConfig, progres
                      cancel: threading.Event | None) -> Profile:
     from profiler_core.capture.pipeline import capture
 
-    if cancel is not None and cancel.is_set():
-        raise CaptureCancelledError("the optimization loop was cancelled")
+    _check_cancel(cancel)
     capture(workload, dataclasses.replace(base, out_dir=run_dir, attribute=True), progress=progress, cancel=cancel)
     return read_profile(run_dir / "profile.json")
+
+
+def _check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise CaptureCancelledError("the optimization loop was cancelled")
+
+
+def plan_compile(mode: CompileMode) -> tuple[str | None, str]:
+    """(compile_mode, compiler) for apply_pass_plan so a plan's model is compiled as the captures are.
+
+    Eager captures leave the model uncompiled, so the plan runs its graph rewrites without
+    Inductor; apply_pass_plan knows no "eager" compile mode.
+    """
+    if mode is CompileMode.EAGER:
+        return None, "eager"
+    return mode.value, "inductor"
 
 
 def candidate_passes(findings: object) -> list[tuple[str, str]]:
@@ -119,6 +134,8 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
     from profiler_core.report import render_html
 
     config = config or OptimizeConfig()
+    cap = dataclasses.replace(config.capture, device=config.device)
+    compile_mode, compiler = plan_compile(cap.compile_mode)
     path = Path(workload).resolve()
     out = Path(config.out_dir or DEFAULT_RUNS_DIR / f"{path.stem}-optimize-{_now()}")
     result = OptimizeResult(workload=str(path), created_at=_now(), run_dir=str(out))
@@ -128,26 +145,34 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
             progress("optimize", step, config.budget + 2, message)
 
     note(0, "capturing the baseline")
-    baseline = _capture_profile(path, out / "baseline", config.capture, progress, cancel)
+    baseline = _capture_profile(path, out / "baseline", cap, progress, cancel)
     out.mkdir(parents=True, exist_ok=True)
     findings = diagnose(baseline)
     write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
     result.baseline_kernel_ns = result.optimized_kernel_ns = baseline.coverage.duration_ns
     result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
-    best, best_dir, kept = baseline, out / "baseline", []
-    for i, (transformation, rule) in enumerate(candidate_passes(findings)[: config.budget], start=1):
-        note(i, f"trying {transformation} (finding {rule})")
-        trial_dir = out / f"trial-{i}-{transformation}"
-        trial = Trial(transformation=transformation, passes=[*kept, transformation], outcome="failed",
-                      run_dir=str(trial_dir))
+    best, best_dir, kept, tried = baseline, out / "baseline", [], 0
+    for i, (transformation, rule) in enumerate(candidate_passes(findings), start=1):
+        if tried >= config.budget:
+            break
+        _check_cancel(cancel)
+        trial = Trial(transformation=transformation, passes=[*kept, transformation], outcome="failed")
         result.trials.append(trial)
         try:
             get_pass(transformation)
         except PassError:
             trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{transformation}' (finding {rule})"
             continue
-        plan = apply_pass_plan(path, trial.passes, device=config.device, out_dir=trial_dir,
-                               compile_mode=config.capture.compile_mode.value, raise_on_failure=False)
+        tried += 1
+        note(tried, f"trying {transformation} (finding {rule})")
+        trial_dir = out / f"trial-{i}-{transformation}"
+        trial.run_dir = str(trial_dir)
+        try:
+            plan = apply_pass_plan(path, trial.passes, device=config.device, out_dir=trial_dir,
+                                   compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
+        except ProfilerError as err:  # e.g. a pass that cannot run here: the other trials still count
+            trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
+            continue
         if plan.validation is not None:
             trial.max_abs_err, trial.max_rel_err = plan.validation.max_abs_err, plan.validation.max_rel_err
         if plan.status.value != "validated":
@@ -161,9 +186,9 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
             trial.outcome = "not_applied"
             trial.reason = plan.record(transformation).reason
             continue
+        wrapper = Path(plan.artifacts.get("workload", trial_dir / "workload_optimized.py"))
         try:
-            prof = _capture_profile(trial_dir / "workload_optimized.py", trial_dir / "capture", config.capture,
-                                    progress, cancel)
+            prof = _capture_profile(wrapper, trial_dir / "capture", cap, progress, cancel)
         except CaptureCancelledError:
             raise
         except Exception as err:  # a failed trial must not lose the loop's other results
@@ -187,15 +212,19 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
     result.final_run_dir = str(best_dir)
     result.optimized_kernel_ns = best.coverage.duration_ns
     result.optimized_attributed_pct = best.coverage.attributed_time_pct
-    result.kernel_speedup = (result.baseline_kernel_ns / result.optimized_kernel_ns
-                             if result.optimized_kernel_ns else 1.0)
     note(config.budget + 1, "comparing and reporting")
     comparison = compare(baseline, best, base_findings=findings, base_label="baseline", opt_label="optimized")
+    # compare's figure, so optimize.json and comparison.json agree (it scales by iteration counts)
+    result.kernel_speedup = comparison.speedup if comparison.speedup is not None else 1.0
     write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
     write_text_atomic(out / "report.html", render_html(best, findings=findings, comparison=comparison,
                                                        baseline=baseline, title=f"{path.name}: optimization"))
     if config.wall_iters > 0:
-        _wall_times(path, best_dir, config, result)
+        _check_cancel(cancel)
+        try:
+            _wall_times(path, best_dir, config, result)
+        except ProfilerError as err:  # the end-to-end timing is extra: it must not lose the loop's results
+            result.notes.append(f"wall time not measured: {err}")
     write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
     return result
 
@@ -204,11 +233,13 @@ def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: Opti
     from profiler_core.optimize.walltime import measure
 
     mode = config.capture.compile_mode.value
-    base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode)
+    base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
+                   device=config.device, python=config.capture.python)
     result.wall_time["baseline"] = base.as_dict()
     wrapper = best_dir / "workload_optimized.py"
     if wrapper.exists():
-        opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode)
+        opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
+                      device=config.device, python=config.capture.python)
         result.wall_time["optimized"] = opt.as_dict()
         result.wall_speedup = base.median_ms / opt.median_ms if opt.median_ms else None
     write_text_atomic(Path(result.run_dir) / "walltime.json", json.dumps(result.wall_time, indent=1))

@@ -1,10 +1,15 @@
-"""End-to-end wall time of a workload's step, timed with CUDA events over many iterations.
+"""End-to-end wall time of a workload's step, timed over many iterations.
+
+On CUDA each step is timed with CUDA events (the GPU's own clock, from the first launch to
+the last kernel's end); on any other device with ``time.perf_counter`` around a step that
+is synchronous there.
 
 Profiled kernel time says what the GPU did; this says what the user waits for. Each run is
 its own process (the same harness contract as capture), so compile and allocator state do
 not leak between the baseline and the optimized model:
 
-    python -m profiler_core.optimize.walltime WORKLOAD --iters 30 --warmup 5 [--compile-mode default]
+    python -m profiler_core.optimize.walltime WORKLOAD --iters 30 --warmup 5 [--compile-mode default] \
+        [--device cuda]
 
 prints one JSON line: per-iteration milliseconds, median, p10/p90, min/max.
 """
@@ -13,13 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler_core.errors import ToolFailedError, WorkloadError
+from profiler_core.errors import ProfilerError, ToolFailedError, WorkloadError
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,10 @@ class WallTime:
         xs = sorted(self.iterations_ms)
         return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
+    def __post_init__(self) -> None:
+        if not self.iterations_ms:
+            raise ValueError("a WallTime needs at least one iteration")
+
     def as_dict(self) -> dict[str, float | int]:
         return {"iterations": len(self.iterations_ms), "median_ms": self.median_ms,
                 "p10_ms": self.quantile_ms(0.1), "p90_ms": self.quantile_ms(0.9),
@@ -43,56 +55,98 @@ class WallTime:
 
 
 def measure_in_process(workload: Path, *, iters: int, warmup: int, compile_mode: str, device: str = "cuda") -> WallTime:
-    """Time ``iters`` steps after ``warmup`` in this process (CUDA events around each step)."""
+    """Time ``iters`` steps after ``warmup`` in this process (CUDA events on CUDA, else perf_counter)."""
     import torch
 
     from profiler_core.capture.config import CompileMode
     from profiler_core.capture.harness import _compiled
     from profiler_core.workload import load_workload
 
+    if iters < 1:
+        raise WorkloadError(f"{workload}: --iters is {iters}; time at least one iteration")
+    try:
+        mode = CompileMode(compile_mode)
+    except ValueError as err:
+        raise WorkloadError(f"unknown compile mode '{compile_mode}'; use one of "
+                            f"{', '.join(m.value for m in CompileMode)}") from err
     torch.manual_seed(0)
     wl = load_workload(workload, device=device)
-    model = _compiled(wl.model, CompileMode(compile_mode), wl.path)
+    model = _compiled(wl.model, mode, wl.path)
     for _ in range(warmup):
         wl.step(model, wl.inputs)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        wl.step(model, wl.inputs)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    if torch.device(device).type != "cuda":
+        return WallTime(tuple(_host_times_ms(lambda: wl.step(model, wl.inputs), iters)))
+    with torch.cuda.device(torch.device(device)):  # events on the workload's device (cuda:N)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            wl.step(model, wl.inputs)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
     return WallTime(tuple(times))
 
 
+def _host_times_ms(step: Callable[[], object], iters: int) -> list[float]:
+    """perf_counter around each call: on a CPU the step is done when the call returns."""
+    times = []
+    for _ in range(iters):
+        start_s = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start_s) * 1e3)
+    return times
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with this profiler_core importable in the child wherever it is run from."""
+    import profiler_core
+
+    env = dict(os.environ)
+    root = str(Path(profiler_core.__file__).resolve().parent.parent)
+    paths = [root, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
 def measure(workload: Path, *, iters: int = 30, warmup: int = 5, compile_mode: str = "default",
-            python: str = sys.executable, timeout_s: float = 900) -> WallTime:
+            device: str = "cuda", python: str = sys.executable, timeout_s: float = 900) -> WallTime:
     """Run :func:`measure_in_process` in a fresh interpreter and return its figures."""
     cmd = [python, "-m", "profiler_core.optimize.walltime", str(workload), "--iters", str(iters),
-           "--warmup", str(warmup), "--compile-mode", compile_mode]
+           "--warmup", str(warmup), "--compile-mode", compile_mode, "--device", device]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False,
+                             env=_child_env())
     except subprocess.TimeoutExpired as err:
         raise ToolFailedError(f"{workload}: wall-time run exceeded {timeout_s:.0f} s") from err
+    except OSError as err:
+        raise ToolFailedError(f"{workload}: cannot start the wall-time run with {python} ({err}); "
+                              "check the interpreter path") from err
     if out.returncode != 0:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise WorkloadError(f"{workload}: wall-time run failed: {tail}")
-    data = json.loads(out.stdout.strip().splitlines()[-1])
-    return WallTime(tuple(data["iterations_ms"]))
+    try:
+        data = json.loads((out.stdout.strip().splitlines() or [""])[-1])
+        return WallTime(tuple(float(x) for x in data["iterations_ms"]))
+    except (ValueError, KeyError, TypeError) as err:
+        raise WorkloadError(f"{workload}: the wall-time run printed no timings on its last line "
+                            f"({type(err).__name__}: {err}); does the workload print to stdout at exit?"
+                            ) from err
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="Time a workload's step with CUDA events.")
+    ap = argparse.ArgumentParser(description="Time a workload's step (CUDA events on CUDA, else perf_counter).")
     ap.add_argument("workload", type=Path)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--compile-mode", default="default")
+    ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
     try:
-        wt = measure_in_process(args.workload, iters=args.iters, warmup=args.warmup, compile_mode=args.compile_mode)
-    except WorkloadError as err:
+        wt = measure_in_process(args.workload, iters=args.iters, warmup=args.warmup,
+                                compile_mode=args.compile_mode, device=args.device)
+    except ProfilerError as err:
         print(str(err), file=sys.stderr)
         sys.exit(3)
     print(json.dumps({"iterations_ms": list(wt.iterations_ms), **wt.as_dict()}))

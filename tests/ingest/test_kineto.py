@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import shutil
 from decimal import Decimal
@@ -13,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest import kineto, read_kineto
+from profiler_core.ingest import kineto, kineto_stream, read_kineto
 from profiler_core.ingest.kineto_events import us_to_ns
 from profiler_core.records import KinetoTrace
 
@@ -33,11 +34,20 @@ def raw_events(joinable: Path) -> tuple[int, list[dict]]:
     return doc["baseTimeNanoseconds"], doc["traceEvents"]
 
 
-@pytest.fixture(params=["whole", "streamed"])
-def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test once with orjson on the whole file and once streaming with ijson."""
-    if request.param == "streamed":
+def _use(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force one reader: orjson on the whole file, framed blocks of 4 kB, or ijson tokens."""
+    if mode != "whole":
         monkeypatch.setattr(kineto, "STREAM_THRESHOLD_BYTES", 0)
+        monkeypatch.setattr(kineto_stream, "FRAME_BYTES", 4096 if mode == "framed" else 0)
+
+
+MODES = ["whole", "framed", "ijson"]
+
+
+@pytest.fixture(params=MODES)
+def parse_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once per reader."""
+    _use(request.param, monkeypatch)
     return request.param
 
 
@@ -144,18 +154,27 @@ def test_tiny_compiled_mlp(tiny: Path, parse_path: str) -> None:
     assert all(k.external_id in ops for k in trace.kernels)
 
 
+@pytest.mark.parametrize("mode", ["framed", "ijson"])
 @pytest.mark.parametrize("name", ["h200_joinable/kineto.json", "h200_tiny/kineto_compiled_mlp.json"],
                          ids=["joinable", "tiny"])
 def test_streaming_gives_identical_records(
-    data_dir: Path, name: str, monkeypatch: pytest.MonkeyPatch
+    data_dir: Path, name: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     whole = read_kineto(data_dir / name)
-    monkeypatch.setattr(kineto, "STREAM_THRESHOLD_BYTES", 0)
+    _use(mode, monkeypatch)
     streamed = read_kineto(data_dir / name)
     assert streamed.kernels == whole.kernels
     assert streamed.cpu_ops == whole.cpu_ops
     assert streamed.runtime_calls == whole.runtime_calls
     assert streamed.metadata == whole.metadata
+
+
+def test_framing_cuts_the_real_trace_into_blocks(joinable: Path) -> None:
+    with (joinable / "kineto.json").open("rb") as f:
+        metadata, blocks = kineto_stream.framed_batches(f, 4096, kineto.METADATA_KEYS)
+        sizes = [len(block) for block in blocks]
+    assert len(sizes) > 10 and sum(sizes) == 288
+    assert metadata["baseTimeNanoseconds"] == 1_790_857_026_000_000_000
 
 
 def test_gzip(joinable: Path, tmp_path: Path, joinable_trace: KinetoTrace, parse_path: str) -> None:
@@ -174,6 +193,27 @@ def test_base_time_after_the_events(joinable: Path, tmp_path: Path, joinable_tra
     path = tmp_path / "reordered.json"
     path.write_text(json.dumps(reordered))
     assert read_kineto(path).kernels == joinable_trace.kernels
+
+
+_PAD = "x" * 200  # pushes the look-alike separator past the head the reader inspects first
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"traceEvents": [{"ph": "X", "cat": "kernel"}, {"ph": "X"}]}', "not one per indented block"),
+        ('{"a": {"traceEvents": [\n  {\n  }]}}', "not a JSON object prefix"),
+        ('{"traceEvents": [\n  {\n    "pad": "' + _PAD + '",\n    "args": {"x": [\n  {\n  },\n  {\n  }]}'
+         '\n  }\n]}', "a block is not a list of whole events"),
+    ],
+    ids=["compact", "nested-key", "nested-separator"],
+)
+def test_framing_refuses_other_layouts(text: str, why: str) -> None:
+    """Layouts where a cut could land inside an event are refused, so ijson reads them instead."""
+    assert json.loads(text)  # each is valid JSON
+    with pytest.raises(kineto_stream.NotFramable, match=why):
+        _metadata, blocks = kineto_stream.framed_batches(io.BytesIO(text.encode()), 64, kineto.METADATA_KEYS)
+        list(blocks)
 
 
 @pytest.mark.parametrize(

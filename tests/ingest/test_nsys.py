@@ -208,3 +208,17 @@ def test_empty_file(tmp_path: Path) -> None:
     empty.touch()
     with pytest.raises(ArtifactFormatError, match="empty file"):
         read_nsys(empty)
+
+
+def test_many_registered_nvtx_strings(export_copy: Path, timeline: NsysTimeline) -> None:
+    """Past a few thousand distinct string ids the reader loads StringIds whole; texts stay right."""
+    tid = timeline.nvtx_ranges[0].tid
+    with sqlite3.connect(export_copy) as conn:
+        conn.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)",
+                         [(100_000 + i, f"step {i}") for i in range(3000)])
+        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) "
+                         "VALUES (?, ?, 59, ?, ?)", [(i, i + 1, tid, 100_000 + i) for i in range(3000)])
+    conn.close()
+    read = read_nsys(export_copy)
+    assert [r.text for r in read.nvtx_ranges[:3000]] == [f"step {i}" for i in range(3000)]
+    assert read.nvtx_ranges[3000:] == timeline.nvtx_ranges

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest import kineto, read_kineto, read_nsys
+from profiler_core.ingest import kineto, kineto_stream, read_kineto, read_nsys
 
 DATA = Path(__file__).parent.parent / "data"
 KINETO = (DATA / "h200_joinable" / "kineto.json").read_bytes()
@@ -39,12 +39,15 @@ def _outcome(read, path: Path) -> str:  # type: ignore[no-untyped-def]
     return "read"
 
 
-@pytest.mark.parametrize("threshold", [1 << 30, 0], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("threshold", "frame"), [(1 << 30, 0), (0, 4096), (0, 0)], ids=["whole", "framed", "ijson"]
+)
 @FUZZ
 @given(cut=st.none() | st.integers(0, len(KINETO)), edits=_edits(len(KINETO)))
 def test_damaged_kineto(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
-                        threshold: int, cut: int | None, edits: list[tuple[int, int]]) -> None:
+                        threshold: int, frame: int, cut: int | None, edits: list[tuple[int, int]]) -> None:
     monkeypatch.setattr(kineto, "STREAM_THRESHOLD_BYTES", threshold)
+    monkeypatch.setattr(kineto_stream, "FRAME_BYTES", frame)
     path = tmp_path_factory.mktemp("kineto") / "trace.json"
     path.write_bytes(_damage(KINETO, cut, edits))
     _outcome(read_kineto, path)

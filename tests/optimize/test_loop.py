@@ -1,0 +1,254 @@
+"""``optimize()`` end to end on a CPU: real passes, real validation, real profiles for the captures.
+
+Only the GPU capture is replaced: the fake returns the real H200 pair's profiles (the baseline
+for the baseline capture, the optimized half or the baseline again for a trial), after checking
+that a trial hands it the plan's ``workload_optimized.py`` and that this wrapper runs. Passes are
+applied and validated for real on examples/sdpa_attention.py at its small size, in eager mode.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import profiler_core.analysis as analysis
+from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.capture.config import CaptureConfig, CompileMode
+from profiler_core.cli import load_commands
+from profiler_core.errors import CaptureCancelledError
+from profiler_core.optimize import OptimizeConfig, OptimizeResult, loop, optimize
+from profiler_core.optimize.loop import plan_compile
+from profiler_core.passes import validation
+from profiler_core.passes.manager import COMPILE_MODES
+from profiler_core.schema import Profile
+from profiler_core.workload import load_workload
+from tests.analysis.capture_profiles import pair_profile
+
+REPO = Path(__file__).parent.parent.parent
+EXAMPLE = REPO / "examples" / "sdpa_attention.py"
+EAGER = CaptureConfig(compile_mode=CompileMode.EAGER)
+
+
+class FakeCapture:
+    """Stands in for loop._capture_profile: records each call and returns scripted real profiles."""
+
+    def __init__(self, trials: list[Profile | Exception]) -> None:
+        self.trials = list(trials)
+        self.calls: list[tuple[Path, Path, CaptureConfig]] = []
+        self.wrapper_outputs: list[torch.Size] = []
+
+    def __call__(self, workload: Path, run_dir: Path, base: CaptureConfig, progress: object,
+                 cancel: threading.Event | None) -> Profile:
+        self.calls.append((Path(workload), Path(run_dir), base))
+        if len(self.calls) == 1:
+            return pair_profile("base")
+        # what a real capture would do first: load the wrapper by the workload contract and run a step
+        wl = load_workload(workload, device="cpu")
+        self.wrapper_outputs.append(wl.step(wl.model, wl.inputs).shape)
+        nxt = self.trials.pop(0)
+        if isinstance(nxt, Exception):
+            raise nxt
+        return nxt
+
+
+def _other_gpu(profile: Profile) -> Profile:
+    """The same profile, as if captured on another GPU (so compare() calls it not comparable)."""
+    return profile.model_copy(update={"capture": profile.capture.model_copy(update={"gpu_name": "NVIDIA A100"})})
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")
+
+
+@pytest.fixture
+def elementwise_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """diagnose() as it is, plus a top-ranked finding whose transformation no graph pass implements."""
+    real = analysis.diagnose
+
+    def diagnose(profile: Profile, *args: object, **kwargs: object) -> analysis.FindingsReport:
+        report = real(profile, *args, **kwargs)
+        extra = Finding(rule_id="memory_bound_elementwise", title="elementwise chain", kind=FindingKind.OPTIMIZATION,
+                        symptom="s", bottleneck="b", transformation=Transformation.ELEMENTWISE_FUSION,
+                        gain_bound_pct=99.0)
+        return report.model_copy(update={"findings": [extra, *report.findings]})
+
+    monkeypatch.setattr(analysis, "diagnose", diagnose)
+
+
+@pytest.fixture
+def strict_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bf16 tolerance no bf16 GEMM can meet (the float32 one), so bf16_promotion fails validation for real."""
+    tight = validation.DEFAULT_TOLERANCES["float32"]
+    monkeypatch.setattr(validation, "DEFAULT_TOLERANCES", {**validation.DEFAULT_TOLERANCES, "bfloat16": tight})
+
+
+def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         small: None, elementwise_first: None,
+                                                         strict_bf16: None) -> None:
+    # candidates on the pair's baseline, best bound first: (elementwise_fusion), cuda_graphs,
+    # bf16_promotion, qkv_fusion, sdpa
+    fake = FakeCapture([pair_profile("opt"), pair_profile("opt")])
+    monkeypatch.setattr(loop, "_capture_profile", fake)
+    out = tmp_path / "run"
+    steps: list[tuple[str, int, int, str]] = []
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, device="cpu", wall_iters=0, capture=EAGER),
+                      progress=lambda *a: steps.append(a))
+
+    outcomes = [(t.transformation, t.outcome) for t in result.trials]
+    assert outcomes == [("elementwise_fusion", "no_pass"), ("cuda_graphs", "not_applied"),
+                        ("bf16_promotion", "rejected_validation"), ("qkv_fusion", "kept"),
+                        ("sdpa", "not_faster")]
+    by_name = {t.transformation: t for t in result.trials}
+    assert "no graph pass implements 'elementwise_fusion'" in by_name["elementwise_fusion"].reason
+    assert by_name["elementwise_fusion"].run_dir is None
+    assert "CUDA device" in by_name["cuda_graphs"].reason
+    bf16 = by_name["bf16_promotion"]
+    assert bf16.max_abs_err is not None and bf16.max_abs_err > 1e-4
+    assert "max abs err" in bf16.reason
+    assert result.validation_failures == 1
+    assert result.kept_passes == ["qkv_fusion"]
+    assert by_name["sdpa"].passes == ["qkv_fusion", "sdpa"]  # tried on top of what was kept
+
+    # the captures: the workload itself, then each validated plan's wrapper in its own trial dir
+    base_call, *trial_calls = fake.calls
+    assert base_call[0] == EXAMPLE.resolve() and base_call[1] == out / "baseline"
+    assert [c[0] for c in trial_calls] == [out / "trial-4-qkv_fusion" / "workload_optimized.py",
+                                           out / "trial-5-sdpa" / "workload_optimized.py"]
+    assert [c[1] for c in trial_calls] == [out / "trial-4-qkv_fusion" / "capture", out / "trial-5-sdpa" / "capture"]
+    assert all(c[2].device == "cpu" and c[2].compile_mode is CompileMode.EAGER for c in fake.calls)
+    assert fake.wrapper_outputs == [torch.Size([2, 16, 32])] * 2
+    assert "PASSES = ['qkv_fusion', 'sdpa']" in (out / "trial-5-sdpa" / "workload_optimized.py").read_text()
+    assert not (out / "trial-3-bf16_promotion" / "workload_optimized.py").exists()
+    assert json.loads((out / "trial-3-bf16_promotion" / "plan.json").read_text())["status"] == "rejected"
+
+    kept = by_name["qkv_fusion"]
+    base_ns, opt_ns = pair_profile("base").coverage.duration_ns, pair_profile("opt").coverage.duration_ns
+    assert kept.kernel_ns == opt_ns and kept.speedup_vs_best == pytest.approx(base_ns / opt_ns, rel=1e-3)
+    assert by_name["sdpa"].speedup_vs_best == pytest.approx(1.0)
+    assert result.baseline_kernel_ns == base_ns and result.optimized_kernel_ns == opt_ns
+    assert result.validation["max_abs_err"] == kept.max_abs_err is not None
+    assert result.final_run_dir == str(out / "trial-4-qkv_fusion")
+
+    for name in ("optimize.json", "findings.json", "comparison.json", "report.html"):
+        assert (out / name).is_file(), name
+    assert not (out / "walltime.json").exists()  # wall_iters=0
+    assert OptimizeResult.model_validate_json((out / "optimize.json").read_text()) == result
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["speedup"] == pytest.approx(result.kernel_speedup) and result.kernel_speedup > 3
+    findings = json.loads((out / "findings.json").read_text())
+    assert findings["findings"][0]["transformation"] == "elementwise_fusion"
+    assert "sdpa_attention.py: optimization" in (out / "report.html").read_text()
+    assert steps and all(s[0] == "optimize" for s in steps)
+
+
+def test_budget_counts_passes_tried_not_transformations_without_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None, elementwise_first: None) -> None:
+    fake = FakeCapture([pair_profile("base")])
+    monkeypatch.setattr(loop, "_capture_profile", fake)
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=2, device="cpu", wall_iters=0,
+                                              capture=EAGER))
+    assert [(t.transformation, t.outcome) for t in result.trials] == [
+        ("elementwise_fusion", "no_pass"), ("cuda_graphs", "not_applied"), ("bf16_promotion", "not_faster")]
+    assert result.kept_passes == [] and result.validation_failures == 0
+    assert result.final_run_dir == str(tmp_path / "run" / "baseline")
+    assert result.kernel_speedup == 1.0 and result.optimized_kernel_ns == result.baseline_kernel_ns
+    assert "profiled kernel time" in result.trials[-1].reason
+
+
+def test_failed_and_not_comparable_trials_keep_the_loop_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             small: None) -> None:
+    fake = FakeCapture([RuntimeError("ncu lost the GPU"), _other_gpu(pair_profile("opt")), pair_profile("opt")])
+    monkeypatch.setattr(loop, "_capture_profile", fake)
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", wall_iters=0, capture=EAGER))
+    assert [(t.transformation, t.outcome) for t in result.trials] == [
+        ("cuda_graphs", "not_applied"), ("bf16_promotion", "failed"), ("qkv_fusion", "not_comparable"),
+        ("sdpa", "kept")]
+    assert result.trials[1].reason == "RuntimeError: ncu lost the GPU"
+    assert "gpu_name" in result.trials[2].reason or "A100" in result.trials[2].reason
+    assert result.kept_passes == ["sdpa"]
+
+
+def test_a_pass_that_raises_is_a_failed_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None) -> None:
+    import profiler_core.passes as passes
+    from profiler_core.errors import PassError
+
+    real = passes.apply_pass_plan
+
+    def apply_pass_plan(path: Path, names: list[str], **kwargs: object) -> object:
+        if "bf16_promotion" in names:
+            raise PassError("bf16_promotion: the model cannot be copied")
+        return real(path, names, **kwargs)
+
+    monkeypatch.setattr(passes, "apply_pass_plan", apply_pass_plan)
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("opt")]))
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=3, device="cpu", wall_iters=0,
+                                              capture=EAGER))
+    assert [t.outcome for t in result.trials] == ["not_applied", "failed", "kept"]
+    assert "cannot be copied" in result.trials[1].reason
+    assert (tmp_path / "run" / "optimize.json").is_file()
+
+
+def test_cancel_stops_before_the_next_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None) -> None:
+    cancel = threading.Event()
+    fake = FakeCapture([])
+
+    def capture_then_cancel(*args: object) -> Profile:
+        profile = fake(*args)  # type: ignore[arg-type]
+        cancel.set()
+        return profile
+
+    monkeypatch.setattr(loop, "_capture_profile", capture_then_cancel)
+    with pytest.raises(CaptureCancelledError, match="cancelled"):
+        optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", wall_iters=0, capture=EAGER),
+                 cancel=cancel)
+    assert not any((tmp_path / "run").glob("trial-*"))
+
+
+@pytest.mark.parametrize("mode", list(CompileMode), ids=[m.value for m in CompileMode])
+def test_plan_compile_maps_every_capture_mode_to_one_apply_pass_plan_accepts(mode: CompileMode) -> None:
+    compile_mode, compiler = plan_compile(mode)
+    if mode is CompileMode.EAGER:
+        assert (compile_mode, compiler) == (None, "eager")  # "eager" is no Inductor mode
+    else:
+        assert compile_mode in COMPILE_MODES and compiler == "inductor" and compile_mode == mode.value
+
+
+# ------------------------------------------------------------------ the CLI
+
+
+def _cli(args: list[str]) -> object:
+    return CliRunner().invoke(load_commands(), args)
+
+
+@pytest.mark.parametrize("strict, code", [(False, 0), (True, 1)], ids=["validated", "validation-failed"])
+def test_cli_exit_code_says_whether_a_pass_failed_validation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None, request: pytest.FixtureRequest,
+        strict: bool, code: int) -> None:
+    if strict:
+        request.getfixturevalue("strict_bf16")
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    out = tmp_path / "run"
+    res = _cli(["optimize", str(EXAMPLE), "--device", "cpu", "--compile-mode", "eager", "--budget", "2",
+                "--wall-iters", "0", "--out", str(out), "--json"])
+    assert res.exit_code == code, res.output  # type: ignore[attr-defined]
+    printed = OptimizeResult.model_validate_json(res.stdout)  # type: ignore[attr-defined]
+    assert printed == OptimizeResult.model_validate_json((out / "optimize.json").read_text())
+    assert printed.trials[1].outcome == ("rejected_validation" if strict else "not_faster")
+    if strict:
+        assert "failed numerical validation" in res.stderr  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message a machine without a GPU gets")
+def test_cli_without_a_gpu_is_one_error_line_and_exit_2(tmp_path: Path, small: None) -> None:
+    res = _cli(["optimize", str(EXAMPLE), "--out", str(tmp_path / "run"), "--wall-iters", "0"])
+    assert res.exit_code == 2  # type: ignore[attr-defined]
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]  # type: ignore[attr-defined]
+    assert len(errors) == 1 and "GPU" in errors[0]
+    assert "Traceback" not in res.output  # type: ignore[attr-defined]
+    assert not (tmp_path / "run" / "optimize.json").exists()

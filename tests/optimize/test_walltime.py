@@ -1,0 +1,94 @@
+"""End-to-end wall times on a CPU: perf_counter in process, and the fresh-interpreter ``measure``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler_core.errors import ToolFailedError, WorkloadError
+from profiler_core.optimize import OptimizeConfig, loop, optimize
+from profiler_core.optimize.walltime import WallTime, measure, measure_in_process
+from tests.analysis.capture_profiles import pair_profile
+from tests.optimize.test_loop import EAGER, EXAMPLE, FakeCapture
+
+NO_ENTRY = "import torch\n\n\ndef make_model():\n    return torch.nn.Identity()\n"
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")
+
+
+def _check(wt: WallTime, iters: int) -> None:
+    figures = wt.as_dict()
+    assert figures["iterations"] == iters == len(wt.iterations_ms)
+    assert all(ms > 0 for ms in wt.iterations_ms)
+    assert figures["min_ms"] <= figures["p10_ms"] <= figures["median_ms"] <= figures["p90_ms"] <= figures["max_ms"]
+
+
+def test_in_process_on_cpu_uses_the_host_clock(small: None) -> None:
+    _check(measure_in_process(EXAMPLE, iters=4, warmup=1, compile_mode="eager", device="cpu"), 4)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"iters": 0, "compile_mode": "eager"}, "at least one iteration"),
+    ({"iters": 2, "compile_mode": "fastest"}, "unknown compile mode 'fastest'"),
+], ids=["no-iterations", "unknown-mode"])
+def test_in_process_rejects_bad_settings(small: None, kwargs: dict, message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        measure_in_process(EXAMPLE, warmup=0, device="cpu", **kwargs)
+
+
+def test_measure_runs_a_fresh_interpreter_on_cpu(small: None) -> None:
+    _check(measure(EXAMPLE, iters=3, warmup=1, compile_mode="eager", device="cpu"), 3)
+
+
+def test_measure_names_a_broken_workload(tmp_path: Path) -> None:
+    broken = tmp_path / "no_entry.py"
+    broken.write_text(NO_ENTRY)
+    with pytest.raises(WorkloadError, match="no_entry.py: wall-time run failed: .*get_model_and_inputs"):
+        measure(broken, iters=2, warmup=0, compile_mode="eager", device="cpu")
+
+
+def test_wall_time_figures() -> None:
+    wt = WallTime(tuple(float(x) for x in (5, 1, 4, 2, 3, 10, 9, 8, 7, 6, 11)))
+    assert wt.as_dict() == {"iterations": 11, "median_ms": 6.0, "p10_ms": 2.0, "p90_ms": 10.0,
+                            "min_ms": 1.0, "max_ms": 11.0}
+    with pytest.raises(ValueError, match="at least one iteration"):
+        WallTime(())
+
+
+@pytest.mark.slow
+def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  small: None) -> None:
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base"), pair_profile("opt")]))
+    out = tmp_path / "run"
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=3, device="cpu", wall_iters=3, wall_warmup=1,
+                                              capture=EAGER))
+    assert result.kept_passes == ["qkv_fusion"]
+    assert set(result.wall_time) == {"baseline", "optimized"}
+    assert all(w["iterations"] == 3 for w in result.wall_time.values())
+    assert result.wall_speedup == pytest.approx(result.wall_time["baseline"]["median_ms"]
+                                                / result.wall_time["optimized"]["median_ms"])
+    assert json.loads((out / "walltime.json").read_text()) == result.wall_time
+    assert result.notes == []
+
+
+def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      small: None) -> None:
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    out = tmp_path / "run"
+    # wall times run under the capture's interpreter, as captures do: here one that does not exist
+    capture = dataclasses.replace(EAGER, python=str(tmp_path / "missing" / "python"))
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", wall_iters=2, capture=capture))
+    assert (out / "optimize.json").is_file() and result.wall_time == {}
+    assert len(result.notes) == 1 and "wall time not measured" in result.notes[0]
+    assert "missing/python" in result.notes[0]
+
+
+def test_measure_names_a_missing_interpreter(tmp_path: Path) -> None:
+    with pytest.raises(ToolFailedError, match="cannot start"):
+        measure(EXAMPLE, iters=1, warmup=0, compile_mode="eager", device="cpu", python=str(tmp_path / "python"))
