@@ -1,0 +1,44 @@
+"""The tool boundary: library errors become ``ToolError`` so the model reads the message.
+
+On MCP SDK 2.1+ only a ``ToolError`` carries its text to the client; any other exception
+reaches the model as a bare "Error executing tool <name>". Every tool body therefore runs
+inside :func:`tool_errors`, and backends are imported through :func:`backend`, so that a
+stage missing from this installation is a readable error rather than a failed import of
+the whole server.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from profiler_core.errors import ProfilerError
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Turn ``ProfilerError`` and file-system errors raised inside the block into ``ToolError``."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except ProfilerError as err:
+        raise ToolError(str(err)) from err
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        raise ToolError(f"{where}{err.strerror or err}; check the path and its permissions") from err
+
+
+def backend(module: str, name: str) -> Any:
+    """``module.name`` imported on first use; a missing stage raises a ``ToolError`` naming it."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise ToolError(
+            f"this installation of operator-profiler lacks {module}.{name} ({err}); "
+            "install a release that ships it (pip install -U operator-profiler)"
+        ) from err

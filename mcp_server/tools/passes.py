@@ -1,0 +1,141 @@
+"""Pass tools: ``list_passes`` (the registry), ``apply_pass`` (apply, validate, write the result)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from mcp_server.config import ToolContext
+from mcp_server.errors import backend, tool_errors
+from mcp_server.models import (
+    ApplyPassResult,
+    ListPassesResult,
+    PassInfo,
+    PassOutcome,
+    ValidationSummary,
+)
+from mcp_server.tools import hints
+
+
+def _value(x: Any) -> str:
+    return str(getattr(x, "value", x))
+
+
+def pass_info(spec: Any) -> PassInfo:
+    """A registered pass, as listed to the model."""
+    return PassInfo(name=spec.name, level=_value(spec.level), symptom=spec.symptom,
+                    description=spec.description, structural=spec.structural, aliases=list(spec.aliases),
+                    source=spec.source)
+
+
+def chosen_findings(findings_path: Path, names: list[str]) -> list[dict[str, Any]]:
+    """The findings whose transformation is one of the chosen passes (their evidence travels with them).
+
+    The library would apply every transformation a findings file licenses; the tool applies
+    only the passes asked for, so the others' findings are left out.
+    """
+    read_findings = backend("profiler_core.passes.findings", "read_findings")
+    passes_named_by = backend("profiler_core.passes.findings", "passes_named_by")
+    get_pass = backend("profiler_core.passes", "get_pass")
+    pass_error = backend("profiler_core.errors", "PassError")
+    chosen = {get_pass(n).name for n in names}
+    kept = []
+    for name, finding in passes_named_by(read_findings(findings_path)):
+        try:
+            canonical = get_pass(name).name
+        except pass_error:
+            continue  # a structural fix (no pass of that name): never among the chosen ones
+        if canonical in chosen:
+            kept.append(dict(finding))
+    return kept
+
+
+def plan_result(plan: Any, plan_file: Path) -> ApplyPassResult:
+    """The wire form of an OptimizationPlan."""
+    v = plan.validation
+    validated = _value(plan.status) == "validated"
+    workload = plan.artifacts.get("workload")
+    return ApplyPassResult(
+        workload=plan.workload, status=_value(plan.status), plan_file=str(plan_file),
+        optimized_workload=workload if validated else None, applied=list(plan.applied),
+        passes=[PassOutcome(name=r.name, level=_value(r.level), status=_value(r.status), reason=r.reason,
+                            structural=r.structural, requested_by=list(r.requested_by),
+                            nodes_before=r.nodes_before, nodes_after=r.nodes_after,
+                            ops_removed=dict(r.ops_removed), ops_added=dict(r.ops_added))
+                for r in plan.passes],
+        compile_mode=plan.compile_mode, compiler=plan.compiler, compute_precision=plan.compute_precision,
+        matmul_precision=plan.matmul_precision, inductor_config=dict(plan.inductor_config),
+        graphs_compiled=plan.graphs_compiled, compile_s=plan.compile_s,
+        validation=None if v is None else ValidationSummary(
+            passed=v.passed, max_abs_err=v.max_abs_err, max_rel_err=v.max_rel_err,
+            compute_precision=v.compute_precision, outputs_compared=len(v.outputs), reason=v.reason),
+        notes=list(plan.notes),
+        next_step=("capture optimized_workload with the baseline's settings, attribute it, then compare"
+                   if validated else
+                   "the outputs changed beyond tolerance: apply the passes one at a time to find which"),
+    )
+
+
+def register(mcp: MCPServer, ctx: ToolContext) -> None:
+    ws, jobs = ctx.workspace, ctx.jobs
+
+    @mcp.tool(title="List graph passes", annotations=hints("List graph passes", read_only=True))
+    def list_passes() -> ListPassesResult:
+        """Every registered graph pass: its level, the profile symptom it addresses, and what it changes."""
+        with tool_errors():
+            specs = backend("profiler_core.passes", "list_passes")()
+            return ListPassesResult(passes=[pass_info(s) for s in specs])
+
+    @mcp.tool(title="Apply graph passes", annotations=hints("Apply graph passes", read_only=False,
+                                                            idempotent=False))
+    def apply_pass(
+        workload: Annotated[str, Field(description="The workload .py file (get_model_and_inputs contract).")],
+        passes: Annotated[list[str], Field(min_length=1, description="Pass names from list_passes.")],
+        findings: Annotated[str | None, Field(
+            description="findings.json from diagnose: the findings that license these passes are handed "
+                        "to them as evidence (no other pass is applied).")] = None,
+        device: Annotated[Literal["cuda", "cpu"], Field(
+            description="Where the workload runs for the baseline and the validation.")] = "cuda",
+        compile_mode: Annotated[Literal["default", "max-autotune", "reduce-overhead"] | None, Field(
+            description="torch.compile mode; default: the passes decide (cuda_graphs picks reduce-overhead).")
+        ] = None,
+        compiler: Annotated[Literal["inductor", "eager"], Field(
+            description="'eager' checks the graph rewrites and their numerics without Inductor (fast).")
+        ] = "inductor",
+        out_dir: Annotated[str | None, Field(
+            description="Where plan.json and workload_optimized.py go; default a new folder under "
+                        "oprof-runs/.")] = None,
+    ) -> ApplyPassResult:
+        """Apply graph passes to a workload, validate its outputs against the original, write the result.
+
+        Each pass ends APPLIED or NOT APPLIED with its reason. The optimized workload (written
+        only when validation passes) follows the same contract, so capture can measure it.
+        """
+        with tool_errors():
+            path = ws.existing_file(workload, what="workload file")
+            if path.suffix != ".py":
+                raise ToolError(f"{workload}: a workload is a .py file defining get_model_and_inputs(device)")
+            if device == "cuda":
+                busy = [s for s in jobs.snapshots() if s.live]
+                if busy:
+                    raise ToolError(
+                        f"capture {busy[0].job_id} is running on the GPU; applying passes there now would "
+                        f"disturb its measurement: wait for it (capture_status('{busy[0].job_id}')), "
+                        "or validate with device='cpu'")
+            if out_dir:
+                out = ws.resolve(out_dir)
+            else:
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+                out = ctx.runs_dir / f"{path.stem}-optimized-{stamp}"
+            evidence = None
+            if findings:
+                evidence = chosen_findings(ws.existing_file(findings, what="findings file"), passes)
+            apply_pass_plan = backend("profiler_core.passes", "apply_pass_plan")
+            plan = apply_pass_plan(path, passes, device=device, findings=evidence, out_dir=out,
+                                   compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
+            return plan_result(plan, Path(plan.artifacts.get("plan", out / "plan.json")))

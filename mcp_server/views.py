@@ -1,0 +1,138 @@
+"""Model-sized views of a profile: coverage, operator rows, one operator's kernels.
+
+Times are reported in microseconds (``*_us``) rounded for reading; shares in percent of
+the profile's total kernel time. Counters keep the profile's field names and base units.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from mcp_server.models import (
+    CoverageSummary,
+    EvidenceRow,
+    KernelDetail,
+    OperatorDetail,
+    OperatorRow,
+    TierShare,
+)
+from profiler_core.schema import Kernel, Operator, Profile
+
+HEADLINE_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
+                     "sm_throughput_pct")
+MAX_NAME_CHARS = 200
+
+
+def _us(ns: int | float) -> float:
+    return round(ns / 1e3, 3)
+
+
+def _tidy(values: dict[str, float | None]) -> dict[str, float | None]:
+    """Counters rounded to 3 decimals: the float noise of aggregation is not information."""
+    return {k: (round(v, 3) if v is not None else None) for k, v in values.items()}
+
+
+def _clip(name: str) -> str:
+    """A kernel name cut to ``MAX_NAME_CHARS`` (demangled templates run to kilobytes)."""
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def total_kernel_ns(profile: Profile) -> int:
+    """Total kernel time of the profile (the denominator of every share)."""
+    return profile.coverage.duration_ns or sum(k.duration_ns for k in profile.kernels)
+
+
+def showing(shown: int, total: int, noun: str, more: str) -> str:
+    """The "showing N of M" line of a capped list, with how to see more when something was cut."""
+    text = f"{shown} of {total} {noun}"
+    return f"{text}; {more}" if shown < total else text
+
+
+def coverage_summary(profile: Profile) -> CoverageSummary:
+    """Coverage by tier and by counter source, as shares of kernel time."""
+    cov = profile.coverage
+    total = total_kernel_ns(profile)
+    by_tier = [TierShare(tier=tier, kernel_count=tc.kernel_count, time_pct=_pct(tc.duration_ns, total))
+               for tier, tc in sorted(cov.by_tier.items(), key=lambda kv: -kv[1].duration_ns)]
+    unattributed_ns = sum(u.duration_ns for u in profile.unattributed)
+    return CoverageSummary(
+        kernel_count=cov.kernel_count or len(profile.kernels),
+        kernel_time_us=_us(total),
+        attributed_time_pct=round(cov.attributed_time_pct, 2),
+        unattributed_time_pct=_pct(unattributed_ns, total),
+        by_tier=by_tier,
+        counters_measured_kernels=cov.counters_measured.kernel_count,
+        counters_inherited_kernels=cov.counters_inherited.kernel_count,
+        counters_missing_kernels=cov.counters_missing.kernel_count,
+        tier_overlaps=cov.tier_overlaps,
+        tier_disagreements=cov.tier_disagreements,
+    )
+
+
+def operator_row(op: Operator, total_ns: int) -> OperatorRow:
+    """One operator's line in a top-N table."""
+    return OperatorRow(
+        key=op.key, name=op.name, op_class=op.op_class.value, execution_context=op.execution_context.value,
+        kernel_count=op.kernel_count, time_us=_us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns),
+        confidence=op.confidence.value,
+        headline=_tidy({name: op.metrics.get(name) for name in HEADLINE_COUNTERS}),
+    )
+
+
+def top_operators(profile: Profile, top_k: int) -> tuple[list[OperatorRow], str]:
+    """The ``top_k`` operators by kernel time, and the matching "showing" line."""
+    total = total_kernel_ns(profile)
+    ranked = sorted(profile.operators, key=lambda o: -o.duration_ns)
+    rows = [operator_row(op, total) for op in ranked[:top_k]]
+    return rows, showing(len(rows), len(ranked), "operators, by kernel time", "raise top_k to see more")
+
+
+def find_operator(profile: Profile, wanted: str) -> Operator:
+    """The operator named by key (``aten::addmm#0``), or by name when only one call has it."""
+    by_key = {op.key: op for op in profile.operators}
+    if wanted in by_key:
+        return by_key[wanted]
+    named = [op for op in profile.operators if op.name == wanted or op.name.split("::")[-1] == wanted]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        keys = [op.key for op in sorted(named, key=lambda o: -o.duration_ns)]
+        listed = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+        raise ToolError(f"{wanted!r} names {len(keys)} operator calls ({listed}); pass one key")
+    close = difflib.get_close_matches(wanted, list(by_key), n=5, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else "call report to see the top operators' keys"
+    raise ToolError(f"no operator {wanted!r} in this profile; {hint}")
+
+
+def operator_detail(op: Operator, total_ns: int) -> OperatorDetail:
+    """Everything the profile says about one operator (its kernels listed separately)."""
+    return OperatorDetail(
+        key=op.key, name=op.name, call_index=op.call_index, op_class=op.op_class.value,
+        execution_context=op.execution_context.value, is_fused=op.is_fused, fused_with=op.fused_with,
+        source_nodes=op.source_nodes, input_shapes=op.input_shapes, kernel_count=op.kernel_count,
+        time_us=_us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns), confidence=op.confidence.value,
+        library=op.library, layer_role=op.layer_role, inherited_from=op.inherited_from,
+        metrics=_tidy(op.metrics), metric_null_reasons=dict(op.metric_null_reasons),
+    )
+
+
+def kernel_detail(kernel: Kernel) -> KernelDetail:
+    """One kernel: timing, launch shape, attribution evidence and counters."""
+    att = kernel.attribution
+    return KernelDetail(
+        id=kernel.id, name=_clip(kernel.short_name or kernel.name), duration_us=_us(kernel.duration_ns),
+        stream=kernel.stream, grid=list(kernel.grid) if kernel.grid else None,
+        block=list(kernel.block) if kernel.block else None, registers_per_thread=kernel.registers_per_thread,
+        library=kernel.library, tier=att.tier.value, confidence=att.confidence.value,
+        tiers_agree=att.tiers_agree,
+        evidence=[EvidenceRow(tier=e.tier.value, operator=e.operator, detail=e.detail) for e in att.evidence],
+        reason=att.reason, fused_with=kernel.fused_with, counter_source=kernel.counter_source.value,
+        counters=_tidy({k: v for k, v in kernel.counters.items() if v is not None}),
+    )
+

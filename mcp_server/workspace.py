@@ -1,0 +1,102 @@
+"""The workspace: the only directories the MCP server may read from or write to.
+
+Every file argument a tool receives is resolved (``~`` expanded, relative paths taken from
+the first root, symlinks followed) and must then lie inside one of the roots; anything else
+is refused with a :class:`~profiler_core.errors.WorkspaceError` that names the roots and
+how to add one. Resolving *before* the check is what stops ``link -> /etc`` escapes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from profiler_core.errors import WorkspaceError
+
+ENV_VAR = "OPROF_WORKSPACE"  # os.pathsep-separated roots, used when no --root is given
+
+
+def roots_from_env(environ: dict[str, str] | None = None) -> tuple[Path, ...]:
+    """Roots named by ``OPROF_WORKSPACE`` (empty when it is unset or blank)."""
+    value = (os.environ if environ is None else environ).get(ENV_VAR, "")
+    return tuple(Path(part) for part in value.split(os.pathsep) if part.strip())
+
+
+class Workspace:
+    """A set of root directories, and the checks that keep tool paths inside them."""
+
+    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+        if not roots:
+            raise WorkspaceError("no workspace root given; pass --root DIR or set OPROF_WORKSPACE")
+        resolved: list[Path] = []
+        for root in roots:
+            path = Path(root).expanduser().resolve()
+            if not path.is_dir():
+                raise WorkspaceError(f"workspace root {root}: not a directory; pass an existing directory")
+            if path not in resolved:
+                resolved.append(path)
+        self.roots: tuple[Path, ...] = tuple(resolved)
+
+    @property
+    def primary(self) -> Path:
+        """The first root: relative paths are taken from it and new runs go under it."""
+        return self.roots[0]
+
+    def contains(self, path: Path) -> bool:
+        """Whether an already-resolved ``path`` lies inside one of the roots."""
+        return any(path == root or path.is_relative_to(root) for root in self.roots)
+
+    def _outside(self, given: str, resolved: Path) -> WorkspaceError:
+        roots = ", ".join(str(r) for r in self.roots)
+        via = f" (it resolves to {resolved})" if str(resolved) != given else ""
+        return WorkspaceError(
+            f"{given}{via} is outside the workspace ({roots}); use a path inside it, "
+            "or restart oprof-mcp with --root DIR (or OPROF_WORKSPACE) naming its directory"
+        )
+
+    def resolve(self, given: str | os.PathLike[str]) -> Path:
+        """Resolve ``given`` (symlinks included) and refuse it unless it lies inside a root."""
+        text = os.fspath(given)
+        if not text.strip():
+            raise WorkspaceError("empty path; pass a file or directory inside the workspace")
+        if "\x00" in text:
+            raise WorkspaceError(f"{text!r}: paths cannot contain NUL characters")
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = self.primary / path
+        resolved = path.resolve()
+        if not self.contains(resolved):
+            raise self._outside(text, resolved)
+        return resolved
+
+    def existing_file(self, given: str | os.PathLike[str], *, what: str = "file") -> Path:
+        """A path inside the workspace that is an existing regular file."""
+        path = self.resolve(given)
+        if not path.exists():
+            raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see runs")
+        if not path.is_file():
+            raise WorkspaceError(f"{given}: is a directory, not a {what}")
+        return path
+
+    def existing_dir(self, given: str | os.PathLike[str], *, what: str = "directory") -> Path:
+        """A path inside the workspace that is an existing directory."""
+        path = self.resolve(given)
+        if not path.is_dir():
+            state = "is a file" if path.exists() else "does not exist"
+            raise WorkspaceError(f"{given}: {state}; pass a {what} (list_runs shows the run directories)")
+        return path
+
+    def existing(self, given: str | os.PathLike[str], *, what: str = "file or directory") -> Path:
+        """A path inside the workspace that exists (file or directory)."""
+        path = self.resolve(given)
+        if not path.exists():
+            raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see runs")
+        return path
+
+    def output_file(self, given: str | os.PathLike[str]) -> Path:
+        """Where a tool may write a file: inside the workspace, and not an existing directory."""
+        path = self.resolve(given)
+        if path.is_dir():
+            raise WorkspaceError(f"{given}: is a directory; pass a file name to write")
+        return path
