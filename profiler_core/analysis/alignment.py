@@ -96,10 +96,9 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
                 groups.extend(_align_stretch(a_ops, b_ops, a_roles, b_roles, piece[0], piece[1],
                                              neighbours=groups[-1:]))
     _absorb_into_next(groups, a_ops, b_ops)
+    groups = [g for g in groups if g.base or g.opt]  # absorbing can empty a group
     out = []
     for g in sorted(groups, key=_order_key(groups)):
-        if not g.base and not g.opt:
-            continue
         method = g.method
         if not g.opt:
             method = AlignMethod.ONLY_BASE

@@ -27,12 +27,15 @@ def optimize_cmd(
     iters: Annotated[int, typer.Option(min=1)] = 2,
     wall_iters: Annotated[int, typer.Option(help="End-to-end iterations timed with CUDA events (0 skips).",
                                             min=0)] = 30,
+    baseline: Annotated[Path | None, typer.Option(
+        help="Reuse this capture directory as the baseline instead of capturing one.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print optimize.json on stdout.")] = False,
 ) -> None:
     """Capture, diagnose, apply passes, validate, re-capture, keep what is faster; write a run directory."""
     cap = dataclasses.replace(CaptureConfig(), compile_mode=compile_mode, counters=counters, nsys=nsys,
                               warmup=warmup, iters=iters)
-    config = OptimizeConfig(out_dir=out, budget=budget, device=device, capture=cap, wall_iters=wall_iters)
+    config = OptimizeConfig(out_dir=out, budget=budget, device=device, capture=cap, wall_iters=wall_iters,
+                            baseline_run=baseline)
     result = optimize(workload, config,
                       progress=lambda phase, step, total, msg: err_console.print(f"[dim]{phase}[/] {msg}"))
     if as_json:

@@ -38,6 +38,7 @@ class OptimizeConfig:
     """Settings of one loop; ``capture`` is used for every capture (baseline and trials), on ``device``."""
 
     out_dir: Path | None = None
+    baseline_run: Path | None = None  # reuse this capture directory as the baseline (no new capture)
     budget: int = 4  # passes tried at most (a transformation no pass implements costs nothing)
     device: str = "cuda"  # for captures, passes and wall times alike (it replaces capture.device)
     capture: CaptureConfig = field(default_factory=CaptureConfig)
@@ -114,6 +115,18 @@ def plan_compile(mode: CompileMode) -> tuple[str | None, str]:
     return mode.value, "inductor"
 
 
+def _baseline_profile(run_dir: Path) -> Profile:
+    """The profile of an existing capture directory (attributed now if it has none)."""
+    from profiler_core.attribution import attribute_run
+    from profiler_core.schema import write_profile
+
+    if (run_dir / "profile.json").exists():
+        return read_profile(run_dir / "profile.json")
+    profile = attribute_run(run_dir)
+    write_profile(run_dir / "profile.json", profile)
+    return profile
+
+
 def candidate_passes(findings: object) -> list[tuple[str, str]]:
     """(transformation, finding rule) in order of the findings' gain bound, each once."""
     seen: set[str] = set()
@@ -144,14 +157,19 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
         if progress is not None:
             progress("optimize", step, config.budget + 2, message)
 
-    note(0, "capturing the baseline")
-    baseline = _capture_profile(path, out / "baseline", cap, progress, cancel)
+    baseline_dir = Path(config.baseline_run) if config.baseline_run else out / "baseline"
+    if config.baseline_run:
+        note(0, f"reusing the baseline capture {baseline_dir}")
+        baseline = _baseline_profile(baseline_dir)
+    else:
+        note(0, "capturing the baseline")
+        baseline = _capture_profile(path, baseline_dir, cap, progress, cancel)
     out.mkdir(parents=True, exist_ok=True)
     findings = diagnose(baseline)
     write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
     result.baseline_kernel_ns = result.optimized_kernel_ns = baseline.coverage.duration_ns
     result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
-    best, best_dir, kept, tried = baseline, out / "baseline", [], 0
+    best, best_dir, kept, tried = baseline, baseline_dir, [], 0
     for i, (transformation, rule) in enumerate(candidate_passes(findings), start=1):
         if tried >= config.budget:
             break
