@@ -173,6 +173,22 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
     kernels = {k.id: k for k in view.kernels_of_ops(loop_ops)}
     if opaque:
         kernels.update({k.id: k for k in rnn_kernels})
+    on_cudnn = bool(rnn_ops) and all(op.library and "cudnn" in op.library for op in rnn_ops.values())
+    if not loop_ops and on_cudnn:
+        # already the fused cuDNN path: rerouting changes nothing; say where the time went instead
+        return [ctx.finding(
+            "recurrent_region",
+            title="Recurrent region already runs in fused cuDNN: graph passes cannot reach it",
+            kind=FindingKind.STRUCTURAL,
+            symptom="recurrent work runs inside one opaque cuDNN RNN call per layer",
+            bottleneck=("the work left the graph: per-timestep cuDNN kernels (GEMM + cell) with M = batch; "
+                        "graph passes cannot see inside, only model shape (batch, hidden size) or precision can"),
+            ops=ops,
+            kernels=sorted(kernels.values(), key=lambda k: k.start_ns),
+            transformation=None,
+            facts=[*facts[:5], "rnn_reroute would change nothing: the recurrence is already on cuDNN"],
+            counter_fields=_GEMM_FIELDS,
+        )]
     return [ctx.finding(
         "recurrent_region",
         title="Recurrent region: route it to the fused cuDNN RNN",

@@ -55,6 +55,7 @@ _COMMAND_MODULES = (
     "profiler_core.cli.report",
     "profiler_core.cli.passes",
     "profiler_core.cli.optimize",
+    "profiler_core.cli.demo",
 )
 
 

@@ -1,0 +1,121 @@
+"""``oprof demo``: the main job. Live on an NVIDIA GPU; without one, on the shipped H200 captures.
+
+Offline it runs the analysis half of the loop on real captures from an H200
+(``examples/captures/h200/<example>/{baseline,optimized}``): attribute each capture from its
+raw artifacts, diagnose the baseline, compare baseline with optimized, and write an HTML
+report per example. Live (a CUDA GPU and Nsight Compute present) it runs the whole loop,
+``oprof optimize``, on one example.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from profiler_core.atomic_write import write_text_atomic
+from profiler_core.cli import command, err_console
+from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+CAPTURES = EXAMPLES / "captures" / "h200"
+
+
+def _gpu_ready() -> str | None:
+    """None when a live capture can run here, else why not."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible"
+    try:
+        from profiler_core.capture.tools import find_ncu
+
+        find_ncu()
+    except ToolNotFoundError as err:
+        return str(err)
+    return None
+
+
+@command("demo")
+def demo(
+    out: Annotated[Path, typer.Option(help="Where reports go.")] = Path("oprof-runs/demo"),
+    offline: Annotated[bool, typer.Option(help="Analyse the shipped H200 captures even on a GPU machine.")] = False,
+    example: Annotated[str, typer.Option(help="Example optimized live (examples/<name>.py).")] = "sdpa_attention",
+) -> None:
+    """Run the closed loop live on a GPU, or its analysis half on the shipped H200 captures."""
+    why_not = None if offline else _gpu_ready()
+    if not offline and why_not is None:
+        from profiler_core.cli.optimize import render_result
+        from profiler_core.optimize import OptimizeConfig, optimize
+
+        workload = EXAMPLES / f"{example}.py"
+        if not workload.exists():
+            raise ArtifactFormatError(f"{workload}: no such example; pick one of {_example_names()}")
+        err_console.print(f"live: optimizing {workload.name} on this GPU")
+        result = optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"),
+                          progress=lambda phase, step, total, msg: err_console.print(f"[dim]{phase}[/] {msg}"))
+        render_result(result)
+        return
+    if not CAPTURES.is_dir():
+        raise ArtifactFormatError(f"{CAPTURES}: the shipped captures are missing; run oprof demo from a checkout")
+    err_console.print(
+        f"[bold]No live capture here[/] ({why_not or 'offline requested'}): live capture needs an NVIDIA GPU "
+        "with Nsight Compute. Analysing the real H200 captures in examples/captures/h200 instead.")
+    rows = [_analyse(d, out / d.name) for d in sorted(p for p in CAPTURES.iterdir() if (p / "baseline").is_dir())]
+    table = Table(title="H200 captures: attribute -> diagnose -> compare (shipped optimize results)")
+    for col in ("example", "kernels", "attributed", "top finding", "passes kept", "kernel time",
+                "end-to-end (30 it.)", "report"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r)
+    err_console.print(table)
+
+
+def _example_names() -> str:
+    return ", ".join(sorted(p.stem for p in EXAMPLES.glob("*.py")))
+
+
+def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
+    from profiler_core.analysis import compare, diagnose
+    from profiler_core.attribution import attribute_run
+    from profiler_core.report import render_html
+    from profiler_core.schema import write_profile
+
+    baseline = attribute_run(example_dir / "baseline")
+    write_profile(out / "baseline.profile.json", baseline)
+    findings = diagnose(baseline)
+    write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
+    top = max(findings.findings, key=lambda f: f.gain_bound_pct, default=None)
+    top_text = f"{top.rule_id} -> {top.transformation.value if top.transformation else 'structural'}" if top else "-"
+    comparison = None
+    optimized = None
+    kernel = f"{baseline.coverage.duration_ns / 1e3:.0f} us"
+    if (example_dir / "optimized").is_dir():
+        optimized = attribute_run(example_dir / "optimized")
+        write_profile(out / "optimized.profile.json", optimized)
+        comparison = compare(baseline, optimized, base_findings=findings, base_label="baseline",
+                             opt_label="optimized")
+        write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
+        kernel = (f"{comparison.base_total_ns / 1e3:.0f} -> {comparison.opt_total_ns / 1e3:.0f} us "
+                  f"({comparison.speedup:.2f}x)")
+    report = out / "report.html"
+    write_text_atomic(report, render_html(optimized or baseline, findings=findings, comparison=comparison,
+                                          baseline=baseline if optimized else None,
+                                          title=f"{example_dir.name} on an H200"))
+    kept, wall = "-", "-"
+    summary = example_dir / "optimize.json"
+    if summary.exists():
+        data = json.loads(summary.read_text())
+        kept = ", ".join(data.get("kept_passes") or []) or "none"
+        w = data.get("wall_time") or {}
+        if "baseline" in w and "optimized" in w:
+            wall = f"{w['baseline']['median_ms']:.2f} -> {w['optimized']['median_ms']:.2f} ms"
+    cov = baseline.coverage
+    return (example_dir.name, str(cov.kernel_count), f"{cov.attributed_time_pct:.1f}%", top_text, kept, kernel,
+            wall, str(report))

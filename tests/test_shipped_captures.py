@@ -1,0 +1,67 @@
+"""The real H200 captures shipped in examples/ (the demo's input): attribution, diagnosis, comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from profiler_core.analysis import compare, diagnose
+from profiler_core.attribution import attribute_run
+from profiler_core.cli import load_commands
+from profiler_core.schema import Tier
+
+CAPTURES = Path(__file__).parent.parent / "examples" / "captures" / "h200"
+RUNS = sorted(p.parent for p in CAPTURES.glob("*/*/manifest.json"))
+
+
+@pytest.fixture(scope="module")
+def profiles() -> dict[str, object]:
+    return {f"{p.parent.name}/{p.name}": attribute_run(p) for p in RUNS}
+
+
+def test_every_capture_is_shipped() -> None:
+    names = {f"{p.parent.name}/{p.name}" for p in RUNS}
+    assert {"gpt2/baseline", "gpt2/optimized", "sdpa_attention/baseline", "sdpa_attention/optimized",
+            "lstm_encoder/baseline", "gpt2/cuda_graphs_trial"} <= names
+
+
+@pytest.mark.parametrize("name", [n for n in (f"{p.parent.name}/{p.name}" for p in RUNS) if "cuda_graphs" not in n])
+def test_captures_attribute_fully_and_consistently(profiles: dict, name: str) -> None:
+    prof = profiles[name]
+    assert prof.coverage.attributed_time_pct >= 99.0
+    assert prof.coverage.tier_disagreements == 0
+    assert prof.capture.gpu_name == "NVIDIA H200" and prof.capture.chip == "gh100"
+    assert prof.coverage.counters_measured.kernel_count > 0
+
+
+def test_cuda_graph_replays_are_named_honestly(profiles: dict) -> None:
+    prof = profiles["gpt2/cuda_graphs_trial"]
+    assert any("CUDA graph replays" in w for w in prof.warnings)
+    fused = [k for k in prof.kernels if k.attribution.tier is Tier.INDUCTOR_FUSION]
+    assert fused and all(k.name.startswith("triton_") for k in fused)
+    for item in prof.unattributed:
+        assert "CUDA graph replay" in item.reason
+
+
+def test_optimized_gpt2_is_faster_and_tensor_cores_woke_up(profiles: dict) -> None:
+    cmp = compare(profiles["gpt2/baseline"], profiles["gpt2/optimized"])
+    assert cmp.verdict == "faster" and cmp.speedup > 3
+    gemm = next(row for row in cmp.classes if row.op_class == "gemm")
+    assert gemm.opt_ns < gemm.base_ns
+
+
+def test_lstm_on_cudnn_is_structural_not_a_reroute(profiles: dict) -> None:
+    report = diagnose(profiles["lstm_encoder/baseline"])
+    rnn = next(f for f in report.findings if f.rule_id == "recurrent_region")
+    assert rnn.transformation is None and "cuDNN" in rnn.title
+
+
+def test_demo_offline_writes_reports(tmp_path: Path) -> None:
+    result = CliRunner().invoke(load_commands(), ["demo", "--offline", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "live capture needs an NVIDIA GPU" in result.output
+    for name in ("gpt2", "sdpa_attention", "lstm_encoder"):
+        html = (tmp_path / name / "report.html").read_text()
+        assert "<svg" in html and name in html
