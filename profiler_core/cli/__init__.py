@@ -56,6 +56,7 @@ _COMMAND_MODULES = (
     "profiler_core.cli.passes",
     "profiler_core.cli.optimize",
     "profiler_core.cli.demo",
+    "profiler_core.cli.export",
 )
 
 

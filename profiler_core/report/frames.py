@@ -1,0 +1,68 @@
+"""profile.json as pandas DataFrames: one row per kernel, one per operator (for notebooks and CSV).
+
+Columns carry units in their names (``duration_ns``, ``dram_bytes_read``); every counter of
+the catalog is a column, null where the profile has null. ::
+
+    kernels, operators = profile_frames(read_profile("profile.json"))
+    operators.groupby("op_class")["duration_ns"].sum()
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from profiler_core.atomic_write import write_text_atomic
+from profiler_core.metrics.catalog import COUNTER_FIELDS
+from profiler_core.schema import Profile
+
+
+def kernel_frame(profile: Profile) -> pd.DataFrame:
+    """One row per kernel: identity, timeline, attribution and the 20 counters."""
+    rows = []
+    for k in profile.kernels:
+        a = k.attribution
+        row = {
+            "kernel_id": k.id, "name": k.name, "kind": k.kind, "stream": k.stream, "device": k.device,
+            "start_ns": k.start_ns, "duration_ns": k.duration_ns,
+            "grid": None if k.grid is None else "x".join(map(str, k.grid)),
+            "block": None if k.block is None else "x".join(map(str, k.block)),
+            "operator": a.operator_key, "tier": a.tier.value, "confidence": a.confidence.value,
+            "tiers_agree": a.tiers_agree, "reason": a.reason, "counter_source": k.counter_source.value,
+            "inherited_from": k.inherited_from, "library": k.library, "fused_with": ",".join(k.fused_with),
+        }
+        row.update({f: k.counters.get(f) for f in COUNTER_FIELDS})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def operator_frame(profile: Profile) -> pd.DataFrame:
+    """One row per operator invocation with its aggregated counters and share of kernel time."""
+    total = profile.coverage.duration_ns or 1
+    rows = []
+    for op in profile.operators:
+        row = {
+            "operator": op.key, "name": op.name, "call_index": op.call_index, "op_id": op.op_id,
+            "op_class": op.op_class.value, "execution_context": op.execution_context.value,
+            "library": op.library, "kernel_count": op.kernel_count, "duration_ns": op.duration_ns,
+            "share_pct": 100.0 * op.duration_ns / total, "confidence": op.confidence.value,
+            "is_fused": op.is_fused, "fused_with": ",".join(op.fused_with), "layer_role": op.layer_role,
+            "inherited_from": op.inherited_from,
+        }
+        row.update({f: op.metrics.get(f) for f in COUNTER_FIELDS})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def profile_frames(profile: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(kernels, operators) DataFrames of one profile."""
+    return kernel_frame(profile), operator_frame(profile)
+
+
+def write_csv(profile: Profile, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write kernels.csv and operators.csv into ``out_dir`` (each atomically)."""
+    out = Path(out_dir)
+    kernels, operators = profile_frames(profile)
+    return (write_text_atomic(out / "kernels.csv", kernels.to_csv(index=False)),
+            write_text_atomic(out / "operators.csv", operators.to_csv(index=False)))
