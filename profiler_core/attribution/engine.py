@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.attribution.aggregate import FIELDS, aggregate_groups
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
 from profiler_core.attribution.dedup import mark_repeated_layers
@@ -30,7 +31,6 @@ from profiler_core.attribution.evidence import (
     nsys_enclosure_claims,
 )
 from profiler_core.attribution.library import kernel_library
-from profiler_core.attribution.op_class import classify_kernel, classify_operator
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
@@ -303,7 +303,7 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
 @functools.lru_cache(maxsize=65536)
 def _classify(name: str, first_kernel: str) -> OperatorClass:
     op_class = classify_operator(name)
-    return classify_kernel(first_kernel) if op_class is OperatorClass.OTHER else op_class
+    return classify_operator(first_kernel) if op_class is OperatorClass.OTHER else op_class
 
 
 @functools.lru_cache(maxsize=65536)

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.attribution.names import (
     NvtxOp,
     clean_op_name,
@@ -29,7 +30,6 @@ from profiler_core.attribution.names import (
     is_operator_name,
     parse_nvtx_op,
 )
-from profiler_core.attribution.op_class import classify_operator
 from profiler_core.records import CounterRow, CpuOp, FusionRecord, NvtxRange, RuntimeCall, TimelineKernel
 from profiler_core.schema import OperatorClass, Tier
 
