@@ -10,12 +10,14 @@ that overlap the remaining backward compute).
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 DISTRIBUTED = "ddp"
 
 _spec = importlib.util.spec_from_file_location("oprof_example_gpt2", Path(__file__).with_name("gpt2.py"))
 _gpt2 = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _gpt2  # its dataclasses look their module up while being defined
 _spec.loader.exec_module(_gpt2)
 
 
