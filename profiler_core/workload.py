@@ -8,6 +8,19 @@ A workload file defines::
     def step(model, inputs):    # optional: one iteration; default below
         ...
 
+Under ``oprof capture --nproc-per-node N`` every rank runs the file under torchrun; the
+harness joins the process group itself and passes ``device`` = ``cuda:<LOCAL_RANK>``. A
+workload asks for a distributed model in one of two ways (without either, each rank runs
+the model as is)::
+
+    DISTRIBUTED = "ddp"         # the harness wraps the model in DistributedDataParallel
+
+    def get_distributed_model(model, device):   # or: wrap it yourself (FSDP, custom DDP args)
+        ...
+
+Both are ignored in a single-process capture. For gradients to be all-reduced, ``step``
+must run a backward pass.
+
 The default step is ``model(*inputs)`` under ``torch.no_grad()`` when the model is in eval
 mode, and plain ``model(*inputs)`` otherwise. Anything wrong with the file raises
 :class:`~profiler_core.errors.WorkloadError` naming the file and the fix.

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.attribution.collective import collective_operator
 from profiler_core.attribution.names import (
     NvtxOp,
     clean_op_name,
@@ -160,7 +161,11 @@ def correlation_claims(
     """Tier 1: Kineto External id -> launching cpu_op."""
     by_ext: dict[int, CpuOp] = {}
     for op in cpu_ops:
-        if op.external_id is not None and op.category == "cpu_op":
+        if op.external_id is None:
+            continue
+        if op.category == "cpu_op" or collective_operator(op.name) is not None:
+            # DDP's reducer launches its allreduce inside ProcessGroupNCCL's own
+            # "nccl:all_reduce" range only, which Kineto may file as a user annotation
             by_ext.setdefault(op.external_id, op)
     compiled_spans = _compiled_spans(cpu_ops)
     out: list[Claim | None] = [None] * len(kernels)
@@ -178,6 +183,9 @@ def correlation_claims(
             prim, fused, how = resolve(op.name)
             out[j] = Claim(Tier.CUPTI_CORRELATION, prim, ("ext", op.external_id), op.external_id,
                            op.input_shapes, fused, True, f"launched by '{op.name}'; {how}")
+        elif (collective := collective_operator(op.name)) is not None:
+            out[j] = Claim(Tier.CUPTI_CORRELATION, collective, ("ext", op.external_id), op.external_id,
+                           op.input_shapes, (), compiled, f"inside the collective range '{op.name}'")
         elif is_operator_name(op.name):
             out[j] = Claim(Tier.CUPTI_CORRELATION, clean_op_name(op.name), ("ext", op.external_id),
                            op.external_id, op.input_shapes, (), compiled)

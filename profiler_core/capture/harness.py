@@ -181,6 +181,48 @@ def _probe(device: str, seconds: float) -> dict[str, Any]:
     return {"load_start_unix": start_unix, "load_end_unix": time.time(), "matmuls": matmuls}
 
 
+def _distributed_init(device: str) -> tuple[str, int | None, int | None]:
+    """Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK set): join the process group, pick this rank's GPU.
+
+    Outside torchrun nothing changes: the device stays as given and no process group exists.
+    """
+    import os
+
+    if not all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")):
+        return device, None, None
+    import torch
+    import torch.distributed as dist
+
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if device.startswith("cuda"):
+        device = f"cuda:{local_rank}"
+        torch.cuda.set_device(local_rank)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    return device, dist.get_rank(), dist.get_world_size()
+
+
+def _distributed_model(wl: Any, model: Any, device: str, path: Path) -> Any:
+    """The workload's own hook, or DDP when it sets ``DISTRIBUTED = "ddp"``; else the model as is."""
+    hook = getattr(wl.module, "get_distributed_model", None)
+    flag = getattr(wl.module, "DISTRIBUTED", None)
+    try:
+        if callable(hook):
+            return hook(model, device)
+        if flag == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [int(device.split(":", 1)[1])] if device.startswith("cuda:") else None
+            return DistributedDataParallel(model, device_ids=ids)
+    except Exception as err:
+        raise WorkloadError(f"{path}: wrapping the model for distributed runs failed: "
+                            f"{type(err).__name__}: {err}{_where(err)}") from err
+    if flag is not None and flag != "ddp":
+        raise WorkloadError(f"{path}: DISTRIBUTED = {flag!r} is not supported; use \"ddp\" or define "
+                            "get_distributed_model(model, device)")
+    return model
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do one phase and return its result object (raises WorkloadError for workload faults)."""
     try:
@@ -202,6 +244,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         where = args.workload or "the probe"
         raise WorkloadError(f"{where}: device '{device}' asked for but CUDA is not available to this "
                             "Python (torch.version.cuda is None or no driver); run on a CUDA machine")
+    device, rank, world_size = _distributed_init(device)
+    if rank is not None:
+        result.update(rank=rank, world_size=world_size)
+        if args.out is not None:
+            args.out = str(args.out).replace("{rank}", str(rank))
     _seed(args.seed)
     if phase is HarnessPhase.PROBE:
         result.update(_probe(device, args.probe_seconds))
@@ -216,6 +263,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         inductor_config.trace.provenance_tracking_level = 1
     wl = load_workload(path, device=device)
     model, inputs = _placed(wl.model, wl.inputs, device)
+    if rank is not None:
+        model = _distributed_model(wl, model, device, path)
     model = _compiled(model, mode, path)
     sync = _synchronizer(device)
 
@@ -296,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
                         choices=[m.value for m in CompileMode])
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--iters", type=int, default=2)
-    parser.add_argument("--out", help="kineto phase: where the trace goes")
+    parser.add_argument("--out", help="kineto phase: where the trace goes ('{rank}' becomes the rank)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--provenance", action="store_true",
@@ -311,13 +360,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args)
     except WorkloadError as err:
+        _leave_group()
         message = " ".join(str(err).split())  # one line, whatever the exception text held
         sys.stderr.write(f"{WORKLOAD_ERROR_PREFIX}{message}\n")
         sys.stderr.flush()
         return WORKLOAD_ERROR_EXIT
+    _leave_group()
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0
+
+
+def _leave_group() -> None:
+    """Destroy the process group if this rank joined one (a clean exit for torchrun)."""
+    if "torch.distributed" not in sys.modules:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -188,6 +188,10 @@ def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
         raise ArtifactFormatError(f"{path}: no capture manifest; run 'oprof capture' to make one") from err
     except (OSError, ValueError) as err:
         raise ArtifactFormatError(f"{path}: unreadable manifest ({err}); re-run 'oprof capture'") from err
+    if isinstance(data, dict) and data.get("kind") == "multi-rank":
+        raise ArtifactFormatError(
+            f"{path}: a multi-rank run (one run directory per rank); attribute it as a whole with "
+            "'oprof attribute' on the run directory, or pass one of its rank<N>/ directories")
     if isinstance(data, dict) and data.get("schema_version") not in (None, MANIFEST_SCHEMA_VERSION):
         raise ArtifactFormatError(
             f"{path}: manifest schema_version {data.get('schema_version')!r} is not supported "

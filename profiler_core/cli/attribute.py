@@ -10,6 +10,8 @@ from rich.table import Table
 
 from profiler_core.attribution import attribute_files, attribute_run
 from profiler_core.cli import command, emit_json, err_console
+from profiler_core.distributed.attribute import MultiRankProfile, attribute_ranks
+from profiler_core.distributed.layout import RANKS_JSON, is_multi_rank
 from profiler_core.errors import ProfilerError
 from profiler_core.schema import Profile, write_profile
 
@@ -32,6 +34,14 @@ def attribute_cmd(
     explicit = any(p is not None for p in (kineto, nsys, ncu, inductor))
     if run_dir is not None and explicit:
         raise ProfilerError("give either a run directory or --kineto/--nsys/--ncu/--inductor files, not both")
+    if run_dir is not None and is_multi_rank(run_dir):
+        merged = attribute_ranks(run_dir, allow_partial=allow_partial)
+        if as_json:
+            emit_json(merged)
+            return
+        render_multi_rank(merged, top=top)
+        err_console.print(f"wrote {run_dir}/rank*/profile.json and {run_dir / RANKS_JSON}")
+        return
     if run_dir is not None:
         profile = attribute_run(run_dir, allow_partial=allow_partial)
         out = output or run_dir / "profile.json"
@@ -80,3 +90,23 @@ def render_attribution_summary(profile: Profile, *, top: int = 10) -> None:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
+
+def render_multi_rank(merged: MultiRankProfile, *, top: int = 10) -> None:
+    """Per-rank totals and overlap, then the operators whose duration spreads most across ranks."""
+    t = Table(title=f"{merged.world_size} ranks; slowest rank {merged.totals.slowest_rank}")
+    for col in ("rank", "kernels", "time us", "comm us", "overlap %", "attributed %"):
+        t.add_column(col, justify="right")
+    for r in merged.ranks:
+        share = r.overlap.overlap_share
+        t.add_row(str(r.rank), str(r.kernels), f"{r.duration_ns / 1e3:.1f}", f"{r.communication_ns / 1e3:.1f}",
+                  "n/a (no NCCL)" if share is None else f"{100 * share:.1f}", f"{r.attributed_time_pct:.1f}")
+    err_console.print(t)
+    ops = Table(title=f"top {top} operators by spread across ranks")
+    for col in ("operator", "class", "min us", "median us", "max us", "slowest rank", "max/median"):
+        ops.add_column(col, justify="left" if col in ("operator", "class") else "right")
+    for o in merged.operators[:top]:
+        ops.add_row(o.key, o.op_class.value, f"{o.min_ns / 1e3:.1f}", f"{o.median_ns / 1e3:.1f}",
+                    f"{o.max_ns / 1e3:.1f}", str(o.slowest_rank),
+                    "-" if o.straggler_factor is None else f"{o.straggler_factor:.2f}")
+    err_console.print(ops)

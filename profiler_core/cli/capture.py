@@ -52,6 +52,7 @@ _Timeout = Annotated[float | None, typer.Option("--phase-timeout", help="Seconds
 _Python = Annotated[str | None, typer.Option("--python", help="Interpreter that runs the workload.")]
 _Attribute = Annotated[bool, typer.Option("--attribute", help="Also attribute the run (profile.json).")]
 _Json = Annotated[bool, typer.Option("--json", help="Print the manifest as JSON on stdout.")]
+_Nproc = Annotated[int | None, typer.Option("--nproc-per-node", help="Ranks to launch through torchrun (GPUs).")]
 
 
 @command("capture")
@@ -72,6 +73,7 @@ def capture_command(
     python: _Python = None,
     attribute: _Attribute = False,
     as_json: _Json = False,
+    nproc_per_node: _Nproc = None,
 ) -> None:
     """Capture a workload: Kineto + Inductor artifacts, nsys timeline, ncu counters, checked."""
     from profiler_core.capture.pipeline import capture
@@ -85,6 +87,16 @@ def capture_command(
     if python:
         config = dataclasses.replace(config, python=python)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    if nproc_per_node is not None:
+        from profiler_core.distributed.capture import capture_ranks
+        from profiler_core.distributed.layout import read_ranks_manifest
+
+        with Progress(*columns, console=err_console, transient=False) as progress:
+            run_dir = capture_ranks(workload, config, nproc_per_node, progress=_PhaseProgress(progress))
+        if as_json:
+            emit_json(read_ranks_manifest(run_dir))
+        err_console.print(f"run directory: {run_dir} ({nproc_per_node} ranks: rank0/ .. rank{nproc_per_node - 1}/)")
+        return
     with Progress(*columns, console=err_console, transient=False) as progress:
         result = capture(workload, config, progress=_PhaseProgress(progress))
     manifest = result.manifest

@@ -36,7 +36,15 @@ def compare_command(
         "--fail-if-slower", min=0.0, metavar="PCT",
         help="Exit 1 when the optimized run is more than PCT percent slower.")] = None,
 ) -> None:
-    """Compare an optimized profile with its baseline: per class, per operator, per counter."""
+    """Compare an optimized profile with its baseline: per class, per operator, per counter.
+
+    Two multi-rank run directories are compared rank by rank, plus the merged view.
+    """
+    from profiler_core.distributed.layout import is_multi_rank
+
+    if is_multi_rank(base) and is_multi_rank(opt):
+        _compare_ranks(base, opt, as_json=as_json, fail_if_slower=fail_if_slower)
+        return
     base_profile, opt_profile = read_profile(base), read_profile(opt)
     result = compare(base_profile, opt_profile, base_label=str(base), opt_label=str(opt))
     if markdown is not None:
@@ -52,5 +60,30 @@ def compare_command(
             err_console.print(item)
     if fail_if_slower is not None and result.delta_pct > fail_if_slower:
         err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
+                          f"(limit {fail_if_slower:g}%)")
+        raise typer.Exit(GATE_EXIT_CODE)
+
+
+def _compare_ranks(base: Path, opt: Path, *, as_json: bool, fail_if_slower: float | None) -> None:
+    from profiler_core.distributed.attribute import load_rank_profiles
+    from profiler_core.distributed.compare import compare_ranks
+
+    result = compare_ranks(load_rank_profiles(base), load_rank_profiles(opt), base_label=str(base),
+                           opt_label=str(opt))
+    if as_json:
+        emit_json(result)
+    else:
+        for rank, comparison in result.per_rank.items():
+            err_console.print(f"[bold]rank {rank}[/]")
+            for item in comparison_renderables(comparison):
+                err_console.print(item)
+        err_console.print(
+            f"slowest rank: {result.base_slowest_rank} -> {result.opt_slowest_rank}; its kernel time "
+            f"{result.base_max_ns / 1e3:.1f} -> {result.opt_max_ns / 1e3:.1f} us ({result.max_delta_pct:+.1f}%); "
+            f"spread {result.base_spread_ns / 1e3:.1f} -> {result.opt_spread_ns / 1e3:.1f} us")
+    for w in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {w}")
+    if fail_if_slower is not None and result.max_delta_pct > fail_if_slower:
+        err_console.print(f"[bold red]FAIL[/]: slowest rank {result.max_delta_pct:.1f}% slower "
                           f"(limit {fail_if_slower:g}%)")
         raise typer.Exit(GATE_EXIT_CODE)
