@@ -115,6 +115,14 @@ class FusionRecord:
     stack_traces: tuple[str, ...] = ()  # user source lines behind it (provenance tracking)
 
 
+@dataclass(frozen=True, slots=True)
+class InductorCall:
+    """One launch in a compiled graph's ``call()``: a Triton kernel, or an extern library call."""
+
+    kind: str  # "triton" | "extern"
+    name: str  # Triton kernel name, or the clean op of an extern call ("aten::addmm")
+
+
 @dataclass(frozen=True)
 class KinetoTrace:
     """Everything attribution needs from one torch.profiler trace."""
@@ -156,3 +164,5 @@ class InductorArtifacts:
     path: Path
     fusions: Mapping[str, FusionRecord]
     source: str  # "provenance" | "output_code" | "both"
+    # the launch order of each compiled graph's call(): what a CUDA-graph replay repeats
+    call_sequences: tuple[tuple[InductorCall, ...], ...] = ()

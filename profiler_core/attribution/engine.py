@@ -30,6 +30,7 @@ from profiler_core.attribution.evidence import (
     ncu_nvtx_claims,
     nsys_enclosure_claims,
 )
+from profiler_core.attribution.graphs import graph_replay_claims
 from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
@@ -56,7 +57,7 @@ from profiler_core.schema import (
     construct_trusted,
 )
 
-TIER_ORDER = (Tier.CUPTI_CORRELATION, Tier.NCU_NVTX, Tier.NSYS_NVTX, Tier.INDUCTOR_FUSION)
+TIER_ORDER = (Tier.CUPTI_CORRELATION, Tier.NCU_NVTX, Tier.NSYS_NVTX, Tier.INDUCTOR_FUSION, Tier.CUDA_GRAPH)
 _TIER_RANK = {t: i for i, t in enumerate(TIER_ORDER)}
 TIER_CONFIDENCE = {
     Tier.CUPTI_CORRELATION: Confidence.HIGH,
@@ -150,6 +151,11 @@ def _attribute(
         claims.append(nsys_enclosure_claims(timeline, nsys.runtime_calls, nsys.nvtx_ranges, resolve))  # type: ignore[union-attr]
     if fusions:
         claims.append(fusion_claims(timeline, fusions, resolve))
+    if inductor is not None and inductor.call_sequences:
+        replay_of = [tk.graph_id if tk.graph_id is not None else (
+            kineto_kernels[ki].correlation_id if ki is not None and kineto_kernels[ki].correlation_id in graph_corr
+            else None) for tk, ki in zip(timeline, kineto_index, strict=True)]
+        claims.append(graph_replay_claims(timeline, replay_of, inductor.call_sequences, resolve))
 
     field_of = {name: field_for_ncu_name(name) for name in (ncu.metrics_returned if ncu else ())}
     rows = ncu.rows if ncu is not None else []
@@ -227,9 +233,11 @@ def _attribute(
         for key, members, (metrics, reasons) in zip(group_keys, groups.values(), aggregated, strict=True)
     ]
     if graph_kernels:
+        named = sum(1 for said in said_of if any(c.tier is Tier.CUDA_GRAPH for c in said))
         warnings.append(
-            f"{graph_kernels} kernels were launched by CUDA graph replays; only the replays were recorded, "
-            "so their operators come from Inductor's fusion map where it names them, else they stay unattributed"
+            f"{graph_kernels} kernels were launched by CUDA graph replays, which record no per-kernel launch; "
+            f"{named} of them were placed by the captured graph's launch order (Inductor's call()), the rest "
+            "only by Inductor's fusion map where it names them"
         )
 
     mark_repeated_layers(operators, kernels, measured_iterations=capture.measured_iterations if capture else None)

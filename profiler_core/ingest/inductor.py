@@ -18,6 +18,7 @@ the output-code comments above call sites are not reliable enough to attribute t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import tarfile
 import zlib
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.inductor_calls import parse_call_sequences
 from profiler_core.ingest.inductor_output_code import parse_output_code
 from profiler_core.ingest.torch_trace import TraceContents, is_trace_line, parse_torch_trace
 from profiler_core.records import FusionRecord, InductorArtifacts
@@ -60,7 +62,11 @@ def read_inductor(path: str | Path) -> InductorArtifacts:
     if not contents.provenance and not contents.output_code:
         found = "a trace without kernel records" if contents.envelopes else "no Inductor kernels"
         raise ArtifactFormatError(f"{source_path}: {found}; {_HOW_TO_PRODUCE}")
-    return _merge(source_path, contents)
+    merged = _merge(source_path, contents)
+    sequences: list = []
+    for _origin, text in _texts(source_path):  # a second, cheap pass: the launch order of call()
+        sequences.extend(parse_call_sequences(text))
+    return dataclasses.replace(merged, call_sequences=tuple(dict.fromkeys(sequences)))
 
 
 def _parse_text(origin: str, text: io.TextIOBase, contents: TraceContents) -> None:
