@@ -15,13 +15,13 @@ import json
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.errors import SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 _M = TypeVar("_M", bound=BaseModel)
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
 

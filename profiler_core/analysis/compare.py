@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,7 +27,7 @@ from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.metrics.catalog import COUNTER_FIELDS
 from profiler_core.schema import Kernel, OperatorClass, Profile
 
-COMPARISON_SCHEMA_VERSION = 1
+COMPARISON_SCHEMA_VERSION: Final = 1
 
 
 class _Model(BaseModel):
@@ -210,7 +210,8 @@ def _keys_label(keys: Sequence[str]) -> str:
 def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
                  ) -> tuple[list[KernelOnlyRow], list[KernelOnlyRow]]:
     def tally(view: ProfileView) -> tuple[Counter[str], Counter[str], dict[str, Kernel]]:
-        count, dur, first = Counter[str](), Counter[str](), {}
+        count, dur = Counter[str](), Counter[str]()
+        first: dict[str, Kernel] = {}
         for k in view.profile.kernels:
             count[k.name] += 1
             dur[k.name] += k.duration_ns
@@ -231,7 +232,7 @@ def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) 
     by_name: dict[str, list[Kernel]] = defaultdict(list)
     for k in ov.profile.kernels:
         by_name[k.name].append(k)
-    per_kind: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
+    per_kind: dict[OverheadKind, list[tuple[str, int, float]]] = defaultdict(list)
     for name, ks in by_name.items():
         kind = overhead_kind(name, ks[0].fused_with)
         extra = len(ks) - base_count.get(name, 0)
@@ -239,11 +240,11 @@ def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) 
             continue
         mean = sum(k.duration_ns for k in ks) / len(ks)
         per_kind[kind].append((name, extra, extra * mean))
-    rows = []
+    rows: list[OverheadRow] = []
     for kind, items in per_kind.items():
         items.sort(key=lambda item: -item[2])
         duration = sum(d for _, _, d in items)
-        rows.append(OverheadRow(kind=kind, kernel_names=[n for n, _, _ in items[:5]],  # type: ignore[arg-type]
+        rows.append(OverheadRow(kind=kind, kernel_names=[n for n, _, _ in items[:5]],
                                 kernel_count=sum(n for _, n, _ in items),
                                 duration_ns=round(duration * scale[1]),
                                 share_of_opt_pct=round(ov.share_pct(duration), 3)))
@@ -287,6 +288,7 @@ def compare(base: Profile, opt: Profile, *, thresholds: Thresholds = DEFAULT_THR
     scale = (b_scale, o_scale)
     b_total, o_total = round(bv.total_ns * b_scale), round(ov.total_ns * o_scale)
     delta_pct = pct(o_total - b_total, b_total)
+    verdict: Literal["faster", "slower", "unchanged"]
     if abs(delta_pct) <= t.unchanged_tolerance_pct:
         verdict = "unchanged"
     else:

@@ -11,13 +11,13 @@ comparison can check that the bottleneck moved in the predicted direction.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from profiler_core.schema import Confidence
 
-FINDINGS_SCHEMA_VERSION = 1
+FINDINGS_SCHEMA_VERSION: Final = 1
 
 
 class Transformation(StrEnum):

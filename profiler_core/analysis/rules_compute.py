@@ -39,7 +39,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
         if tc is None or tc > limit:
             continue
-        found = {gemm_precision(k.name) for k in ctx.view.kernels_of(op)} - {None}
+        found = {p for k in ctx.view.kernels_of(op) if (p := gemm_precision(k.name)) is not None}
         if found - {"fp32"}:
             continue  # already reduced precision: the FP32 premise does not hold
         idle.append(op)
@@ -150,8 +150,8 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         durations = [view.op_duration_ns(op) for op in ops]
         if statistics.median(durations) > t.tiny_gemm_us * 1000:
             continue
-        kernels = view.kernels_of_ops(ops)
-        split_k = sum(1 for k in kernels if _SPLIT_K.search(k.name))
+        run_kernels = view.kernels_of_ops(ops)
+        split_k = sum(1 for k in run_kernels if _SPLIT_K.search(k.name))
         rows = gemm_rows(ops[0])
         if split_k < t.split_k_min_epilogues and (rows is None or rows > t.recurrent_gemm_max_rows):
             continue

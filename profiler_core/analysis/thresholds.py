@@ -107,7 +107,8 @@ def thresholds_with(overrides: dict[str, float], base: Thresholds = DEFAULT_THRE
         raise ProfilerError(
             f"unknown threshold {', '.join(unknown)}; known thresholds: {', '.join(sorted(known))}"
         )
-    typed: dict[str, float] = {}
+    # int or float per field, checked against the field's declared type below
+    typed: dict[str, Any] = {}
     for f in fields(Thresholds):
         if f.name in overrides:
             value = overrides[f.name]

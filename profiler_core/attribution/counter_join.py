@@ -76,12 +76,14 @@ def _first_divergence(kernels: Sequence[TimelineKernel], rows: Sequence[CounterR
                       key: Callable[[str], str]) -> str:
     seen_t: dict[str, int] = defaultdict(int)
     for i in range(max(len(kernels), len(rows))):
-        k = kernels[i] if i < len(kernels) else None
-        r = rows[i] if i < len(rows) else None
-        if k is None:
-            return f"the counter run has an extra launch #{i} '{r.name}' (ncu ID {r.ncu_id}) the timeline lacks"
-        if r is None:
+        if i >= len(kernels):
+            extra = rows[i]
+            return (f"the counter run has an extra launch #{i} '{extra.name}' (ncu ID {extra.ncu_id}) "
+                    "the timeline lacks")
+        k = kernels[i]
+        if i >= len(rows):
             return f"the timeline's launch #{i} '{k.name}' has no ncu row (the counter run stopped at {len(rows)})"
+        r = rows[i]
         kk = key(k.name)
         seen_t[kk] += 1
         if kk != key(r.name) or not _dims_agree(k, r):

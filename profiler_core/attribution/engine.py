@@ -15,6 +15,7 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Literal
 
 import numpy as np
 
@@ -71,6 +72,9 @@ TIER_CONFIDENCE = {
 }
 _CONF_RANK = {Confidence.HIGH: 3, Confidence.MEDIUM: 2, Confidence.LOW: 1, Confidence.NONE: 0}
 _OPAQUE_OPS = frozenset({"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "aten::_cudnn_rnn"})
+# The counter join's mode -> the profile's counter_mode; any other join mode measured nothing usable.
+_COUNTER_MODE_OF_JOIN: dict[str, Literal["full", "per-config"]] = {
+    "full": "full", "prefix": "full", "per-config": "per-config"}
 
 
 def attribute(
@@ -167,7 +171,7 @@ def _attribute(
     said_of: list[list[Claim]] = []
     in_graph_of: list[bool] = []
     for j, tk in enumerate(timeline):
-        said = [c[j] for c in claims if c[j] is not None]  # type: ignore[misc]
+        said = [claim for c in claims if (claim := c[j]) is not None]
         said.sort(key=lambda c: _TIER_RANK[c.tier])
         said_of.append(said)
         ki = kineto_index[j]
@@ -392,7 +396,7 @@ def _capture_meta(capture: CaptureMeta | None, kineto: KinetoTrace | None, nsys:
         meta.chip = _chip_from_name(meta.gpu_name)
     meta.timeline_source = "nsys" if use_nsys else "kineto"
     if meta.counter_mode == "unknown":
-        meta.counter_mode = {"full": "full", "prefix": "full", "per-config": "per-config"}.get(join.mode, "none")
+        meta.counter_mode = _COUNTER_MODE_OF_JOIN.get(join.mode, "none")
     if not meta.sources:
         meta.sources = [
             SourceInfo(kind="kineto", path=_p(kineto), used=kineto is not None),

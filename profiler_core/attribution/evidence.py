@@ -160,13 +160,13 @@ def correlation_claims(
 ) -> list[Claim | None]:
     """Tier 1: Kineto External id -> launching cpu_op."""
     by_ext: dict[int, CpuOp] = {}
-    for op in cpu_ops:
-        if op.external_id is None:
+    for cpu_op in cpu_ops:
+        if cpu_op.external_id is None:
             continue
-        if op.category == "cpu_op" or collective_operator(op.name) is not None:
+        if cpu_op.category == "cpu_op" or collective_operator(cpu_op.name) is not None:
             # DDP's reducer launches its allreduce inside ProcessGroupNCCL's own
             # "nccl:all_reduce" range only, which Kineto may file as a user annotation
-            by_ext.setdefault(op.external_id, op)
+            by_ext.setdefault(cpu_op.external_id, cpu_op)
     compiled_spans = _compiled_spans(cpu_ops)
     out: list[Claim | None] = [None] * len(kernels)
     for j, ki in enumerate(kineto_index):

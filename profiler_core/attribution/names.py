@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 # C-style casts before a number: "(int)4", "(unsigned long)1", "(cudnnRNNMode_t)3"
 _CAST = re.compile(r"\((?:(?:unsigned|signed|long|short|const)\s+)*[A-Za-z_][\w:]*\)\s*(?=-?\d)")
@@ -153,7 +154,7 @@ class NvtxOp:
     name: str  # clean
     op_id: int | None
     seq: int | None
-    input_shapes: tuple | None
+    input_shapes: tuple[Any, ...] | None
 
 
 @lru_cache(maxsize=65536)
@@ -168,12 +169,14 @@ def parse_nvtx_op(text: str) -> NvtxOp | None:
         values[parts[i]] = parts[i + 1].strip().rstrip(",")
     if not (is_operator_name(head) or is_generated_kernel_name(head)):
         return None
-    shapes = None
+    shapes: tuple[Any, ...] | None = None
     if "sizes" in values:
         try:
-            shapes = _freeze(ast.literal_eval(values["sizes"]))
+            frozen = _freeze(ast.literal_eval(values["sizes"]))
         except (ValueError, SyntaxError):
-            shapes = None
+            frozen = None
+        # emit_nvtx writes a list of shapes; anything else is not shape information.
+        shapes = frozen if isinstance(frozen, tuple) else None
     return NvtxOp(
         name=clean_op_name(head) if "::" in head else head,
         op_id=_int(values.get("op_id")),

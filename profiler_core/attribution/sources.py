@@ -53,9 +53,9 @@ def find_run_artifacts(run_dir: PathLike) -> RunArtifacts:
         art = manifest.artifacts
         found["kineto"] = _existing(root / art.kineto) if art.kineto else None
         found["nsys"] = _existing(root / art.timeline) if art.timeline else None
-        found["ncu"] = next((p for p in (art.counters_csv, art.counters_report)
-                             if p and (root / p).exists()), None)
-        found["ncu"] = root / found["ncu"] if found["ncu"] else None
+        ncu_name = next((p for p in (art.counters_csv, art.counters_report)
+                         if p and (root / p).exists()), None)
+        found["ncu"] = root / ncu_name if ncu_name else None
         found["inductor"] = next((root / p for p in (art.torch_trace, art.output_code)
                                   if p and (root / p).exists()), None)
     for kind, names in _CANDIDATES.items():

@@ -216,12 +216,12 @@ def _common_spelling(found: PhaseLaunches) -> PhaseLaunches:
     if label == "join_key":
         return found
 
-    def bare(seq: Sequence[Launch] | None) -> list[Launch] | None:
-        if seq is None:
-            return None
+    def bare(seq: Sequence[Launch]) -> list[Launch]:
         return [dataclasses.replace(x, name=key(x.raw_name)) for x in seq]
 
-    return dataclasses.replace(found, kineto=bare(found.kineto), nsys=bare(found.nsys), ncu=bare(found.ncu))
+    return dataclasses.replace(found, kineto=bare(found.kineto),
+                               nsys=bare(found.nsys) if found.nsys is not None else None,
+                               ncu=bare(found.ncu) if found.ncu is not None else None)
 
 
 def check_phases(found: PhaseLaunches, *, counter_mode: str,

@@ -26,7 +26,7 @@ from pathlib import Path
 import profiler_core
 from profiler_core.capture import phases
 from profiler_core.capture.chip import detect_gpu, select_counters
-from profiler_core.capture.config import CaptureConfig, CounterMode, HarnessPhase, ReplayMode
+from profiler_core.capture.config import CaptureConfig, ClockPolicy, CounterMode, HarnessPhase, ReplayMode
 from profiler_core.capture.inductor_artifacts import pack_torch_trace
 from profiler_core.capture.manifest import (
     Artifacts,
@@ -225,7 +225,8 @@ def capture_ranks(workload: str | Path, config: CaptureConfig, nproc_per_node: i
     """Capture every phase on ``nproc_per_node`` ranks; returns the multi-rank run directory."""
     path = _checked_workload(workload)
     check_gpu_count(visible_gpu_count(config.python), nproc_per_node)
-    config = dataclasses.replace(config, clocks="off")  # clock locking is per GPU; not done per rank yet
+    # clock locking is per GPU; not done per rank yet
+    config = dataclasses.replace(config, clocks=ClockPolicy.OFF)
     cap = _RankCapture(path, config, nproc_per_node, _make_run_dir(config, path), progress, cancel)
     try:
         write_ranks_manifest(cap.run_dir, cap.top)

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.errors import ArtifactFormatError
 
-RANKS_MANIFEST_KIND = "multi-rank"
+RANKS_MANIFEST_KIND: Final = "multi-rank"
 MANIFEST_NAME = "manifest.json"
 RANKS_JSON = "ranks.json"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import tarfile
 import zlib
 from collections.abc import Iterator
@@ -41,7 +42,7 @@ _SNIFF_LINES = 200
 _TAR_SUFFIXES = (".tgz", ".tar.gz", ".tar")
 
 
-def read_inductor(path: str | Path) -> InductorArtifacts:
+def read_inductor(path: str | os.PathLike[str]) -> InductorArtifacts:
     """Kernel name -> fusion record from a TORCH_TRACE dir/archive, an output-code log or file."""
     source_path = Path(path)
     if not source_path.exists():

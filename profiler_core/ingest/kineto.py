@@ -18,6 +18,7 @@ holds the records and one block, never the whole document.
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from collections.abc import Mapping
 from itertools import chain
@@ -64,7 +65,7 @@ def _ijson_backend() -> Any:
 _IJSON = _ijson_backend()
 
 
-def read_kineto(path: str | Path) -> KinetoTrace:
+def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
     """Read a torch.profiler trace (``.json`` or ``.json.gz``) into kernels, cpu ops and runtime calls."""
     path = Path(path)
     compressed = _is_gzip(path)

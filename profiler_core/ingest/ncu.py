@@ -9,6 +9,7 @@ values in base units (``ns``, ``byte``) and the launch's NVTX push/pop stack whe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from profiler_core.records import NcuReport
 _REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz", ".ncu-rep.xz")
 
 
-def read_ncu(path: str | Path, *, requested: Iterable[str] | None = None) -> NcuReport:
+def read_ncu(path: str | os.PathLike[str], *, requested: Iterable[str] | None = None) -> NcuReport:
     """Read an ncu CSV export or ``.ncu-rep`` (``.ncu-rep.xz``) report into rows in launch order.
 
     ``requested`` names the metrics the capture asked for: only those are kept, and since ncu

@@ -15,6 +15,7 @@ column is an ``ArtifactFormatError`` that names it. The file is opened read-only
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from operator import attrgetter
 from pathlib import Path
@@ -42,7 +43,7 @@ _make_kernel = record_factory(TimelineKernel, (
 ))
 
 
-def read_nsys(path: str | Path) -> NsysTimeline:
+def read_nsys(path: str | os.PathLike[str]) -> NsysTimeline:
     """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export."""
     path = Path(path)
     conn = open_export(path)

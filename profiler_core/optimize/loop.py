@@ -169,7 +169,8 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
     write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
     result.baseline_kernel_ns = result.optimized_kernel_ns = baseline.coverage.duration_ns
     result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
-    best, best_dir, kept, tried = baseline, baseline_dir, [], 0
+    kept: list[str] = []
+    best, best_dir, tried = baseline, baseline_dir, 0
     for i, (transformation, rule) in enumerate(candidate_passes(findings), start=1):
         if tried >= config.budget:
             break

@@ -77,9 +77,9 @@ def comparison_renderables(c: Comparison, *, top_k: int = 10) -> list[Renderable
     for col, justify in (("operators", "left"), ("match", "left"), ("base us", "right"), ("opt us", "right"),
                          ("delta", "right")):
         ops.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for r in sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]:
-        ops.add_row(Text(r.label), r.method.value, _us(r.base_ns), _us(r.opt_ns),
-                    "new" if r.delta_pct is None else f"{r.delta_pct:+.1f}%")
+    for op_row in sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]:
+        ops.add_row(Text(op_row.label), op_row.method.value, _us(op_row.base_ns), _us(op_row.opt_ns),
+                    "new" if op_row.delta_pct is None else f"{op_row.delta_pct:+.1f}%")
     out.append(ops)
     if c.new_overhead:
         out.append(Text("new overhead: " + "; ".join(
