@@ -4,6 +4,8 @@ A 2 us kernel at 90% occupancy and a 200 us kernel at 10% must not average to 50
 weighted by duration, additive counts are summed, per-launch constants take the maximum
 (the highest-pressure constraint), and the two per-instruction ratios are weighted by
 executed instructions (IPC by active cycles) when every sample carries that weight.
+A sum or maximum over samples of which some lack the counter is null, as in the
+attribution engine: a partial sum would be a wrong number.
 
     aggregate_counters([({"achieved_occupancy_pct": 90.0}, 2_000),
                         ({"achieved_occupancy_pct": 10.0}, 200_000)])
@@ -73,7 +75,9 @@ def aggregate_counters(samples: Iterable[CounterSample], fields: Collection[str]
     out: dict[str, float | None] = {}
     for spec in CATALOG:
         name = spec.field
-        if name in totals:
+        if name in totals and name in nulls:
+            out[name] = None  # a sum or maximum over part of the kernels would be a wrong number
+        elif name in totals:
             out[name] = float(totals[name])
         elif name in means:
             m = means[name]

@@ -48,3 +48,12 @@ def test_real_operator_metrics_match_a_hand_computed_weighting() -> None:
     expected = weighted / sum(k.duration_ns for k in ks)
     assert op.metrics["achieved_occupancy_pct"] == pytest.approx(expected)
     assert op.metrics["dram_bytes_read"] == sum(k.counters["dram_bytes_read"] for k in ks)
+
+
+def test_partial_sums_and_maxima_are_null_like_the_engine() -> None:
+    # one kernel measured, one not (an explained hole): a partial sum would understate the operator
+    out = aggregate_counters([({"dram_bytes_read": 100.0, "registers_per_thread": 40.0}, 10),
+                              ({"dram_bytes_read": None, "registers_per_thread": None}, 10)])
+    assert out["dram_bytes_read"] is None and out["registers_per_thread"] is None
+    full = aggregate_counters([({"dram_bytes_read": 100.0}, 10), ({"dram_bytes_read": 50.0}, 10)])
+    assert full["dram_bytes_read"] == 150.0
