@@ -77,6 +77,7 @@ _COUNTER_MODE_OF_JOIN: dict[str, Literal["full", "per-config"]] = {
     "full": "full", "prefix": "full", "per-config": "per-config"}
 
 
+@gc_paused()  # millions of acyclic records: the cyclic collector only costs time here
 def attribute(
     *,
     kineto: KinetoTrace | None = None,
@@ -87,21 +88,6 @@ def attribute(
     allow_partial: bool = False,
 ) -> Profile:
     """Join loaded artifacts into a :class:`Profile` (module docstring: the stages)."""
-    with gc_paused():  # millions of acyclic records: the cyclic collector only costs time here
-        return _attribute(kineto=kineto, nsys=nsys, ncu=ncu, inductor=inductor, capture=capture,
-                          allow_partial=allow_partial)
-
-
-def _attribute(
-    *,
-    kineto: KinetoTrace | None = None,
-    nsys: NsysTimeline | None = None,
-    ncu: NcuReport | None = None,
-    inductor: InductorArtifacts | None = None,
-    capture: CaptureMeta | None = None,
-    allow_partial: bool = False,
-) -> Profile:
-    """Join loaded artifacts into a :class:`Profile`."""
     if kineto is None and nsys is None:
         raise AttributionError("no timeline to attribute: give a Kineto trace (--kineto) or an nsys export (--nsys)")
     warnings: list[str] = []

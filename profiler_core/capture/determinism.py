@@ -11,51 +11,18 @@ naming the first divergence and its index in each run.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profiler_core.attribution.names import normalize_kernel_name
 from profiler_core.errors import DeterminismError
 from profiler_core.records import Dim3
 
-_CAST = re.compile(r"\([A-Za-z_][\w:]*\)(-?\d+)")
-_SPACES = re.compile(r"\s+")
-
-
-def _fallback_normalize(name: str) -> str:
-    """Minimal spelling-normaliser used until the shared one is importable.
-
-    Handles the differences seen between Kineto, nsys and ncu exports: a leading
-    ``void``, ``at::native::`` vs ``at::``, enum casts like ``(cudnnRNNMode_t)3`` vs ``3``,
-    whitespace, and a trailing parameter list that only some tools print.
-    """
-    text = _SPACES.sub(" ", name.strip())
-    if text.startswith("void "):
-        text = text[5:]
-    text = text.replace("at::native::", "at::").replace("(anonymous namespace)::", "")
-    text = _CAST.sub(r"\1", text)
-    if text.endswith(")"):
-        depth = 0
-        for i in range(len(text) - 1, -1, -1):
-            ch = text[i]
-            if ch == ")":
-                depth += 1
-            elif ch == "(":
-                depth -= 1
-                if depth == 0:
-                    text = text[:i]
-                    break
-    return text.replace(" >", ">").replace("< ", "<").strip()
-
 
 def kernel_name_normalizer() -> Callable[[str], str]:
-    """The project's kernel-name normaliser (attribution.names), or the local fallback."""
-    try:
-        from profiler_core.attribution.names import normalize_kernel_name
-    except ImportError:
-        return _fallback_normalize
+    """The project's kernel-name normaliser (attribution.names)."""
     return normalize_kernel_name
 
 
