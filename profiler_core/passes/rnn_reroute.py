@@ -25,6 +25,11 @@ from profiler_core.passes.contract import PassContext, PassEffect
 from profiler_core.passes.registry import PassLevel, register_pass
 
 
+def _dtype_name(module: nn.Module) -> str | None:
+    param = next(module.parameters(), None)
+    return None if param is None else str(param.dtype).removeprefix("torch.")
+
+
 def _describe(path: str, module: nn.Module) -> dict[str, Any]:
     return {
         "module": path, "type": type(module).__name__,
@@ -32,6 +37,7 @@ def _describe(path: str, module: nn.Module) -> dict[str, Any]:
         "input_size": getattr(module, "input_size", None),
         "hidden_size": getattr(module, "hidden_size", None),
         "bidirectional": getattr(module, "bidirectional", None),
+        "dtype": _dtype_name(module),
         "state_dict_prefix": f"{path}._orig_mod.",
     }
 
@@ -73,6 +79,19 @@ def rnn_reroute(ctx: PassContext) -> PassEffect:
         "compiled_region": "ends before and resumes after each rerouted module (graph breaks)",
         "dynamo_allow_rnn": bool(torch._dynamo.config.allow_rnn),
     }
+    precision = None
     if ctx.on_cuda:
         details["cudnn_enabled"] = bool(torch.backends.cudnn.enabled)
-    return PassEffect(details=details)
+        if _computes_in_tf32(rerouted):
+            # cuDNN runs float32 RNN GEMMs on TF32 tensor cores unless the user turned that off
+            # (torch.backends.cudnn.allow_tf32, default True), while Inductor's unrolled matmuls
+            # follow torch.backends.cuda.matmul.allow_tf32 (default False): hold validation to TF32
+            precision = "tf32"
+            details["cudnn_allow_tf32"] = True
+    return PassEffect(details=details, compute_precision=precision)
+
+
+def _computes_in_tf32(rerouted: list[dict[str, Any]]) -> bool:
+    """Whether cuDNN will run the rerouted float32 RNNs' GEMMs in TF32."""
+    return (bool(torch.backends.cudnn.enabled) and bool(torch.backends.cudnn.allow_tf32)
+            and any(r.get("dtype") in (None, "float32") for r in rerouted))

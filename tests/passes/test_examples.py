@@ -28,6 +28,18 @@ def test_full_size_lstm_follows_the_contract() -> None:
     assert tuple(workload.inputs[0].shape) == (32, 128, 256) and not workload.model.training
 
 
+@pytest.mark.parametrize(("env", "allow_rnn"), [(None, False), ("1", True), ("0", False)])
+def test_lstm_unroll_switch_lets_dynamo_trace_the_rnn(monkeypatch: pytest.MonkeyPatch, env: str | None,
+                                                      allow_rnn: bool) -> None:
+    if env is None:
+        monkeypatch.delenv("OPROF_LSTM_UNROLL", raising=False)
+    else:
+        monkeypatch.setenv("OPROF_LSTM_UNROLL", env)
+    with torch._dynamo.config.patch(allow_rnn=False):  # restored on exit
+        load_workload(EXAMPLES / "lstm_encoder.py", device="meta")
+        assert torch._dynamo.config.allow_rnn is allow_rnn
+
+
 def test_gpt2_is_gpt2_small() -> None:
     module = import_workload_module(EXAMPLES / "gpt2.py")
     cfg = module.GPT2Config()

@@ -52,6 +52,27 @@ def test_rnn_reroute_not_applied_without_rnn() -> None:
     assert rec.reason == "no nn.LSTM, nn.GRU or nn.RNN in the model"
 
 
+@pytest.mark.parametrize(("device", "allow_tf32", "dtype", "precision"), [
+    ("cuda", True, torch.float32, "tf32"),  # cuDNN's default: float32 RNN GEMMs on TF32 tensor cores
+    ("cuda", False, torch.float32, None),
+    ("cuda", True, torch.bfloat16, None),  # not float32: TF32 does not enter
+    ("cpu", True, torch.float32, None),
+], ids=["cuda-tf32", "cuda-fp32", "cuda-bf16", "cpu"])
+def test_rnn_reroute_holds_validation_to_cudnn_precision(device: str, allow_tf32: bool, dtype: torch.dtype,
+                                                         precision: str | None,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiler_core.passes.contract import PassContext
+    from profiler_core.passes.rnn_reroute import rnn_reroute
+
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", allow_tf32)
+    model = _Encoder(nn.LSTM(8, 16, num_layers=2, batch_first=True)).to(dtype).eval()
+    effect = rnn_reroute(PassContext(model=model, inputs=(torch.randn(2, 5, 8, dtype=dtype),), device=device))
+    assert effect.applied
+    assert effect.compute_precision == precision
+    assert effect.details["rerouted"][0]["dtype"] == str(dtype).removeprefix("torch.")
+    assert effect.details.get("cudnn_allow_tf32", False) is (precision == "tf32")
+
+
 def _step_with_grad(model: Any, inputs: tuple) -> Any:
     return model(*inputs)  # no torch.no_grad(): autograd stays on
 
