@@ -25,11 +25,13 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from profiler_core.atomic_write import write_text_atomic  # noqa: E402
 from profiler_core.capture import phases  # noqa: E402
 from profiler_core.capture.config import CaptureConfig, CompileMode, HarnessPhase  # noqa: E402
 from profiler_core.capture.harness import parse_result  # noqa: E402
@@ -89,11 +91,16 @@ def one_capture(workload: Path, label: str, config: CaptureConfig) -> dict[str, 
     }
 
 
-def bench_workload(workload: Path, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def bench_workload(workload: Path, args: argparse.Namespace, work: Path,
+                   save: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The floor and every capture of one workload; ``save`` gets the figures after each step."""
     base = CaptureConfig(compile_mode=args.compile_mode, warmup=args.warmup, iters=args.iters,
                          phase_timeout_s=args.phase_timeout)
     runs: dict[str, Any] = {}
     floor = {} if args.skip_floor else plain_runs(workload, args, work)
+    result = {"workload": str(workload), "floor": floor, "runs": runs}
+    if save is not None:
+        save(result)
     plans: list[tuple[str, dict[str, Any]]] = [("per-config", {})]
     if not args.skip_full:
         plans.append(("full (kernel replay)", {"counters": "full", "nsys": False, "replay_mode": "kernel"}))
@@ -108,7 +115,9 @@ def bench_workload(workload: Path, args: argparse.Namespace, work: Path) -> dict
         config = dataclasses.replace(base, out_dir=out_dir, **changes)
         print(f"[bench] {workload.name}: {label} ...", file=sys.stderr, flush=True)
         runs[label] = one_capture(workload, label, config)
-    return {"workload": str(workload), "floor": floor, "runs": runs}
+        if save is not None:
+            save(result)
+    return result
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
@@ -155,17 +164,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="oprof-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    results = []
+    results: list[dict[str, Any]] = []
+
+    def save(partial: dict[str, Any]) -> None:
+        write_text_atomic(args.json_out, json.dumps({"results": [*results, partial], "complete": False}, indent=1))
+
     try:
         for workload in args.workloads:
-            results.append(bench_workload(workload.resolve(), args, work))
-            args.json_out.write_text(json.dumps({"results": results}, indent=1))  # keep partial figures
+            # figures are saved after every step: a bench stopped part-way keeps what it measured
+            results.append(bench_workload(workload.resolve(), args, work, save=save))
     finally:
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     table = markdown(results)
     print(table)
-    args.json_out.write_text(json.dumps({"results": results, "markdown": table}, indent=1))
+    write_text_atomic(args.json_out, json.dumps({"results": results, "markdown": table, "complete": True}, indent=1))
     return 0
 
 

@@ -24,7 +24,8 @@ def profiles() -> dict[str, object]:
 def test_every_capture_is_shipped() -> None:
     names = {f"{p.parent.name}/{p.name}" for p in RUNS}
     assert {"gpt2/baseline", "gpt2/optimized", "sdpa_attention/baseline", "sdpa_attention/optimized",
-            "lstm_encoder/baseline", "gpt2/cuda_graphs_trial"} <= names
+            "lstm_encoder/baseline", "gpt2/cuda_graphs_trial", "lstm_encoder_unrolled/baseline",
+            "lstm_encoder_unrolled/optimized"} <= names
 
 
 @pytest.mark.parametrize("name", [n for n in (f"{p.parent.name}/{p.name}" for p in RUNS) if "cuda_graphs" not in n])
@@ -61,6 +62,28 @@ def test_lstm_on_cudnn_is_structural_not_a_reroute(profiles: dict) -> None:
     report = diagnose(profiles["lstm_encoder/baseline"])
     rnn = next(f for f in report.findings if f.rule_id == "recurrent_region")
     assert rnn.transformation is None and "cuDNN" in rnn.title
+
+
+def test_unrolled_lstm_licenses_the_reroute_before_any_tuning(profiles: dict) -> None:
+    from profiler_core.optimize.loop import candidate_passes
+
+    report = diagnose(profiles["lstm_encoder_unrolled/baseline"])
+    rnn = next(f for f in report.findings if f.rule_id == "recurrent_region")
+    assert rnn.transformation is not None and rnn.transformation.value == "rnn_reroute"
+    assert "(M=32)" in rnn.evidence.facts[0]  # one tiny GEMM per time step and layer
+    assert {f.rule_id for f in report.findings} >= {"tensor_core_idle", "launch_bound"}  # the symptoms
+    assert candidate_passes(report)[0] == ("rnn_reroute", "recurrent_region")
+
+
+def test_rerouted_lstm_runs_the_recurrence_in_cudnn(profiles: dict) -> None:
+    cmp = compare(profiles["lstm_encoder_unrolled/baseline"], profiles["lstm_encoder_unrolled/optimized"])
+    assert cmp.verdict == "faster" and cmp.speedup > 1.5 and cmp.comparability.comparable
+    by_class = {row.op_class.value: row for row in cmp.classes}
+    assert by_class["gemm"].opt_ns < 0.05 * by_class["gemm"].base_ns
+    assert by_class["rnn"].base_ns == 0 and by_class["rnn"].opt_ns > 0
+    rnn_rows = [row for row in cmp.operators if any(k.startswith("aten::_cudnn_rnn") for k in row.opt_keys)]
+    assert len(rnn_rows) == 2  # one per layer, each aligned with that layer's per-step GEMMs
+    assert all(len(row.base_keys) > 100 and all(k.startswith("aten::mm") for k in row.base_keys) for row in rnn_rows)
 
 
 def test_demo_offline_writes_reports(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
 _GEMM_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "sm_throughput_pct",
                 "dram_throughput_pct", "registers_per_thread")
 _SPLIT_K = re.compile(r"splitkreduce|split_k|splitk", re.I)
+_SPLIT_K_EPILOGUE = re.compile(r"splitkreduce|split_?k_?reduce|reduce_?split_?k", re.I)  # a kernel of its own
 
 
 @rule("tensor_core_idle")
@@ -147,17 +148,19 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         if len(idxs) < t.recurrent_min_gemms:
             continue
         ops = [ctx.ops[i] for i in idxs]
-        durations = [view.op_duration_ns(op) for op in ops]
-        if statistics.median(durations) > t.tiny_gemm_us * 1000:
-            continue
         run_kernels = view.kernels_of_ops(ops)
+        # per launch, not per operator: an operator holds its launches of every measured iteration
+        durations = [k.duration_ns for k in run_kernels
+                     if view.kernel_class(k) is OperatorClass.GEMM and not _SPLIT_K_EPILOGUE.search(k.name)]
+        if not durations or statistics.median(durations) > t.tiny_gemm_us * 1000:
+            continue
         split_k = sum(1 for k in run_kernels if _SPLIT_K.search(k.name))
         rows = gemm_rows(ops[0])
         if split_k < t.split_k_min_epilogues and (rows is None or rows > t.recurrent_gemm_max_rows):
             continue
         loop_ops.extend(ops)
-        facts.append(f"{len(ops)} GEMMs of one shape (M={rows if rows is not None else '?'}), median "
-                     f"{statistics.median(durations) / 1000:.1f} us, {split_k} split-K epilogue kernels")
+        facts.append(f"{len(durations)} GEMM launches of one shape (M={rows if rows is not None else '?'}), "
+                     f"median {statistics.median(durations) / 1000:.1f} us, {split_k} split-K kernels")
     rnn_kernels = [k for k in view.profile.kernels if _opaque_rnn(ctx, k)]
     rnn_ns = sum(k.duration_ns for k in rnn_kernels)
     opaque = view.share_pct(rnn_ns) >= t.rnn_opaque_min_pct
@@ -193,14 +196,15 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         "recurrent_region",
         title="Recurrent region: route it to the fused cuDNN RNN",
         kind=FindingKind.STRUCTURAL,
-        symptom=("recurrent work runs as many tiny GEMMs with split-K epilogues"
-                 if loop_ops else "recurrent work runs inside an opaque library call")
+        symptom=("recurrent work runs as many tiny per-step GEMMs" if loop_ops
+                 else "recurrent work runs inside an opaque library call")
                 + (" and as opaque RNN kernels" if loop_ops and opaque else ""),
         bottleneck="per-timestep launches with M = batch starve the GPU; graph passes cannot see inside",
         ops=ops,
         kernels=sorted(kernels.values(), key=lambda k: k.start_ns),
         transformation=Transformation.RNN_REROUTE,
-        facts=facts[:6],
+        facts=[*facts[:5], "tiny GEMMs and launch gaps here are symptoms of the unrolled recurrence: "
+                           "reroute it before tuning them (precision, CUDA graphs)"],
         counter_fields=_GEMM_FIELDS,
         expected_shifts={"tensor_core_active_pct": "up"},
     )]

@@ -23,7 +23,8 @@ _CANDIDATES = {
     "kineto": ("kineto.json.gz", "kineto.json", "trace.json.gz", "trace.json"),
     "nsys": ("timeline.sqlite", "nsys.sqlite"),
     "ncu": ("counters.csv", "counters.ncu-rep", "ncu_full_raw.csv", "ncu_per_config_raw.csv", "ncu.csv"),
-    "inductor": ("inductor", "torch_trace.tgz", "torch_trace", "output_code.log", "output_code.py"),
+    "inductor": ("inductor", "torch_trace.tgz", "torch_trace", "output_code.log", "output_code.log.gz",
+                 "output_code.py"),
 }
 
 

@@ -14,19 +14,18 @@ import typer
 
 from profiler_core.analysis.compare import compare
 from profiler_core.cli import command, emit_json, err_console
-from profiler_core.cli.outputs import write_output
+from profiler_core.cli.outputs import load_profile, write_output
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
-from profiler_core.schema import read_profile
 
 GATE_EXIT_CODE = 1
 
 
 @command("compare")
 def compare_command(
-    base: Annotated[Path, typer.Argument(help="Baseline profile.json.")],
-    opt: Annotated[Path, typer.Argument(help="Optimized profile.json.")],
+    base: Annotated[Path, typer.Argument(help="Baseline: a profile.json or a run directory.")],
+    opt: Annotated[Path, typer.Argument(help="Optimized: a profile.json or a run directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON on stdout.")] = False,
     markdown: Annotated[Path | None, typer.Option(
         "--markdown", help="Write a markdown report (for a pull-request comment) here.")] = None,
@@ -45,7 +44,7 @@ def compare_command(
     if is_multi_rank(base) and is_multi_rank(opt):
         _compare_ranks(base, opt, as_json=as_json, fail_if_slower=fail_if_slower)
         return
-    base_profile, opt_profile = read_profile(base), read_profile(opt)
+    base_profile, opt_profile = load_profile(base), load_profile(opt)
     result = compare(base_profile, opt_profile, base_label=str(base), opt_label=str(opt))
     if markdown is not None:
         write_output(markdown, render_markdown(comparison=result))

@@ -10,14 +10,13 @@ import typer
 from profiler_core.analysis.diagnose import diagnose
 from profiler_core.analysis.thresholds import parse_threshold_overrides, thresholds_with
 from profiler_core.cli import command, emit_json, err_console
-from profiler_core.cli.outputs import write_output
+from profiler_core.cli.outputs import PROFILE_HELP, load_profile, write_output
 from profiler_core.report.terminal import findings_renderables, profile_renderables
-from profiler_core.schema import read_profile
 
 
 @command("diagnose")
 def diagnose_command(
-    profile: Annotated[Path, typer.Argument(help="A profile.json written by 'oprof attribute'.")],
+    profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON on stdout.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the findings JSON here.")] = None,
     threshold: Annotated[list[str] | None, typer.Option(
@@ -25,7 +24,7 @@ def diagnose_command(
 ) -> None:
     """Map the profile's measured symptoms to bottlenecks and the transformations they license."""
     thresholds = thresholds_with(parse_threshold_overrides(threshold or []))
-    prof = read_profile(profile)
+    prof = load_profile(profile)
     report = diagnose(prof, thresholds)
     if out is not None:
         write_output(out, report.model_dump_json(indent=1))

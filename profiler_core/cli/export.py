@@ -8,15 +8,15 @@ from typing import Annotated
 import typer
 
 from profiler_core.cli import command, err_console
+from profiler_core.cli.outputs import PROFILE_HELP, load_profile
 from profiler_core.report.frames import write_csv
-from profiler_core.schema import read_profile
 
 
 @command("export")
 def export_cmd(
-    profile: Annotated[Path, typer.Argument(help="A profile.json written by 'oprof attribute'.")],
+    profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     out: Annotated[Path, typer.Option(help="Directory for kernels.csv and operators.csv.")] = Path("."),
 ) -> None:
     """Write the profile as two CSV tables: one row per kernel, one per operator."""
-    kernels, operators = write_csv(read_profile(profile), out)
+    kernels, operators = write_csv(load_profile(profile), out)
     err_console.print(f"wrote {kernels} and {operators}")

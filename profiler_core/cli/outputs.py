@@ -6,6 +6,7 @@ from pathlib import Path
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.errors import ProfilerError
+from profiler_core.schema import Profile
 
 
 def write_output(path: Path, text: str) -> Path:
@@ -14,3 +15,17 @@ def write_output(path: Path, text: str) -> Path:
         return write_text_atomic(path, text)
     except OSError as err:
         raise ProfilerError(f"{path}: cannot write ({err.strerror or err}); choose a writable path") from err
+
+
+PROFILE_HELP = "A profile.json written by 'oprof attribute', or a capture's run directory."
+
+
+def load_profile(path: Path) -> Profile:
+    """A profile.json, or a run directory: its profile.json when there is one, else attributed now."""
+    from profiler_core.attribution.sources import attribute_run
+    from profiler_core.schema import read_profile
+
+    if path.is_dir():
+        written = path / "profile.json"
+        return read_profile(written) if written.is_file() else attribute_run(path)
+    return read_profile(path)

@@ -11,20 +11,20 @@ import typer
 from profiler_core.analysis.compare import compare
 from profiler_core.analysis.diagnose import diagnose
 from profiler_core.cli import command, emit_json, err_console
-from profiler_core.cli.outputs import write_output
+from profiler_core.cli.outputs import PROFILE_HELP, load_profile, write_output
 from profiler_core.report.digest import headline
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.perfetto import export_perfetto
 from profiler_core.report.summary import compact_summary
 from profiler_core.report.terminal import comparison_renderables, findings_renderables, profile_renderables
-from profiler_core.schema import read_profile
 
 
 @command("report")
 def report_command(
-    profile: Annotated[Path, typer.Argument(help="A profile.json written by 'oprof attribute'.")],
-    baseline: Annotated[Path | None, typer.Option("--baseline", help="Compare against this profile.")] = None,
+    profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", help="Compare against this profile (or run directory).")] = None,
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write a self-contained HTML report here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a markdown report here.")] = None,
@@ -36,8 +36,8 @@ def report_command(
     top_k: Annotated[int, typer.Option("--top-k", min=1, help="Operators to list.")] = 10,
 ) -> None:
     """Report a profile: where the time went, why, and (with --baseline) what changed."""
-    prof = read_profile(profile)
-    base = read_profile(baseline) if baseline is not None else None
+    prof = load_profile(profile)
+    base = load_profile(baseline) if baseline is not None else None
     findings = diagnose(prof)
     comparison = compare(base, prof, base_label=str(baseline), opt_label=str(profile)) if base else None
     written: dict[str, str] = {}

@@ -9,16 +9,16 @@ import typer
 from rich.table import Table
 
 from profiler_core.cli import command, emit_json, err_console
-from profiler_core.schema import read_profile
+from profiler_core.cli.outputs import PROFILE_HELP, load_profile
 
 
 @command("summary")
 def summary(
-    profile: Annotated[Path, typer.Argument(help="A profile.json written by 'oprof attribute'.")],
+    profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Validate a profile.json and print its coverage and top operators."""
-    prof = read_profile(profile)
+    prof = load_profile(profile)
     if as_json:
         emit_json({"operators": len(prof.operators), "kernels": len(prof.kernels),
                    "coverage": prof.coverage.model_dump(mode="json")})

@@ -19,6 +19,7 @@ the output-code comments above call sites are not reliable enough to attribute t
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import io
 import os
 import tarfile
@@ -104,14 +105,21 @@ def _texts(path: Path) -> Iterator[tuple[str, io.TextIOBase]]:
                 f"{path}: the directory holds no *.log or output_code.py; {_HOW_TO_PRODUCE}"
             )
         for file in files:
-            with file.open(encoding="utf-8", errors="replace") as fh:
+            with _open_text(file) as fh:
                 yield str(file), fh
         return
     if path.name.lower().endswith(_TAR_SUFFIXES):
         yield from _tar_texts(path)
         return
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with _open_text(path) as fh:
         yield str(path), fh
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    """A text stream over a file, gunzipped when its name ends in .gz (a compressed log)."""
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")  # type: ignore[return-value]
+    return path.open(encoding="utf-8", errors="replace")  # type: ignore[return-value]
 
 
 def _tar_texts(path: Path) -> Iterator[tuple[str, io.TextIOBase]]:
@@ -131,7 +139,7 @@ def _tar_texts(path: Path) -> Iterator[tuple[str, io.TextIOBase]]:
 
 def _is_candidate(name: str) -> bool:
     base = name.rsplit("/", 1)[-1]
-    return base.endswith(".log") or base == "output_code.py"
+    return base.endswith((".log", ".log.gz")) or base == "output_code.py"
 
 
 def _merge(path: Path, contents: TraceContents) -> InductorArtifacts:

@@ -1,7 +1,7 @@
 """The closed loop without an LLM: capture, attribute, diagnose, transform, validate, re-measure, compare.
 
-    baseline capture -> profile -> findings (ordered by their bound on the gain)
-      for each licensed pass, best bound first, within the budget:
+    baseline capture -> profile -> findings (structural first, then by their bound on the gain)
+      for each licensed pass, in that order, within the budget:
         plan = accepted passes + this one -> apply + validate numerics (rejected: say why)
         capture the plan's workload_optimized.py -> profile -> compare with the best so far
         keep the pass only when validation passed and the comparable capture is faster
@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from profiler_core.analysis.findings import FindingKind
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
@@ -128,10 +129,17 @@ def _baseline_profile(run_dir: Path) -> Profile:
 
 
 def candidate_passes(findings: object) -> list[tuple[str, str]]:
-    """(transformation, finding rule) in order of the findings' gain bound, each once."""
+    """(transformation, finding rule) in order of the findings' gain bound, each once.
+
+    Structural findings go first: a structural change (rerouting an unrolled recurrence to cuDNN)
+    removes the very kernels the tuning findings measured (tiny FP32 GEMMs, launch gaps), so
+    tuning them first would spend the budget on symptoms.
+    """
     seen: set[str] = set()
     out = []
-    for f in sorted(findings.findings, key=lambda f: -f.gain_bound_pct):  # type: ignore[attr-defined]
+    ordered = sorted(findings.findings,  # type: ignore[attr-defined]
+                     key=lambda f: (f.kind != FindingKind.STRUCTURAL, -f.gain_bound_pct))
+    for f in ordered:
         t = f.transformation.value if f.transformation is not None else None
         if t and t not in seen:
             seen.add(t)
@@ -171,7 +179,18 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
     result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
     kept: list[str] = []
     best, best_dir, tried = baseline, baseline_dir, 0
+    told = 0
+
+    def tell_outcomes() -> None:  # each tried pass's outcome, once, as a progress line
+        nonlocal told
+        for trial in result.trials[told:]:
+            if trial.outcome != "no_pass":
+                why = f" ({trial.reason[:160]})" if trial.reason else ""
+                note(tried, f"{trial.transformation}: {trial.outcome}{why}")
+        told = len(result.trials)
+
     for i, (transformation, rule) in enumerate(candidate_passes(findings), start=1):
+        tell_outcomes()
         if tried >= config.budget:
             break
         _check_cancel(cancel)
@@ -227,6 +246,7 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
             kept = trial.passes
             best, best_dir = prof, trial_dir
             result.validation = {"max_abs_err": trial.max_abs_err, "max_rel_err": trial.max_rel_err}
+    tell_outcomes()
     result.kept_passes = kept
     result.final_run_dir = str(best_dir)
     result.optimized_kernel_ns = best.coverage.duration_ns
@@ -238,8 +258,11 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
     write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
     write_text_atomic(out / "report.html", render_html(best, findings=findings, comparison=comparison,
                                                        baseline=baseline, title=f"{path.name}: optimization"))
+    # written now and again after the wall times: a slow or killed timing run loses nothing above
+    write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
     if config.wall_iters > 0:
         _check_cancel(cancel)
+        note(config.budget + 1, f"timing {config.wall_iters} end-to-end iterations, baseline and optimized")
         try:
             _wall_times(path, best_dir, config, result)
         except ProfilerError as err:  # the end-to-end timing is extra: it must not lose the loop's results

@@ -82,7 +82,8 @@ class PlanBackend:
         index = self.graphs_compiled
         self.graphs_compiled += 1
         info = GraphInfo(index=index, example_inputs=tuple(example_inputs),
-                         grad_enabled=torch.is_grad_enabled(), training=self.training, device=self.device)
+                         grad_enabled=torch.is_grad_enabled(), training=self.training, device=self.device,
+                         compiler=self.compiler)
         for name, rewrite in self.rewrites:
             self.graph_records[name].append(self._run_rewrite(name, rewrite, gm, info))
         if self.compiler == "eager":

@@ -119,13 +119,15 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
             reason = "no float32 GEMM: " + "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
         return GraphChange(False, reason)
     gm.recompile()
-    refresh_meta(gm)
+    kept = refresh_meta(gm)
     cancelled = cancel_round_trips(graph, dynamo_cast_dtype, through_layout=True)
     details: dict[str, Any] = {
         "gemms_promoted": dict(promoted), "casts_inserted": inserted, "casts_cancelled": cancelled,
     }
     if skipped:
         details["gemms_skipped"] = skipped
+    if kept:
+        details["recorded_values_kept"] = kept  # ops fake tensors cannot run (e.g. a traced cuDNN LSTM)
     return GraphChange(True, details=details)
 
 

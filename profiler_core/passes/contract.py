@@ -63,6 +63,7 @@ class GraphInfo:
     grad_enabled: bool  # autograd state the graph is compiled under (freezing needs it off)
     training: bool
     device: str
+    compiler: str = "inductor"  # what compiles the graph after the rewrites ("eager": nothing)
 
     def placeholder_values(self, gm: torch.fx.GraphModule) -> dict[Any, Any]:
         """Map each placeholder node of ``gm`` to its real example value."""

@@ -146,16 +146,45 @@ def erase_unused(nodes: Iterable[Node]) -> int:
     return erased
 
 
-def refresh_meta(gm: GraphModule) -> None:
-    """Recompute every node's fake tensor after a rewrite, from the placeholders' fake inputs."""
+def refresh_meta(gm: GraphModule) -> list[str]:
+    """Recompute every node's fake tensor after a rewrite, from the placeholders' fake inputs.
+
+    Some operators cannot run on fake tensors although Dynamo recorded them (a traced
+    ``torch.lstm`` on CUDA reaches cuDNN, which asks for a data pointer). Such a node keeps the
+    value Dynamo recorded, which a rewrite made elsewhere does not change; the names of the nodes
+    kept that way are returned. A node with no recorded value still fails.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values = [n.meta.get("example_value", n.meta.get("val")) for n in placeholders]
     fake_mode = next((getattr(v, "fake_mode", None) for v in values if hasattr(v, "fake_mode")), None)
     if fake_mode is None:
-        return  # not a Dynamo graph: nothing recorded to keep current
-    FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*values)
+        return []  # not a Dynamo graph: nothing recorded to keep current
+    kept: list[str] = []
+    mode = fake_mode
+
+    class _KeepRecorded(FakeTensorProp):
+        def get_attr(self, target: Any, args: Any, kwargs: Any) -> Any:
+            value = super().get_attr(target, args, kwargs)  # a frozen parameter is a real tensor
+            if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+                return mode.from_tensor(value, static_shapes=True)
+            return value
+
+        def run_node(self, n: Node) -> Any:
+            try:
+                return super().run_node(n)
+            except Exception:
+                recorded = n.meta.get("example_value", n.meta.get("val"))
+                if recorded is None:
+                    raise
+                n.meta["val"] = recorded
+                kept.append(n.name)
+                return recorded
+
+    _KeepRecorded(gm, fake_mode).propagate_dont_convert_inputs(*values)
     for node in gm.graph.nodes:
         if node.op != "placeholder" and "val" in node.meta:
             node.meta["example_value"] = node.meta["val"]
+    return kept

@@ -20,12 +20,38 @@ from profiler_core.passes.registry import PassLevel, register_pass
 
 
 def check_freezable(gm: GraphModule, info: GraphInfo) -> GraphChange:
-    """Freezing takes effect only for graphs compiled with autograd off; say which ones are."""
+    """Freezing takes effect only where the parameters reached the graph as constants; say where.
+
+    Dynamo decides that while tracing: with ``torch._inductor.config.freezing`` on and autograd
+    off it installs parameters as graph attributes, which Inductor folds; otherwise they arrive
+    as graph inputs and nothing is folded, whatever Inductor's own setting.
+    """
     if info.grad_enabled:
         return GraphChange(False, "the graph is compiled with autograd enabled; freezing needs the "
                                   "step to run under torch.no_grad() or torch.inference_mode()")
-    params = sum(isinstance(v, torch.nn.Parameter) for v in info.placeholder_values(gm).values())
-    return GraphChange(True, details={"parameters_frozen": params})
+    as_inputs = sum(isinstance(v, torch.nn.Parameter) for v in info.placeholder_values(gm).values())
+    as_constants = sum(1 for n in gm.graph.nodes
+                       if n.op == "get_attr" and isinstance(_attribute(gm, str(n.target)), torch.nn.Parameter))
+    if not as_constants and info.compiler != "inductor":
+        return GraphChange(True, details={"parameters_as_inputs": as_inputs})  # the plan says why not
+    if not as_constants:
+        why = (f"{as_inputs} parameters reached the graph as inputs, not constants (Dynamo traced it "
+               "without freezing on): nothing would be folded" if as_inputs
+               else "the graph reads no parameters: nothing to fold")
+        return GraphChange(False, why, {"parameters_as_inputs": as_inputs})
+    return GraphChange(True, details={"parameters_frozen": as_constants, "parameters_as_inputs": as_inputs})
+
+
+def _attribute(gm: GraphModule, target: str) -> object:
+    value: object = gm
+    for part in target.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+# Inductor settings that Dynamo also reads while tracing, so they must be on around the call of
+# the compiled model, not only inside the backend.
+TRACE_TIME_CONFIG = frozenset({"freezing"})
 
 
 @register_pass(

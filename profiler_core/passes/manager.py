@@ -27,6 +27,7 @@ from profiler_core.errors import PassError, ProfilerError
 from profiler_core.passes.backend import PlanBackend
 from profiler_core.passes.contract import PassContext, PassEffect, RunFacts
 from profiler_core.passes.findings import finding_label, passes_named_by
+from profiler_core.passes.inductor_config import TRACE_TIME_CONFIG
 from profiler_core.passes.plan import GraphRecord, PassRecord, PassStatus, PlanRecord
 from profiler_core.passes.registry import PassLevel, PassSpec, get_pass
 from profiler_core.workload import default_step
@@ -206,6 +207,20 @@ def _inductor_counters() -> Counter[str]:
     return Counter(dict(torch._dynamo.utils.counters["inductor"]))
 
 
+def _with_trace_config(compiled: Any, trace_config: Mapping[str, Any]) -> Any:
+    """``compiled``, whose calls (where Dynamo traces) run under ``trace_config`` (e.g. freezing)."""
+    if not trace_config:
+        return compiled
+    inner = compiled.forward
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with torch._inductor.config.patch(dict(trace_config)):
+            return inner(*args, **kwargs)
+
+    compiled.forward = forward
+    return compiled
+
+
 def apply_passes(
     model: Any,
     inputs: tuple[Any, ...],
@@ -260,7 +275,9 @@ def apply_passes(
         compiler=compiler, device=device, training=bool(getattr(work, "training", False)),
         record_post_grad=warmup,  # without a first call nothing is reported: keep Inductor's caches on
     )
-    compiled = torch.compile(work, backend=backend)
+    compiled = _with_trace_config(torch.compile(work, backend=backend),
+                                  {k: v for k, v in config.items() if k in TRACE_TIME_CONFIG}
+                                  if compiler == "inductor" else {})
     compile_s: float | None = None
     facts: RunFacts | None = None
     if warmup:

@@ -133,9 +133,23 @@ def _fuse(graph: Graph, group: list[Node]) -> None:
         graph.erase_node(linear)
 
 
+def _hoist_attributes(graph: Any) -> None:
+    """Move get_attr nodes (frozen parameters: Dynamo emits each before its first use) up to the
+    placeholders. They read nothing, so the order is free, and every weight is then defined
+    before the first projection of its group."""
+    attrs = [n for n in graph.nodes if n.op == "get_attr"]
+    anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    if anchor is None:
+        return
+    for node in attrs:
+        if node is not anchor:
+            anchor.prepend(node)
+
+
 def fuse_parallel_linears(gm: GraphModule, info: GraphInfo) -> GraphChange:
     """Level-1 rewrite: fuse every legal group of linears that share an input node."""
     graph = gm.graph
+    _hoist_attributes(graph)
     position = {node: i for i, node in enumerate(graph.nodes)}
     groups: dict[Node, list[Node]] = {}
     linears = 0

@@ -65,3 +65,21 @@ def test_user_errors_are_one_line(args: list[str], needle: str, tmp_path: Path, 
 def test_empty_run_dir(tmp_path: Path) -> None:
     result = runner.invoke(load_commands(), ["attribute", str(tmp_path)])
     assert result.exit_code == 2 and "holds no timeline" in result.output
+
+
+def test_analysis_commands_take_a_run_directory(run_dir: Path, tmp_path: Path) -> None:
+    # no profile.json yet: the run is attributed on the fly, exactly as 'oprof attribute' would
+    result = runner.invoke(load_commands(), ["compare", str(run_dir), str(run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    cmp = json.loads(result.stdout)
+    assert cmp["verdict"] == "unchanged" and cmp["base_total_ns"] == cmp["opt_total_ns"] > 0
+    result = runner.invoke(load_commands(), ["diagnose", str(run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["kernel_count"] == 44
+    assert not (run_dir / "profile.json").exists()  # read-only commands write nothing into the run
+
+
+def test_analysis_command_names_an_empty_directory(tmp_path: Path) -> None:
+    result = runner.invoke(load_commands(), ["summary", str(tmp_path)])
+    assert result.exit_code == 2
+    assert str(tmp_path) in result.stderr and "Traceback" not in result.output

@@ -95,6 +95,20 @@ def test_output_code_log_alone(joinable: Path) -> None:
     assert record.source == "output_code"
 
 
+def test_gzipped_output_code_log_reads_like_the_log(joinable: Path, tmp_path: Path) -> None:
+    import gzip
+    import shutil
+
+    plain = read_inductor(joinable / "output_code.log")
+    (tmp_path / "inductor").mkdir()
+    packed = tmp_path / "inductor" / "output_code.log.gz"
+    with (joinable / "output_code.log").open("rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    for path in (packed, tmp_path / "inductor"):  # the file itself, or the directory holding it
+        artifacts = read_inductor(path)
+        assert artifacts.fusions == plain.fusions and artifacts.call_sequences == plain.call_sequences
+
+
 def test_output_code_py_file_reads_like_the_log(joinable: Path, tmp_path: Path) -> None:
     code = [strip_log_prefix(line) for line in (joinable / "output_code.log").read_text().splitlines(True)]
     assert not any("[__output_code]" in line for line in code)

@@ -165,10 +165,16 @@ def test_failed_and_not_comparable_trials_keep_the_loop_going(tmp_path: Path, mo
                                                              small: None) -> None:
     fake = FakeCapture([RuntimeError("ncu lost the GPU"), _other_gpu(pair_profile("opt")), pair_profile("opt")])
     monkeypatch.setattr(loop, "_capture_profile", fake)
-    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", wall_iters=0, capture=EAGER))
+    said: list[str] = []
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", wall_iters=0, capture=EAGER),
+                      progress=lambda phase, step, total, message: said.append(message))
     assert [(t.transformation, t.outcome) for t in result.trials] == [
         ("cuda_graphs", "not_applied"), ("bf16_promotion", "failed"), ("qkv_fusion", "not_comparable"),
         ("sdpa", "kept")]
+    outcomes = [m for m in said if m.split(":")[0] in {"cuda_graphs", "bf16_promotion", "qkv_fusion", "sdpa"}]
+    assert [m.split(" (")[0] for m in outcomes] == [  # every outcome told once, as it happens
+        "cuda_graphs: not_applied", "bf16_promotion: failed", "qkv_fusion: not_comparable", "sdpa: kept"]
+    assert "bf16_promotion: failed (RuntimeError: ncu lost the GPU)" in said
     assert result.trials[1].reason == "RuntimeError: ncu lost the GPU"
     assert "gpu_name" in result.trials[2].reason or "A100" in result.trials[2].reason
     assert result.kept_passes == ["sdpa"]

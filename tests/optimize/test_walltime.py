@@ -89,6 +89,22 @@ def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypat
     assert "missing/python" in result.notes[0]
 
 
+def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              small: None) -> None:
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # what a timeout's signal does to a long timing run
+
+    monkeypatch.setattr(loop, "_wall_times", killed)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", wall_iters=2, capture=EAGER))
+    saved = json.loads((out / "optimize.json").read_text())
+    assert saved["trials"] and saved["wall_time"] == {}
+    assert (out / "comparison.json").is_file() and (out / "report.html").is_file()
+
+
 def test_measure_names_a_missing_interpreter(tmp_path: Path) -> None:
     with pytest.raises(ToolFailedError, match="cannot start"):
         measure(EXAMPLE, iters=1, warmup=0, compile_mode="eager", device="cpu", python=str(tmp_path / "python"))

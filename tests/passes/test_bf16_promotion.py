@@ -140,3 +140,43 @@ def test_post_grad_uuids_are_stable_and_cache_safe() -> None:
     assert pipeline.uuid() == (CastCancellation().uuid(),)
     # A plain callable cannot name itself: the pipeline then opts out of Inductor's cache (None).
     assert PostGradPipeline([CastCancellation(), lambda graph: None]).uuid() is None
+
+
+class _LSTMHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x)
+        return self.head(out)
+
+
+def _lstm_without_fake_support(*args: object, **kwargs: object) -> object:
+    """torch.lstm as CUDA runs it under fake tensors: cuDNN asks for a data pointer."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if isinstance(args[0], FakeTensor):
+        raise RuntimeError("Cannot access data pointer of Tensor (e.g. FakeTensor, FunctionalTensor)")
+    return torch.lstm(*args, **kwargs)  # type: ignore[call-overload]
+
+
+def test_promotion_keeps_recorded_values_for_ops_fake_tensors_cannot_run() -> None:
+    torch.manual_seed(0)
+    model, x = _LSTMHead().eval(), torch.randn(2, 5, 8)
+
+    def rewrite(gm: fx.GraphModule, info: object) -> object:
+        (lstm,) = [n for n in gm.graph.nodes if n.target is torch.lstm]
+        lstm.target = _lstm_without_fake_support
+        gm.recompile()
+        return promote_gemms(gm, info)  # type: ignore[arg-type]
+
+    with torch._dynamo.config.patch(allow_rnn=True):  # trace nn.LSTM into the graph
+        captured = capture(model, x, rewrite=rewrite)
+    assert captured.change is not None and captured.change.applied
+    assert captured.change.details["gemms_promoted"] == {"linear": 1}
+    assert captured.change.details["recorded_values_kept"] == ["lstm"]
+    with torch.no_grad():
+        expected = model(x)
+    torch.testing.assert_close(run_graph(captured.gm, captured.example), expected, rtol=5e-2, atol=5e-2)

@@ -93,9 +93,25 @@ def test_freezing_legality(train: bool, step: Any, status: PassStatus, reason: s
     rec = record.record("freezing")
     assert rec.status is status
     assert reason in rec.reason
-    if not train and step is None:  # legal: the graph check counted what Inductor would freeze
-        assert rec.details["parameters_frozen"] == 4
+    if not train and step is None:  # the eager compiler traces without freezing: parameters stay inputs
+        assert rec.details["parameters_as_inputs"] == 4 and "parameters_frozen" not in rec.details
         assert rec.details["inductor_config"] == {"freezing": True}
+
+
+@pytest.mark.slow
+def test_freezing_folds_weight_casts_in_inductor() -> None:
+    """With freezing on while Dynamo traces, parameters arrive as constants and bf16 weight casts fold."""
+    torch.manual_seed(0)
+    model, x = MLP().eval(), torch.randn(4, 16)
+    with torch.no_grad():
+        expected = model(x)
+    compiled, record = apply_passes(model, (x,), ["bf16_promotion", "freezing"], device="cpu")
+    rec = record.record("freezing")
+    assert rec.status is PassStatus.APPLIED, rec.reason
+    assert rec.details["parameters_frozen"] == 4 and rec.details["parameters_as_inputs"] == 0
+    assert torch._inductor.config.freezing is False  # only around the compiled model's calls
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), expected, rtol=5e-2, atol=5e-2)
 
 
 @pytest.mark.parametrize(("name", "reason"), [
