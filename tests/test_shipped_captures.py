@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,9 @@ def test_demo_offline_writes_reports(tmp_path: Path) -> None:
     result = CliRunner().invoke(load_commands(), ["demo", "--offline", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "live capture needs an NVIDIA GPU" in result.output
-    for name in ("gpt2", "sdpa_attention", "lstm_encoder"):
+    assert "rnn_reroute" in result.output  # the unrolled LSTM's kept pass, from its plan.json
+    unrolled = json.loads((tmp_path / "lstm_encoder_unrolled" / "comparison.json").read_text())
+    assert unrolled["verdict"] == "faster"
+    for name in ("gpt2", "sdpa_attention", "lstm_encoder", "lstm_encoder_unrolled"):
         html = (tmp_path / name / "report.html").read_text()
         assert "<svg" in html and name in html

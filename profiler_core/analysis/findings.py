@@ -104,3 +104,10 @@ class FindingsReport(_Model):
     def by_rule(self, rule_id: str) -> list[Finding]:
         """The findings one rule produced."""
         return [f for f in self.findings if f.rule_id == rule_id]
+
+
+def in_priority_order(findings: list[Finding]) -> list[Finding]:
+    """Findings in the order to act on them: structural ones that license a pass first (they remove
+    the kernels the tuning findings measured), then by their bound on the gain."""
+    return sorted(findings, key=lambda f: (not (f.kind is FindingKind.STRUCTURAL and f.transformation is not None),
+                                           -f.gain_bound_pct))

@@ -83,7 +83,9 @@ def _example_names() -> str:
 
 def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
     from profiler_core.analysis import compare, diagnose
+    from profiler_core.analysis.findings import in_priority_order
     from profiler_core.attribution import attribute_run
+    from profiler_core.passes.plan import read_plan
     from profiler_core.report import render_html
     from profiler_core.schema import write_profile
 
@@ -91,7 +93,7 @@ def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
     write_profile(out / "baseline.profile.json", baseline)
     findings = diagnose(baseline)
     write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
-    top = max(findings.findings, key=lambda f: f.gain_bound_pct, default=None)
+    top = next(iter(in_priority_order(findings.findings)), None)
     top_text = f"{top.rule_id} -> {top.transformation.value if top.transformation else 'structural'}" if top else "-"
     comparison = None
     optimized = None
@@ -110,12 +112,19 @@ def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
                                           title=f"{example_dir.name} on an H200"))
     kept, wall = "-", "-"
     summary = example_dir / "optimize.json"
+    plan = example_dir / "optimized" / "plan.json"
+    timings = example_dir / "walltime.json"
+    w: dict = {}
     if summary.exists():
         data = json.loads(summary.read_text())
         kept = ", ".join(data.get("kept_passes") or []) or "none"
         w = data.get("wall_time") or {}
-        if "baseline" in w and "optimized" in w:
-            wall = f"{w['baseline']['median_ms']:.2f} -> {w['optimized']['median_ms']:.2f} ms"
+    elif plan.exists():  # an optimized capture made with 'oprof apply-pass' and 'oprof capture'
+        kept = ", ".join(read_plan(plan).applied) or "none"
+    if not w and timings.exists():
+        w = json.loads(timings.read_text())
+    if "baseline" in w and "optimized" in w:
+        wall = f"{w['baseline']['median_ms']:.2f} -> {w['optimized']['median_ms']:.2f} ms"
     cov = baseline.coverage
     return (example_dir.name, str(cov.kernel_count), f"{cov.attributed_time_pct:.1f}%", top_text, kept, kernel,
             wall, str(report))

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from profiler_core.analysis.findings import FindingKind
+from profiler_core.analysis.findings import in_priority_order
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
@@ -137,9 +137,7 @@ def candidate_passes(findings: object) -> list[tuple[str, str]]:
     """
     seen: set[str] = set()
     out = []
-    ordered = sorted(findings.findings,  # type: ignore[attr-defined]
-                     key=lambda f: (f.kind != FindingKind.STRUCTURAL, -f.gain_bound_pct))
-    for f in ordered:
+    for f in in_priority_order(findings.findings):  # type: ignore[attr-defined]
         t = f.transformation.value if f.transformation is not None else None
         if t and t not in seen:
             seen.add(t)
