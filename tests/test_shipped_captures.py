@@ -63,6 +63,9 @@ def test_lstm_on_cudnn_is_structural_not_a_reroute(profiles: dict) -> None:
     report = diagnose(profiles["lstm_encoder/baseline"])
     rnn = next(f for f in report.findings if f.rule_id == "recurrent_region")
     assert rnn.transformation is None and "cuDNN" in rnn.title
+    # the compiled head is one cuBLAS call: Inductor generated no kernel, and the warning says so plainly
+    assert any("no Inductor-generated" in w for w in profiles["lstm_encoder/baseline"].warnings)
+    assert profiles["lstm_encoder/baseline"].capture.timeline_source == "nsys"
 
 
 def test_unrolled_lstm_licenses_the_reroute_before_any_tuning(profiles: dict) -> None:

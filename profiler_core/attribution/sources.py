@@ -136,6 +136,10 @@ def attribute_files(
         allow_partial=allow_partial,
     )
     if note:
+        if not any(k.name.startswith("triton_") for k in profile.kernels):
+            # nothing was lost: the run launched no Inductor-generated kernel to map
+            note = ("Inductor artifacts hold no kernel records, and the run launched no Inductor-generated "
+                    "(triton_*) kernel: every kernel is a library or eager kernel, attributed without them")
         profile.warnings.append(note)
     return profile
 
