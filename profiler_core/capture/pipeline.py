@@ -160,7 +160,12 @@ class CaptureSession:
                  progress: ProgressFn | None, cancel: threading.Event | None) -> None:
         self.workload, self.config, self.gpu, self.tools, self.run_dir = workload, config, gpu, tools, run_dir
         self.progress, self.cancel = progress, cancel
-        self.cache_dir = Path(tempfile.mkdtemp(prefix="oprof-inductor-"))
+        self.own_cache = config.inductor_cache_dir is None
+        if config.inductor_cache_dir is None:
+            self.cache_dir = Path(tempfile.mkdtemp(prefix="oprof-inductor-"))
+        else:
+            self.cache_dir = Path(config.inductor_cache_dir)
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
         package_root = Path(profiler_core.__file__).resolve().parent.parent
         self.env = phases.phase_env(os.environ, inductor_cache=self.cache_dir, pythonpath=package_root)
         self.plan = (["probe"] if config.clocks is ClockPolicy.LOCK else []) + [
@@ -456,7 +461,7 @@ class CaptureSession:
         finally:
             manifest.total_duration_s = round(time.monotonic() - start, 3)
             self.save()
-            if not self.config.keep_inductor_cache:
+            if self.own_cache and not self.config.keep_inductor_cache:
                 shutil.rmtree(self.cache_dir, ignore_errors=True)
         return CaptureResult(run_dir=self.run_dir, manifest=manifest)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -147,7 +149,21 @@ def candidate_passes(findings: object) -> list[tuple[str, str]]:
 
 def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, progress: ProgressFn | None = None,
              cancel: threading.Event | None = None) -> OptimizeResult:
-    """Run the loop on ``workload``; every artifact lands in the run directory (see module docstring)."""
+    """Run the loop on ``workload``; every artifact lands in the run directory (see module docstring).
+
+    Each capture keeps its Inductor cache (in a temporary directory, removed at the end) so the
+    end-to-end timing of the baseline and of the kept plan loads the kernels their captures
+    compiled instead of compiling them cold again.
+    """
+    caches = Path(tempfile.mkdtemp(prefix="oprof-optimize-caches-"))
+    try:
+        return _optimize(workload, config, progress=progress, cancel=cancel, caches=caches)
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)
+
+
+def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: ProgressFn | None,
+              cancel: threading.Event | None, caches: Path) -> OptimizeResult:
     from profiler_core.analysis import compare, diagnose
     from profiler_core.passes import apply_pass_plan, get_pass
     from profiler_core.report import render_html
@@ -169,7 +185,8 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
         baseline = _baseline_profile(baseline_dir)
     else:
         note(0, "capturing the baseline")
-        baseline = _capture_profile(path, baseline_dir, cap, progress, cancel)
+        baseline = _capture_profile(path, baseline_dir,
+                                    dataclasses.replace(cap, inductor_cache_dir=caches / "baseline"), progress, cancel)
     out.mkdir(parents=True, exist_ok=True)
     findings = diagnose(baseline)
     write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
@@ -224,7 +241,9 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
             continue
         wrapper = Path(plan.artifacts.get("workload", trial_dir / "workload_optimized.py"))
         try:
-            prof = _capture_profile(wrapper, trial_dir / "capture", cap, progress, cancel)
+            prof = _capture_profile(wrapper, trial_dir / "capture",
+                                    dataclasses.replace(cap, inductor_cache_dir=caches / trial_dir.name),
+                                    progress, cancel)
         except CaptureCancelledError:
             raise
         except Exception as err:  # a failed trial must not lose the loop's other results
@@ -262,24 +281,27 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
         _check_cancel(cancel)
         note(config.budget + 1, f"timing {config.wall_iters} end-to-end iterations, baseline and optimized")
         try:
-            _wall_times(path, best_dir, config, result)
+            _wall_times(path, best_dir, config, result, caches)
         except ProfilerError as err:  # the end-to-end timing is extra: it must not lose the loop's results
             result.notes.append(f"wall time not measured: {err}")
     write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
     return result
 
 
-def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: OptimizeResult) -> None:
+def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: OptimizeResult,
+                caches: Path | None = None) -> None:
     from profiler_core.optimize.walltime import measure
 
     mode = config.capture.compile_mode.value
+    base_cache = caches / "baseline" if caches is not None and not config.baseline_run else None
     base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                   device=config.device, python=config.capture.python)
+                   device=config.device, python=config.capture.python, inductor_cache=base_cache)
     result.wall_time["baseline"] = base.as_dict()
     wrapper = best_dir / "workload_optimized.py"
     if wrapper.exists():
         opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                      device=config.device, python=config.capture.python)
+                      device=config.device, python=config.capture.python,
+                      inductor_cache=caches / best_dir.name if caches is not None else None)
         result.wall_time["optimized"] = opt.as_dict()
         result.wall_speedup = base.median_ms / opt.median_ms if opt.median_ms else None
     write_text_atomic(Path(result.run_dir) / "walltime.json", json.dumps(result.wall_time, indent=1))

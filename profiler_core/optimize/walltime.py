@@ -111,13 +111,20 @@ def _child_env() -> dict[str, str]:
 
 
 def measure(workload: Path, *, iters: int = 30, warmup: int = 5, compile_mode: str = "default",
-            device: str = "cuda", python: str = sys.executable, timeout_s: float = 900) -> WallTime:
-    """Run :func:`measure_in_process` in a fresh interpreter and return its figures."""
+            device: str = "cuda", python: str = sys.executable, timeout_s: float = 900,
+            inductor_cache: Path | None = None) -> WallTime:
+    """Run :func:`measure_in_process` in a fresh interpreter and return its figures.
+
+    ``inductor_cache``: an Inductor cache directory to compile from (a capture's, kept for this),
+    so the timing run loads the kernels the capture compiled instead of compiling them again.
+    """
     cmd = [python, "-m", "profiler_core.optimize.walltime", str(workload), "--iters", str(iters),
            "--warmup", str(warmup), "--compile-mode", compile_mode, "--device", device]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False,
-                             env=_child_env())
+        env = _child_env()
+        if inductor_cache is not None and inductor_cache.is_dir():
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
     except subprocess.TimeoutExpired as err:
         raise ToolFailedError(f"{workload}: wall-time run exceeded {timeout_s:.0f} s") from err
     except OSError as err:

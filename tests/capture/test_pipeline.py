@@ -427,3 +427,14 @@ def test_environment_subset_keeps_relevant_variables_only() -> None:
         "OMP_NUM_THREADS": "4",
         "TORCHINDUCTOR_CACHE_DIR": "/c",
     }
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["own-temporary-cache", "given-cache"])
+def test_inductor_cache_is_shared_by_the_phases_and_kept_only_when_given(
+        fakes: FakeLog, tmp_path: Path, given: bool) -> None:
+    cache = tmp_path / "caches" / "baseline"
+    config = _config(tmp_path, counters="none", **({"inductor_cache_dir": cache} if given else {}))
+    m = pipeline.capture(WORKLOAD, config).manifest
+    used = Path(m.environment["TORCHINDUCTOR_CACHE_DIR"])
+    assert (used == cache) is given
+    assert used.is_dir() is given  # a given cache outlives the capture (for a timing run); its own does not

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.errors import ToolFailedError, WorkloadError
-from profiler_core.optimize import OptimizeConfig, loop, optimize
+from profiler_core.optimize import OptimizeConfig, loop, optimize, walltime
 from profiler_core.optimize.walltime import WallTime, measure, measure_in_process
 from tests.analysis.capture_profiles import pair_profile
 from tests.optimize.test_loop import EAGER, EXAMPLE, FakeCapture
@@ -103,6 +103,30 @@ def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, mo
     saved = json.loads((out / "optimize.json").read_text())
     assert saved["trials"] and saved["wall_time"] == {}
     assert (out / "comparison.json").is_file() and (out / "report.html").is_file()
+
+
+def test_timing_runs_load_the_caches_their_captures_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             small: None) -> None:
+    fake = FakeCapture([pair_profile("opt")])
+    monkeypatch.setattr(loop, "_capture_profile", fake)
+    timed: list[tuple[str, str | None]] = []
+
+    def measure(workload: Path, **kwargs: object) -> WallTime:
+        cache = kwargs["inductor_cache"]
+        assert cache is None or isinstance(cache, Path)
+        timed.append((Path(workload).name, cache.name if cache else None))
+        return WallTime((2.0, 2.0) if Path(workload).name != "workload_optimized.py" else (1.0, 1.0))
+
+    monkeypatch.setattr(walltime, "measure", measure)
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=2, device="cpu", wall_iters=2,
+                                              capture=EAGER))
+    kept_trial = Path(next(t.run_dir for t in result.trials if t.outcome == "kept")).name  # type: ignore[arg-type]
+    caches = [c.inductor_cache_dir for _, _, c in fake.calls]
+    assert [c.name for c in caches] == ["baseline", Path(fake.calls[1][1]).parent.name]  # type: ignore[union-attr]
+    assert len({c.parent for c in caches}) == 1  # type: ignore[union-attr]
+    assert timed == [(EXAMPLE.name, "baseline"), ("workload_optimized.py", kept_trial)]
+    assert not caches[0].parent.exists()  # type: ignore[union-attr]  # removed when the loop ends
+    assert result.wall_speedup == pytest.approx(2.0)
 
 
 def test_measure_names_a_missing_interpreter(tmp_path: Path) -> None:
