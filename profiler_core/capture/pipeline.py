@@ -164,8 +164,7 @@ class CaptureSession:
         if config.inductor_cache_dir is None:
             self.cache_dir = Path(tempfile.mkdtemp(prefix="oprof-inductor-"))
         else:
-            self.cache_dir = Path(config.inductor_cache_dir)
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            self.cache_dir = Path(config.inductor_cache_dir)  # made by capture() before the run dir
         package_root = Path(profiler_core.__file__).resolve().parent.parent
         self.env = phases.phase_env(os.environ, inductor_cache=self.cache_dir, pythonpath=package_root)
         self.plan = (["probe"] if config.clocks is ClockPolicy.LOCK else []) + [
@@ -477,5 +476,11 @@ def capture(workload: str | Path, config: CaptureConfig | None = None, *,
     path = _checked_workload(workload)
     gpu = detect_gpu(config.device)
     tools = _find_tools(config)
+    if config.inductor_cache_dir is not None:
+        try:
+            Path(config.inductor_cache_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ProfilerError(f"{config.inductor_cache_dir}: cannot hold the Inductor cache "
+                                f"({err.strerror or err}); give a directory that can be created") from err
     run_dir = _make_run_dir(config, path)
     return CaptureSession(path, config, gpu, tools, run_dir, progress, cancel).run()

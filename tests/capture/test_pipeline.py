@@ -438,3 +438,11 @@ def test_inductor_cache_is_shared_by_the_phases_and_kept_only_when_given(
     used = Path(m.environment["TORCHINDUCTOR_CACHE_DIR"])
     assert (used == cache) is given
     assert used.is_dir() is given  # a given cache outlives the capture (for a timing run); its own does not
+
+
+def test_unusable_inductor_cache_dir_fails_before_anything_is_made(fakes: FakeLog, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(ProfilerError, match="cannot hold the Inductor cache"):
+        pipeline.capture(WORKLOAD, _config(tmp_path, counters="none", inductor_cache_dir=blocker / "cache"))
+    assert not (tmp_path / "run").exists()
