@@ -12,30 +12,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_ingest import build_ncu_csv
+
 from profiler_core.ingest.ncu import read_ncu
-
-SOURCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "h200_joinable" / "ncu_full_raw.csv"
-
-
-def build(target: Path, rows: int) -> None:
-    """Write ``rows`` launches, cycling through the source's data rows."""
-    with SOURCE.open(newline="") as fh:
-        header, units, *data = list(csv.reader(fh))
-    with target.open("w", newline="") as out:
-        writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerow(units)
-        for i in range(rows):
-            row = list(data[i % len(data)])
-            row[0] = str(i)
-            writer.writerow(row)
 
 
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 500_000
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big_raw.csv"
-        build(path, rows)
+        build_ncu_csv(path, rows)
         size_mb = path.stat().st_size / 1e6
         wall, cpu = time.perf_counter(), time.process_time()
         with path.open(newline="") as fh:

@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point (``oprof-mcp``)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    roots = tuple(Path(r) for r in args.root) or roots_from_env() or (Path.cwd(),)
+    roots = tuple(Path(r) for r in args.root) or roots_from_env()  # empty: ToolContext takes the cwd
     try:
         mcp = create_server(ServerConfig(roots=roots, runs_dir=args.runs_dir))
     except ProfilerError as err:

@@ -7,6 +7,8 @@ the profile's total kernel time. Counters keep the profile's field names and bas
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -23,10 +25,17 @@ from profiler_core.schema import Kernel, Operator, Profile
 HEADLINE_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
                      "sm_throughput_pct")
 MAX_NAME_CHARS = 200
+MAX_WARNINGS = 10  # warnings returned inline; the file written keeps them all
 
 
-def _us(ns: int | float) -> float:
+def us(ns: int | float) -> float:
+    """Nanoseconds as microseconds, rounded for reading."""
     return round(ns / 1e3, 3)
+
+
+def enum_value(x: Any) -> str:
+    """An enum member's value (anything else as is), as text."""
+    return str(getattr(x, "value", x))
 
 
 def _tidy(values: dict[str, float | None]) -> dict[str, float | None]:
@@ -54,6 +63,12 @@ def showing(shown: int, total: int, noun: str, more: str) -> str:
     return f"{text}; {more}" if shown < total else text
 
 
+def capped_warnings(warnings: Sequence[str], more: str) -> tuple[list[str], str]:
+    """The first ``MAX_WARNINGS`` warnings, and their "showing" line (``more``: where the rest are)."""
+    shown = list(warnings[:MAX_WARNINGS])
+    return shown, showing(len(shown), len(warnings), "warnings", more)
+
+
 def coverage_summary(profile: Profile) -> CoverageSummary:
     """Coverage by tier and by counter source, as shares of kernel time."""
     cov = profile.coverage
@@ -63,7 +78,7 @@ def coverage_summary(profile: Profile) -> CoverageSummary:
     unattributed_ns = sum(u.duration_ns for u in profile.unattributed)
     return CoverageSummary(
         kernel_count=cov.kernel_count or len(profile.kernels),
-        kernel_time_us=_us(total),
+        kernel_time_us=us(total),
         attributed_time_pct=round(cov.attributed_time_pct, 2),
         unattributed_time_pct=_pct(unattributed_ns, total),
         by_tier=by_tier,
@@ -79,7 +94,7 @@ def operator_row(op: Operator, total_ns: int) -> OperatorRow:
     """One operator's line in a top-N table."""
     return OperatorRow(
         key=op.key, name=op.name, op_class=op.op_class.value, execution_context=op.execution_context.value,
-        kernel_count=op.kernel_count, time_us=_us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns),
+        kernel_count=op.kernel_count, time_us=us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns),
         confidence=op.confidence.value,
         headline=_tidy({name: op.metrics.get(name) for name in HEADLINE_COUNTERS}),
     )
@@ -116,7 +131,7 @@ def operator_detail(op: Operator, total_ns: int) -> OperatorDetail:
         key=op.key, name=op.name, call_index=op.call_index, op_class=op.op_class.value,
         execution_context=op.execution_context.value, is_fused=op.is_fused, fused_with=op.fused_with,
         source_nodes=op.source_nodes, input_shapes=op.input_shapes, kernel_count=op.kernel_count,
-        time_us=_us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns), confidence=op.confidence.value,
+        time_us=us(op.duration_ns), share_pct=_pct(op.duration_ns, total_ns), confidence=op.confidence.value,
         library=op.library, layer_role=op.layer_role, inherited_from=op.inherited_from,
         metrics=_tidy(op.metrics), metric_null_reasons=dict(op.metric_null_reasons),
     )
@@ -126,7 +141,7 @@ def kernel_detail(kernel: Kernel) -> KernelDetail:
     """One kernel: timing, launch shape, attribution evidence and counters."""
     att = kernel.attribution
     return KernelDetail(
-        id=kernel.id, name=_clip(kernel.short_name or kernel.name), duration_us=_us(kernel.duration_ns),
+        id=kernel.id, name=_clip(kernel.short_name or kernel.name), duration_us=us(kernel.duration_ns),
         stream=kernel.stream, grid=list(kernel.grid) if kernel.grid else None,
         block=list(kernel.block) if kernel.block else None, registers_per_thread=kernel.registers_per_thread,
         library=kernel.library, tier=att.tier.value, confidence=att.confidence.value,

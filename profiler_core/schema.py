@@ -266,10 +266,14 @@ def write_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
     return write_bytes_atomic(path, profile.__pydantic_serializer__.to_json(profile, indent=indent))
 
 
-def _first_error(err: ValidationError) -> str:
+def first_error(err: ValidationError) -> str:
+    """``field '<dotted.loc>': <message>`` of a validation error's first problem."""
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "<root>"
     return f"field '{where}': {first['msg']}"
+
+
+_first_error = first_error
 
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
@@ -295,4 +299,4 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as err:
-        raise SchemaError(f"{p}: invalid profile, {_first_error(err)}") from err
+        raise SchemaError(f"{p}: invalid profile, {first_error(err)}") from err

@@ -56,7 +56,8 @@ class Workload:
     custom_step: bool
 
 
-def _last_frame(err: BaseException) -> str:
+def last_frame(err: BaseException) -> str:
+    """`` (at file.py:LINE)`` for the innermost frame of ``err``'s traceback; "" without one."""
     frames = traceback.extract_tb(err.__traceback__)
     if not frames:
         return ""
@@ -64,13 +65,19 @@ def _last_frame(err: BaseException) -> str:
     return f" (at {Path(last.filename).name}:{last.lineno})"
 
 
+def checked_workload_path(workload: str | Path) -> Path:
+    """``workload`` resolved, once it is known to be an existing .py file (else WorkloadError)."""
+    path = Path(workload).expanduser()
+    if not path.is_file():
+        raise WorkloadError(f"{workload}: no such workload file; pass a .py file defining {ENTRY_POINT}()")
+    if path.suffix != ".py":
+        raise WorkloadError(f"{workload}: a workload must be a .py file defining {ENTRY_POINT}()")
+    return path.resolve()
+
+
 def import_workload_module(path: str | Path) -> ModuleType:
     """Import a workload file as a fresh module, without running its ``__main__`` block."""
-    p = Path(path).expanduser().resolve()
-    if not p.is_file():
-        raise WorkloadError(f"{path}: no such workload file; pass a .py file defining {ENTRY_POINT}()")
-    if p.suffix != ".py":
-        raise WorkloadError(f"{path}: a workload must be a .py file defining {ENTRY_POINT}()")
+    p = checked_workload_path(path)
     digest = hashlib.sha1(str(p).encode()).hexdigest()[:10]
     name = f"oprof_workload_{p.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(name, p)
@@ -85,12 +92,12 @@ def import_workload_module(path: str | Path) -> ModuleType:
         raise WorkloadError(f"{path}:{err.lineno}: syntax error ({err.msg}); fix the file") from err
     except ImportError as err:
         raise WorkloadError(
-            f"{path}: import failed: {err}{_last_frame(err)}; install the missing package "
+            f"{path}: import failed: {err}{last_frame(err)}; install the missing package "
             "in the environment oprof runs in"
         ) from err
     except Exception as err:
         raise WorkloadError(
-            f"{path}: raised {type(err).__name__} while importing: {err}{_last_frame(err)}"
+            f"{path}: raised {type(err).__name__} while importing: {err}{last_frame(err)}"
         ) from err
     finally:
         if sys.path and sys.path[0] == str(p.parent):
@@ -131,10 +138,10 @@ def load_workload(path: str | Path, device: str = "cuda") -> Workload:
             raise WorkloadError(
                 f"{path}: {ENTRY_POINT} must accept a 'device' argument (def {ENTRY_POINT}(device='cuda'))"
             ) from err
-        raise WorkloadError(f"{path}: {ENTRY_POINT}() raised TypeError: {err}{_last_frame(err)}") from err
+        raise WorkloadError(f"{path}: {ENTRY_POINT}() raised TypeError: {err}{last_frame(err)}") from err
     except Exception as err:
         raise WorkloadError(
-            f"{path}: {ENTRY_POINT}() raised {type(err).__name__}: {err}{_last_frame(err)}"
+            f"{path}: {ENTRY_POINT}() raised {type(err).__name__}: {err}{last_frame(err)}"
         ) from err
     if not (isinstance(result, tuple) and len(result) == 2):
         raise WorkloadError(

@@ -27,13 +27,11 @@ from mcp_server.models import (
     ReportResult,
     ShiftRow,
 )
-from mcp_server.tools import hints
-from mcp_server.views import showing
-from mcp_server.workspace import Workspace
+from mcp_server.tools import hints, load_profile
+from mcp_server.views import MAX_WARNINGS, enum_value, showing, us
 from profiler_core.atomic_write import write_text_atomic
-from profiler_core.schema import Profile, read_profile
+from profiler_core.schema import Profile
 
-MAX_WARNINGS = 10
 PREFERRED_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
                       "sm_throughput_pct", "memory_throughput_pct", "local_memory_wavefronts")
 SKIPPED_COUNTERS = frozenset({"gpu_time_duration_ns"})  # replayed under ncu: never a duration to compare
@@ -49,14 +47,6 @@ def sibling(profile_path: Path, name: str) -> Path:
     return profile_path.with_name(f"{profile_path.stem}.{name}")
 
 
-def _value(x: Any) -> str:
-    return str(getattr(x, "value", x))
-
-
-def _us(ns: float) -> float:
-    return round(ns / 1e3, 3)
-
-
 def _telling(deltas: list[Any], limit: int = 4) -> list[str]:
     """The counter shifts worth reading first: headline counters, never ncu's replayed duration."""
     ranked = sorted((d for d in deltas if d.field not in SKIPPED_COUNTERS),
@@ -68,34 +58,42 @@ def _telling(deltas: list[Any], limit: int = 4) -> list[str]:
 def finding_row(f: Any) -> FindingRow:
     """One finding, as a model-sized row (the findings file holds the rest)."""
     return FindingRow(
-        rule_id=f.rule_id, title=f.title, kind=_value(f.kind), licenses=f.licenses,
-        alternatives=[_value(a) for a in f.alternatives], confidence=_value(f.confidence),
+        rule_id=f.rule_id, title=f.title, kind=enum_value(f.kind), licenses=f.licenses,
+        alternatives=[enum_value(a) for a in f.alternatives], confidence=enum_value(f.confidence),
         gain_bound_pct=round(f.gain_bound_pct, 2), max_speedup=f.max_speedup,
         share_pct=round(f.evidence.share_pct, 2), symptom=f.symptom, bottleneck=f.bottleneck,
         operators=f.operators[:5], operator_count=len(f.operators), facts=f.evidence.facts[:3],
-        expected_shifts={k: _value(v) for k, v in f.expected_shifts.items()},
+        expected_shifts={k: enum_value(v) for k, v in f.expected_shifts.items()},
     )
 
 
-def _profile(ws: Workspace, given: str) -> tuple[Path, Profile]:
-    path = ws.existing_file(given, what="profile.json")
-    return path, read_profile(path)
+def _diagnose_to(profile: Profile, out: Path) -> Any:
+    """Diagnose ``profile`` and write every finding to ``out``; the FindingsReport."""
+    report = backend("profiler_core.analysis", "diagnose")(profile)
+    write_text_atomic(out, report.model_dump_json(indent=1))
+    return report
+
+
+def _compare(base: Profile, opt: Profile, *, base_path: Path, opt_path: Path) -> Any:
+    """The Comparison of two profiles, each labelled by its run directory's name."""
+    return backend("profiler_core.analysis", "compare")(
+        base, opt, base_label=base_path.parent.name, opt_label=opt_path.parent.name)
 
 
 def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top_k: int) -> CompareResult:
     """The wire form of a Comparison: headline, checks, classes, the top operator changes."""
     ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))
-    rows = [OperatorDeltaRow(label=r.label, op_class=_value(r.op_class), method=_value(r.method),
-                             base_us=_us(r.base_ns), opt_us=_us(r.opt_ns), delta_us=_us(r.delta_ns),
+    rows = [OperatorDeltaRow(label=r.label, op_class=enum_value(r.op_class), method=enum_value(r.method),
+                             base_us=us(r.base_ns), opt_us=us(r.opt_ns), delta_us=us(r.delta_ns),
                              delta_pct=r.delta_pct, base_keys=r.base_keys[:3], opt_keys=r.opt_keys[:3])
             for r in ops[:top_k]]
     return CompareResult(
         baseline=str(baseline), optimized=str(optimized), comparison_file=str(out), verdict=c.verdict,
-        speedup=c.speedup, base_total_us=_us(c.base_total_ns), opt_total_us=_us(c.opt_total_ns),
+        speedup=c.speedup, base_total_us=us(c.base_total_ns), opt_total_us=us(c.opt_total_ns),
         delta_pct=round(c.delta_pct, 2), per_iteration=c.per_iteration, comparable=c.comparability.comparable,
         checks=[CheckRow(name=k.name, status=k.status, required=k.required, base=k.base, opt=k.opt,
                          detail=k.detail) for k in c.comparability.checks],
-        classes=[ClassDeltaRow(op_class=_value(r.op_class), base_us=_us(r.base_ns), opt_us=_us(r.opt_ns),
+        classes=[ClassDeltaRow(op_class=enum_value(r.op_class), base_us=us(r.base_ns), opt_us=us(r.opt_ns),
                                delta_pct=r.delta_pct, base_share_pct=round(r.base_share_pct, 2),
                                opt_share_pct=round(r.opt_share_pct, 2),
                                counters=_telling(r.counters))
@@ -103,11 +101,11 @@ def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top
         operators=rows,
         operators_showing=showing(len(rows), len(ops), "operator groups, largest change first",
                                   f"raise top_k, or read {out}"),
-        new_overhead=[OverheadDeltaRow(kind=_value(o.kind), kernel_count=o.kernel_count,
-                                       time_us=_us(o.duration_ns),
+        new_overhead=[OverheadDeltaRow(kind=enum_value(o.kind), kernel_count=o.kernel_count,
+                                       time_us=us(o.duration_ns),
                                        share_of_opt_pct=round(o.share_of_opt_pct, 2),
                                        kernel_names=o.kernel_names[:3]) for o in c.new_overhead],
-        new_overhead_us=_us(c.new_overhead_ns),
+        new_overhead_us=us(c.new_overhead_ns),
         shift_checks=[ShiftRow(rule_id=s.rule_id, field=s.field, expected=s.expected, observed=s.observed,
                                as_predicted=s.as_predicted, text=s.text) for s in c.shift_checks],
         warnings=c.warnings[:MAX_WARNINGS],
@@ -129,10 +127,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         Writes every finding to findings.json beside the profile (apply_pass reads it).
         """
         with tool_errors():
-            path, prof = _profile(ws, profile)
+            path, prof = load_profile(ws, profile)
             out = ws.output_file(output) if output else sibling(path, "findings.json")
-            report = backend("profiler_core.analysis", "diagnose")(prof)
-            write_text_atomic(out, report.model_dump_json(indent=1))
+            report = _diagnose_to(prof, out)
             rows = [finding_row(f) for f in report.findings[:top_k]]
             return DiagnoseResult(
                 profile=str(path), findings_file=str(out), attributed_pct=round(report.attributed_pct, 2),
@@ -157,11 +154,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         baseline's findings predicted actually moved.
         """
         with tool_errors():
-            base_path, base = _profile(ws, baseline)
-            opt_path, opt = _profile(ws, optimized)
+            base_path, base = load_profile(ws, baseline)
+            opt_path, opt = load_profile(ws, optimized)
             out = ws.output_file(output) if output else sibling(opt_path, "comparison.json")
-            result = backend("profiler_core.analysis", "compare")(
-                base, opt, base_label=base_path.parent.name, opt_label=opt_path.parent.name)
+            result = _compare(base, opt, base_path=base_path, opt_path=opt_path)
             write_text_atomic(out, result.model_dump_json(indent=1))
             return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k)
 
@@ -177,18 +173,16 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     ) -> ReportResult:
         """A self-contained HTML report, and a compact summary of the profile for reading here."""
         with tool_errors():
-            path, prof = _profile(ws, profile)
+            path, prof = load_profile(ws, profile)
             out = ws.output_file(html) if html else sibling(path, "report.html")
             findings = findings_file = None
             if include_findings:
-                findings = backend("profiler_core.analysis", "diagnose")(prof)
                 findings_file = sibling(path, "findings.json")
-                write_text_atomic(findings_file, findings.model_dump_json(indent=1))
+                findings = _diagnose_to(prof, findings_file)
             comparison = headline = None
             if baseline:
-                base_path, base = _profile(ws, baseline)
-                comparison = backend("profiler_core.analysis", "compare")(
-                    base, prof, base_label=base_path.parent.name, opt_label=path.parent.name)
+                base_path, base = load_profile(ws, baseline)
+                comparison = _compare(base, prof, base_path=base_path, opt_path=path)
                 headline = ComparisonHeadline(
                     baseline=str(base_path), verdict=comparison.verdict, speedup=comparison.speedup,
                     delta_pct=round(comparison.delta_pct, 2), comparable=comparison.comparability.comparable)
@@ -196,12 +190,12 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             page = render_html(prof, findings=findings, comparison=comparison)
             write_text_atomic(out, page)
             summary = backend("profiler_core.report", "compact_summary")(
-                prof, top_k=top_k, findings=findings if findings is not None else _no_findings(prof))
+                prof, top_k=top_k, findings=findings if findings is not None else _no_findings())
             return ReportResult(profile=str(path), html=str(out),
                                 findings_file=str(findings_file) if findings_file else None,
                                 comparison=headline, summary=summary)
 
 
-def _no_findings(profile: Profile) -> Any:
+def _no_findings() -> Any:
     """An empty findings report, so the summary does not diagnose when asked not to."""
     return backend("profiler_core.analysis", "FindingsReport")()

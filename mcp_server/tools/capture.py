@@ -22,12 +22,11 @@ from mcp_server.errors import backend, tool_errors
 from mcp_server.jobs import JobManager, JobSnapshot, JobState, ProgressEvent
 from mcp_server.models import CaptureJobStatus, CaptureResultOut, PhaseSummary, ProgressLine
 from mcp_server.runs import MANIFEST_NAME, read_run, summarize_manifest
-from mcp_server.tools import hints
-from mcp_server.views import showing
+from mcp_server.tools import hints, workload_file
+from mcp_server.views import capped_warnings
 
 POLL_S = 0.1  # how often a waiting call looks for new progress
 MAX_WAIT_S = 110  # below Claude Code's 2-minute auto-background threshold
-MAX_WARNINGS = 10
 
 JobId = Annotated[str, Field(description="The job id capture returned (cap-...).")]
 WaitS = Annotated[float, Field(ge=0, le=MAX_WAIT_S, description=(
@@ -114,13 +113,10 @@ def capture_result_of(snap: JobSnapshot) -> CaptureResultOut:
     phases = [PhaseSummary(name=str(p.get("name")), status=str(p.get("status")),
                            duration_s=p.get("duration_s"), note=p.get("note"))
               for p in data.get("phases") or [] if isinstance(p, dict)]
-    warnings = [str(w) for w in data.get("warnings") or []]
-    return CaptureResultOut(
-        job_id=jid, run=run, manifest=str(run_dir / MANIFEST_NAME), phases=phases,
-        warnings=warnings[:MAX_WARNINGS],
-        warnings_showing=showing(min(MAX_WARNINGS, len(warnings)), len(warnings), "warnings",
-                                 f"all of them are in {run_dir / MANIFEST_NAME}"),
-    )
+    warnings, warnings_showing = capped_warnings([str(w) for w in data.get("warnings") or []],
+                                                 f"all of them are in {run_dir / MANIFEST_NAME}")
+    return CaptureResultOut(job_id=jid, run=run, manifest=str(run_dir / MANIFEST_NAME), phases=phases,
+                            warnings=warnings, warnings_showing=warnings_showing)
 
 
 def register(mcp: MCPServer, ctx: ToolContext) -> None:
@@ -153,9 +149,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         cancel_capture stops it.
         """
         with tool_errors():
-            path = ws.existing_file(workload, what="workload file")
-            if path.suffix != ".py":
-                raise ToolError(f"{workload}: a workload is a .py file defining get_model_and_inputs(device)")
+            path = workload_file(ws, workload)
             if out_dir:
                 run_dir = ws.resolve(out_dir)
             else:

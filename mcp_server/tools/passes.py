@@ -19,16 +19,14 @@ from mcp_server.models import (
     PassOutcome,
     ValidationSummary,
 )
-from mcp_server.tools import hints
-
-
-def _value(x: Any) -> str:
-    return str(getattr(x, "value", x))
+from mcp_server.tools import hints, workload_file
+from mcp_server.views import enum_value
+from profiler_core.errors import PassError
 
 
 def pass_info(spec: Any) -> PassInfo:
     """A registered pass, as listed to the model."""
-    return PassInfo(name=spec.name, level=_value(spec.level), symptom=spec.symptom,
+    return PassInfo(name=spec.name, level=enum_value(spec.level), symptom=spec.symptom,
                     description=spec.description, structural=spec.structural, aliases=list(spec.aliases),
                     source=spec.source)
 
@@ -42,13 +40,12 @@ def chosen_findings(findings_path: Path, names: list[str]) -> list[dict[str, Any
     read_findings = backend("profiler_core.passes.findings", "read_findings")
     passes_named_by = backend("profiler_core.passes.findings", "passes_named_by")
     get_pass = backend("profiler_core.passes", "get_pass")
-    pass_error = backend("profiler_core.errors", "PassError")
     chosen = {get_pass(n).name for n in names}
     kept = []
     for name, finding in passes_named_by(read_findings(findings_path)):
         try:
             canonical = get_pass(name).name
-        except pass_error:
+        except PassError:
             continue  # a structural fix (no pass of that name): never among the chosen ones
         if canonical in chosen:
             kept.append(dict(finding))
@@ -58,12 +55,12 @@ def chosen_findings(findings_path: Path, names: list[str]) -> list[dict[str, Any
 def plan_result(plan: Any, plan_file: Path) -> ApplyPassResult:
     """The wire form of an OptimizationPlan."""
     v = plan.validation
-    validated = _value(plan.status) == "validated"
+    validated = enum_value(plan.status) == "validated"
     workload = plan.artifacts.get("workload")
     return ApplyPassResult(
-        workload=plan.workload, status=_value(plan.status), plan_file=str(plan_file),
+        workload=plan.workload, status=enum_value(plan.status), plan_file=str(plan_file),
         optimized_workload=workload if validated else None, applied=list(plan.applied),
-        passes=[PassOutcome(name=r.name, level=_value(r.level), status=_value(r.status), reason=r.reason,
+        passes=[PassOutcome(name=r.name, level=enum_value(r.level), status=enum_value(r.status), reason=r.reason,
                             structural=r.structural, requested_by=list(r.requested_by),
                             nodes_before=r.nodes_before, nodes_after=r.nodes_after,
                             ops_removed=dict(r.ops_removed), ops_added=dict(r.ops_added))
@@ -117,9 +114,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         only when validation passes) follows the same contract, so capture can measure it.
         """
         with tool_errors():
-            path = ws.existing_file(workload, what="workload file")
-            if path.suffix != ".py":
-                raise ToolError(f"{workload}: a workload is a .py file defining get_model_and_inputs(device)")
+            path = workload_file(ws, workload)
             if device == "cuda":
                 busy = [s for s in jobs.snapshots() if s.live]
                 if busy:

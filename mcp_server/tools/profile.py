@@ -11,8 +11,9 @@ from pydantic import Field
 from mcp_server.config import ToolContext
 from mcp_server.errors import backend, tool_errors
 from mcp_server.models import AttributeResult, GetOperatorResult
-from mcp_server.tools import hints
+from mcp_server.tools import hints, load_profile
 from mcp_server.views import (
+    capped_warnings,
     coverage_summary,
     find_operator,
     kernel_detail,
@@ -21,9 +22,7 @@ from mcp_server.views import (
     top_operators,
     total_kernel_ns,
 )
-from profiler_core.schema import read_profile, write_profile
-
-MAX_WARNINGS = 10
+from profiler_core.schema import write_profile
 
 
 def register(mcp: MCPServer, ctx: ToolContext) -> None:
@@ -79,12 +78,12 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             out = ws.output_file(output) if output else default_out
             write_profile(out, profile)
             rows, shown = top_operators(profile, top_k)
+            warnings, warnings_showing = capped_warnings(profile.warnings,
+                                                         f"all of them are in {out} under 'warnings'")
             return AttributeResult(
                 profile=str(out), kernel_count=len(profile.kernels), operator_count=len(profile.operators),
                 coverage=coverage_summary(profile), top_operators=rows, showing=shown,
-                warnings=profile.warnings[:MAX_WARNINGS],
-                warnings_showing=showing(min(MAX_WARNINGS, len(profile.warnings)), len(profile.warnings),
-                                         "warnings", f"all of them are in {out} under 'warnings'"),
+                warnings=warnings, warnings_showing=warnings_showing,
             )
 
     @mcp.tool(title="Inspect one operator", annotations=hints("Inspect one operator", read_only=True))
@@ -97,8 +96,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     ) -> GetOperatorResult:
         """One operator's identity, aggregated counters, and its kernels with their evidence and counters."""
         with tool_errors():
-            path = ws.existing_file(profile, what="profile.json")
-            prof = read_profile(path)
+            path, prof = load_profile(ws, profile)
             op = find_operator(prof, operator)
             by_id = {k.id: k for k in prof.kernels}
             kernels = sorted((by_id[i] for i in op.kernel_ids if i in by_id), key=lambda k: -k.duration_ns)

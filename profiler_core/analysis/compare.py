@@ -11,18 +11,17 @@ When the baseline's findings are known, each predicted counter shift is checked.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from profiler_core.analysis.aggregation import aggregate_counters
 from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, check_comparability
 from profiler_core.analysis.counter_format import Direction, direction, shift_text
 from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.operator_class import OverheadKind, overhead_kind
-from profiler_core.analysis.profile_view import ProfileView, pct
+from profiler_core.analysis.profile_view import ProfileView, kernel_counters, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.metrics.catalog import COUNTER_FIELDS
 from profiler_core.schema import Kernel, OperatorClass, Profile
@@ -149,10 +148,6 @@ def _counter_deltas(base: dict[str, float | None], opt: dict[str, float | None],
     return out
 
 
-def _agg(kernels: Iterable[Kernel]) -> dict[str, float | None]:
-    return aggregate_counters((k.counters, k.duration_ns) for k in kernels if k.counters)
-
-
 def _time_row(b_ks: Sequence[Kernel], o_ks: Sequence[Kernel], bv: ProfileView, ov: ProfileView,
               scale: tuple[float, float], t: Thresholds) -> dict:
     b_ns = round(sum(k.duration_ns for k in b_ks) * scale[0])
@@ -163,7 +158,7 @@ def _time_row(b_ks: Sequence[Kernel], o_ks: Sequence[Kernel], bv: ProfileView, o
         "base_share_pct": round(bv.share_pct(sum(k.duration_ns for k in b_ks)), 3),
         "opt_share_pct": round(ov.share_pct(sum(k.duration_ns for k in o_ks)), 3),
         "base_kernels": len(b_ks), "opt_kernels": len(o_ks),
-        "counters": _counter_deltas(_agg(b_ks), _agg(o_ks), t),
+        "counters": _counter_deltas(kernel_counters(b_ks), kernel_counters(o_ks), t),
     }
 
 
@@ -264,7 +259,7 @@ def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: Prof
         b_ops = [bv.operators_by_key[k] for k in f.operators if k in bv.operators_by_key]
         o_ops = [ov.operators_by_key[k] for key in f.operators for k in sorted(opt_of.get(key, ()))
                  if k in ov.operators_by_key]
-        b_agg, o_agg = _agg(bv.kernels_of_ops(b_ops)), _agg(ov.kernels_of_ops(o_ops))
+        b_agg, o_agg = kernel_counters(bv.kernels_of_ops(b_ops)), kernel_counters(ov.kernels_of_ops(o_ops))
         for field, expected in f.expected_shifts.items():
             b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)
             observed = direction(field, b, o, same_abs=t.counter_same_abs,

@@ -44,8 +44,3 @@ def direction(field: str, base: float | None, opt: float | None, *, same_abs: fl
 def shift_text(field: str, base: float | None, opt: float | None) -> str:
     """``tensor_core_active_pct 0.01 -> 61.3``."""
     return f"{field} {format_value(base)} -> {format_value(opt)}"
-
-
-def format_us(duration_ns: float) -> str:
-    """Nanoseconds as microseconds text: 158464 -> 158.5 us."""
-    return f"{duration_ns / 1000:,.1f} us"

@@ -8,7 +8,7 @@ kernel's operator and class, total profiled kernel time, and evidence for any se
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from functools import cached_property
 
 from profiler_core.analysis.aggregation import aggregate_counters
@@ -33,6 +33,12 @@ def weakest_confidence(levels: Iterable[Confidence]) -> Confidence:
 def pct(part: float, whole: float) -> float:
     """``part`` as a percentage of ``whole`` (0 when ``whole`` is 0)."""
     return 100.0 * part / whole if whole else 0.0
+
+
+def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = None,
+                    ) -> dict[str, float | None]:
+    """The aggregated counters of those ``kernels`` that carry any (unrounded)."""
+    return aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
 class ProfileView:
@@ -130,7 +136,7 @@ class ProfileView:
         cached = self._counters_of.get(op.key)
         if cached is None:
             ks = [k for k in self.kernels_of(op) if k.counters]
-            cached = aggregate_counters((k.counters, k.duration_ns) for k in ks) if ks else dict(op.metrics)
+            cached = kernel_counters(ks) if ks else dict(op.metrics)
             self._counters_of[op.key] = cached
         return cached
 
@@ -172,15 +178,23 @@ class ProfileView:
         return sum(u.duration_ns for u in self.profile.unattributed)
 
     # -- evidence
+    def counters_of(self, kernels: Iterable[Kernel], fields: Iterable[str] | None = None,
+                    ) -> dict[str, float | None]:
+        """Aggregated counters of ``kernels``, rounded to 4 places, as evidence carries them.
+
+        With ``fields``, exactly those fields in that order (None where not measured).
+        """
+        wanted = None if fields is None else list(fields)
+        counters = kernel_counters(kernels, wanted)
+        if wanted is not None:
+            counters = {f: counters.get(f) for f in wanted}
+        return {f: (round(v, 4) if v is not None else None) for f, v in counters.items()}
+
     def evidence(self, kernels: Sequence[Kernel], *, operator_count: int = 0,
                  facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
                  ) -> FindingEvidence:
         """Evidence for a set of kernels: time, share, aggregated counters, tiers, confidence."""
         duration = sum(k.duration_ns for k in kernels)
-        wanted = None if counter_fields is None else list(counter_fields)
-        counters = aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), wanted)
-        if wanted is not None:
-            counters = {f: counters.get(f) for f in wanted}
         by_name: Counter[str] = Counter()
         for k in kernels:
             by_name[k.name] += k.duration_ns
@@ -189,7 +203,7 @@ class ProfileView:
             share_pct=round(self.share_pct(duration), 3),
             kernel_count=len(kernels),
             operator_count=operator_count,
-            counters={f: (round(v, 4) if v is not None else None) for f, v in counters.items()},
+            counters=self.counters_of(kernels, counter_fields),
             tiers=dict(Counter(k.attribution.tier.value for k in kernels)),
             confidence=dict(Counter(k.attribution.confidence.value for k in kernels)),
             kernel_names=[name for name, _ in by_name.most_common(5)],

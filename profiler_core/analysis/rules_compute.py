@@ -25,7 +25,7 @@ from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
 
 _GEMM_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "sm_throughput_pct",
                 "dram_throughput_pct", "registers_per_thread")
-_SPLIT_K = re.compile(r"splitkreduce|split_k|splitk", re.I)
+_SPLIT_K = re.compile(r"split_k|splitk", re.I)
 _SPLIT_K_EPILOGUE = re.compile(r"splitkreduce|split_?k_?reduce|reduce_?split_?k", re.I)  # a kernel of its own
 
 
@@ -48,7 +48,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     if not idle:
         return []
     kernels = ctx.view.kernels_of_ops(idle)
-    agg = ctx.view.evidence(kernels, counter_fields=_GEMM_FIELDS).counters
+    agg = ctx.view.counters_of(kernels, _GEMM_FIELDS)
     all_gemm_ns = sum(ctx.view.op_duration_ns(op) for op in ctx.ops
                       if ctx.view.work_class(op) is OperatorClass.GEMM)
     idle_ns = sum(k.duration_ns for k in kernels)
@@ -83,7 +83,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     chosen, facts = [], []
     for group in groups:
         ops = [ctx.ops[i] for i in group]
-        agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_GEMM_FIELDS).counters
+        agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _GEMM_FIELDS)
         occupancy = counter(agg, "achieved_occupancy_pct")
         if occupancy is None or occupancy >= t.low_occupancy_pct:
             continue
@@ -96,7 +96,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     n_groups = len(facts)
     facts = [f"{n_groups} group(s) of parallel projections; shared input inferred from identical "
              "input shapes (or identical launches)", *facts[:6]]
-    agg = ctx.view.evidence(ctx.view.kernels_of_ops(chosen), counter_fields=_GEMM_FIELDS).counters
+    agg = ctx.view.counters_of(ctx.view.kernels_of_ops(chosen), _GEMM_FIELDS)
     return [ctx.finding(
         "parallel_projections",
         title="Low occupancy on parallel projection GEMMs",
@@ -172,41 +172,43 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         return []
     rnn_ops = {view.kernel_operator[k.id].key: view.kernel_operator[k.id]
                for k in rnn_kernels if opaque and k.id in view.kernel_operator}
-    ops = loop_ops + [op for key, op in rnn_ops.items() if key not in {o.key for o in loop_ops}]
+    loop_keys = {o.key for o in loop_ops}
+    ops = loop_ops + [op for key, op in rnn_ops.items() if key not in loop_keys]
     kernels = {k.id: k for k in view.kernels_of_ops(loop_ops)}
     if opaque:
         kernels.update({k.id: k for k in rnn_kernels})
     on_cudnn = bool(rnn_ops) and all(op.library and "cudnn" in op.library for op in rnn_ops.values())
     if not loop_ops and on_cudnn:
         # already the fused cuDNN path: rerouting changes nothing; say where the time went instead
-        return [ctx.finding(
-            "recurrent_region",
-            title="Recurrent region already runs in fused cuDNN: graph passes cannot reach it",
-            kind=FindingKind.STRUCTURAL,
-            symptom="recurrent work runs inside one opaque cuDNN RNN call per layer",
-            bottleneck=("the work left the graph: per-timestep cuDNN kernels (GEMM + cell) with M = batch; "
-                        "graph passes cannot see inside, only model shape (batch, hidden size) or precision can"),
-            ops=ops,
-            kernels=sorted(kernels.values(), key=lambda k: k.start_ns),
-            transformation=None,
-            facts=[*facts[:5], "rnn_reroute would change nothing: the recurrence is already on cuDNN"],
-            counter_fields=_GEMM_FIELDS,
-        )]
+        title = "Recurrent region already runs in fused cuDNN: graph passes cannot reach it"
+        symptom = "recurrent work runs inside one opaque cuDNN RNN call per layer"
+        bottleneck = ("the work left the graph: per-timestep cuDNN kernels (GEMM + cell) with M = batch; "
+                      "graph passes cannot see inside, only model shape (batch, hidden size) or precision can")
+        transformation = None
+        last_fact = "rnn_reroute would change nothing: the recurrence is already on cuDNN"
+        expected_shifts = None
+    else:
+        title = "Recurrent region: route it to the fused cuDNN RNN"
+        symptom = (("recurrent work runs as many tiny per-step GEMMs" if loop_ops
+                    else "recurrent work runs inside an opaque library call")
+                   + (" and as opaque RNN kernels" if loop_ops and opaque else ""))
+        bottleneck = "per-timestep launches with M = batch starve the GPU; graph passes cannot see inside"
+        transformation = Transformation.RNN_REROUTE
+        last_fact = ("tiny GEMMs and launch gaps here are symptoms of the unrolled recurrence: "
+                     "reroute it before tuning them (precision, CUDA graphs)")
+        expected_shifts = {"tensor_core_active_pct": "up"}
     return [ctx.finding(
         "recurrent_region",
-        title="Recurrent region: route it to the fused cuDNN RNN",
+        title=title,
         kind=FindingKind.STRUCTURAL,
-        symptom=("recurrent work runs as many tiny per-step GEMMs" if loop_ops
-                 else "recurrent work runs inside an opaque library call")
-                + (" and as opaque RNN kernels" if loop_ops and opaque else ""),
-        bottleneck="per-timestep launches with M = batch starve the GPU; graph passes cannot see inside",
+        symptom=symptom,
+        bottleneck=bottleneck,
         ops=ops,
         kernels=sorted(kernels.values(), key=lambda k: k.start_ns),
-        transformation=Transformation.RNN_REROUTE,
-        facts=[*facts[:5], "tiny GEMMs and launch gaps here are symptoms of the unrolled recurrence: "
-                           "reroute it before tuning them (precision, CUDA graphs)"],
+        transformation=transformation,
+        facts=[*facts[:5], last_fact],
         counter_fields=_GEMM_FIELDS,
-        expected_shifts={"tensor_core_active_pct": "up"},
+        expected_shifts=expected_shifts,
     )]
 
 

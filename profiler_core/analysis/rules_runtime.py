@@ -48,7 +48,7 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
     if not chains:
         return []
     ops = [op for chain in chains for op in chain]
-    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_MEMORY_FIELDS).counters
+    agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _MEMORY_FIELDS)
     eager = sum(1 for op in ops if op.execution_context is ExecutionContext.EAGER)
     facts = [f"{len(chains)} chain(s), longest {max(len(c) for c in chains)} operators",
              *(" -> ".join(op.key for op in chain[:6]) for chain in chains[:3])]
@@ -163,7 +163,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
            if (counter(ctx.view.op_counters(op), "local_memory_wavefronts") or 0) > limit]
     if not ops:
         return []
-    agg = ctx.view.evidence(ctx.view.kernels_of_ops(ops), counter_fields=_SPILL_FIELDS).counters
+    agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _SPILL_FIELDS)
     return [ctx.finding(
         "register_spills",
         title="Register spills to local memory",

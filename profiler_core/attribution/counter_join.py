@@ -66,7 +66,8 @@ def _choose_key(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) -
     return key, label, warnings
 
 
-def _dims_agree(k: TimelineKernel, r: CounterRow) -> bool:
+def dims_agree(k: TimelineKernel, r: CounterRow | TimelineKernel) -> bool:
+    """Whether two records of one launch ran the same grid and block (unknown dims agree)."""
     return (r.grid is None or k.grid is None or tuple(r.grid) == tuple(k.grid)) and (
         r.block is None or k.block is None or tuple(r.block) == tuple(k.block)
     )
@@ -86,7 +87,7 @@ def _first_divergence(kernels: Sequence[TimelineKernel], rows: Sequence[CounterR
         r = rows[i]
         kk = key(k.name)
         seen_t[kk] += 1
-        if kk != key(r.name) or not _dims_agree(k, r):
+        if kk != key(r.name) or not dims_agree(k, r):
             return (
                 f"launch #{i}: the timeline has '{k.name}' grid {_dims(k.grid)} block {_dims(k.block)} "
                 f"({_ordinal(seen_t[kk])} launch of it), ncu ID {r.ncu_id} has '{r.name}' "
@@ -105,7 +106,7 @@ def _is_prefix(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
     if period == 0 or len(kernels) <= period or len(kernels) % period:
         return False
     for j in range(period):
-        if key(kernels[j].name) != key(rows[j].name) or not _dims_agree(kernels[j], rows[j]):
+        if key(kernels[j].name) != key(rows[j].name) or not dims_agree(kernels[j], rows[j]):
             return False
     return all(
         key(kernels[j].name) == key(kernels[j % period].name) and kernels[j].grid == kernels[j % period].grid
@@ -113,19 +114,21 @@ def _is_prefix(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
     )
 
 
-def _uniform_samples(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
-                     key: Callable[[str], str]) -> bool:
+def _by_config(items: Sequence[TimelineKernel | CounterRow],
+               key: Callable[[str], str]) -> dict[ConfigKey, list[int]]:
+    """Indices of ``items`` per launch configuration, configurations in first-seen order."""
+    out: dict[ConfigKey, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        out[_config(key, item.name, item.grid, item.block)].append(i)
+    return out
+
+
+def _uniform_samples(rows_by_cfg: dict[ConfigKey, list[int]], kernels_by_cfg: dict[ConfigKey, list[int]]) -> bool:
     """True when every configuration has min(K, launches) rows for one K (a per-config run)."""
-    rows_per: dict[ConfigKey, int] = defaultdict(int)
-    for r in rows:
-        rows_per[_config(key, r.name, r.grid, r.block)] += 1
-    launches: dict[ConfigKey, int] = defaultdict(int)
-    for k in kernels:
-        launches[_config(key, k.name, k.grid, k.block)] += 1
-    if not set(rows_per) <= set(launches):
+    if not set(rows_by_cfg) <= set(kernels_by_cfg):
         return False
-    k_samples = max(rows_per.values())
-    return all(rows_per[c] == min(k_samples, launches[c]) for c in rows_per)
+    k_samples = max(len(rs) for rs in rows_by_cfg.values())
+    return all(len(rs) == min(k_samples, len(kernels_by_cfg[c])) for c, rs in rows_by_cfg.items())
 
 
 def _config(key: Callable[[str], str], name: str, grid: tuple | None, block: tuple | None) -> ConfigKey:
@@ -146,8 +149,10 @@ def join_counters(
     key, key_kind, warnings = _choose_key(kernels, rows)
     result.name_key, result.warnings = key_kind, warnings
 
-    if len(rows) < n and _uniform_samples(kernels, rows, key):
-        return _join_per_config(kernels, rows, key, allow_partial, result)
+    if len(rows) < n:
+        rows_by_cfg, kernels_by_cfg = _by_config(rows, key), _by_config(kernels, key)
+        if _uniform_samples(rows_by_cfg, kernels_by_cfg):
+            return _join_per_config(kernels, rows, rows_by_cfg, kernels_by_cfg, allow_partial, result)
     if _is_prefix(kernels, rows, key):
         result.mode = "prefix"
         period = len(rows)
@@ -187,7 +192,7 @@ def _join_full(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], ke
                 result.holes[j] = f"no ncu row for the {_ordinal(nth + 1)} launch of this kernel"
                 continue
             r = rows[rs[nth]]
-            if not _dims_agree(kernels[j], r):
+            if not dims_agree(kernels[j], r):
                 if not allow_partial:
                     raise DeterminismError(
                         f"the {_ordinal(nth + 1)} launch of '{kernels[j].name}' (timeline launch #{j}) ran "
@@ -202,15 +207,10 @@ def _join_full(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], ke
     return result
 
 
-def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], key: Callable[[str], str],
+def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow],
+                     rows_by_cfg: dict[ConfigKey, list[int]], kernels_by_cfg: dict[ConfigKey, list[int]],
                      allow_partial: bool, result: CounterJoin) -> CounterJoin:
     result.mode = "per-config"
-    rows_by_cfg: dict[ConfigKey, list[int]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        rows_by_cfg[_config(key, r.name, r.grid, r.block)].append(i)
-    kernels_by_cfg: dict[ConfigKey, list[int]] = defaultdict(list)
-    for j, k in enumerate(kernels):
-        kernels_by_cfg[_config(key, k.name, k.grid, k.block)].append(j)
     for cfg, rs in rows_by_cfg.items():
         if cfg not in kernels_by_cfg or len(rs) > len(kernels_by_cfg[cfg]):
             r = rows[rs[0]]

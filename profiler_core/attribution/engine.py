@@ -36,6 +36,7 @@ from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
+from profiler_core.metrics.availability import chip_from_name
 from profiler_core.metrics.catalog import CATALOG, field_for_ncu_name
 from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
 from profiler_core.schema import (
@@ -131,6 +132,12 @@ def attribute(
         rep = join.inherited_from[pos]
         inherited_of[j] = gpu_idx[rep] if rep is not None else None
 
+    # The CUDA graph replay (graph id, else the replay call's correlation) that launched each kernel.
+    replay_of = [tk.graph_id if tk.graph_id is not None else (
+        kineto_kernels[ki].correlation_id if ki is not None and kineto_kernels[ki].correlation_id in graph_corr
+        else None) for tk, ki in zip(timeline, kineto_index, strict=True)]
+    in_graph_of = [r is not None for r in replay_of]
+
     resolve = make_resolver(fusions)
     claims: list[list[Claim | None]] = []
     if kineto is not None:
@@ -142,27 +149,19 @@ def attribute(
     if fusions:
         claims.append(fusion_claims(timeline, fusions, resolve))
     if inductor is not None and inductor.call_sequences:
-        replay_of = [tk.graph_id if tk.graph_id is not None else (
-            kineto_kernels[ki].correlation_id if ki is not None and kineto_kernels[ki].correlation_id in graph_corr
-            else None) for tk, ki in zip(timeline, kineto_index, strict=True)]
         claims.append(graph_replay_claims(timeline, replay_of, inductor.call_sequences, resolve))
 
-    field_of = {name: field_for_ncu_name(name) for name in (ncu.metrics_returned if ncu else ())}
     rows = ncu.rows if ncu is not None else []
-    row_counters = [_row_counters(r.metrics, field_of) for r in rows]
+    row_counters = [_row_counters(r.metrics) for r in rows]
     empty_counters: dict[str, float | None] = dict.fromkeys(FIELDS)
     library_of = functools.lru_cache(maxsize=None)(kernel_library)
 
     # 1. per kernel: what each tier said, and the winner
     said_of: list[list[Claim]] = []
-    in_graph_of: list[bool] = []
-    for j, tk in enumerate(timeline):
+    for j in range(len(timeline)):
         said = [claim for c in claims if (claim := c[j]) is not None]
         said.sort(key=lambda c: _TIER_RANK[c.tier])
         said_of.append(said)
-        ki = kineto_index[j]
-        in_graph_of.append(tk.graph_id is not None or (
-            ki is not None and kineto_kernels[ki].correlation_id in graph_corr))
     # 2. operator invocations (winner's instance) and their keys, in launch order
     groups: dict[tuple, list[int]] = {}
     for j, said in enumerate(said_of):
@@ -261,11 +260,11 @@ def _unattributed_reason(tk: TimelineKernel, in_graph: bool, have_kineto: bool, 
     return "no PyTorch operator was open when it was launched (outside any operator, or an opaque library path)"
 
 
-def _row_counters(metrics: Mapping[str, float | None], field_of: Mapping[str, str | None]) -> dict[str, float | None]:
+def _row_counters(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
     """One ncu row's counters by profile field; one dict per row, shared by the launches inheriting it."""
     out: dict[str, float | None] = dict.fromkeys(FIELDS)
     for name, value in metrics.items():
-        fld = field_of.get(name) or field_for_ncu_name(name)
+        fld = field_for_ncu_name(name)
         if fld is not None:
             out[fld] = value
     return out
@@ -379,7 +378,7 @@ def _capture_meta(capture: CaptureMeta | None, kineto: KinetoTrace | None, nsys:
         meta.gpu_name = meta.gpu_name or gpu.get("name")
         meta.sm_count = meta.sm_count or gpu.get("smCount")
     if meta.chip is None and meta.gpu_name:
-        meta.chip = _chip_from_name(meta.gpu_name)
+        meta.chip = chip_from_name(meta.gpu_name)
     meta.timeline_source = "nsys" if use_nsys else "kineto"
     if meta.counter_mode == "unknown":
         meta.counter_mode = _COUNTER_MODE_OF_JOIN.get(join.mode, "none")
@@ -402,11 +401,3 @@ def _p(obj: object) -> str | None:
 
 def _s(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-def _chip_from_name(name: str) -> str | None:
-    try:
-        from profiler_core.metrics.availability import chip_from_name
-    except ImportError:  # pragma: no cover - availability ships with the metrics package
-        return None
-    return chip_from_name(name)

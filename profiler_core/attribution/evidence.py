@@ -213,24 +213,27 @@ def _inside(spans: dict[int, tuple[list[int], list[int]]], tid: int, t_ns: int) 
     return any(ends[k] >= t_ns for k in range(i, max(i - 4, -1), -1))
 
 
-@functools.lru_cache(maxsize=65536)
-def _innermost_op(stack: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
+def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None]) -> tuple[int, NvtxOp, bool] | None:
     """(depth, parsed range, inside a compiled region) of a stack's innermost operator range."""
     compiled = any(t.startswith(_COMPILED_MARKERS) for t in stack)
     for depth in range(len(stack) - 1, -1, -1):
-        parsed = parse_nvtx_op(stack[depth])
+        parsed = parse(stack[depth])
         if parsed is not None:
             return depth, parsed, compiled
     return None
 
 
-def _claim_from_stack(stack: tuple[str, ...], tier: Tier, instance: tuple,
+@functools.lru_cache(maxsize=65536)
+def _innermost_op(stack: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
+    return _innermost(stack, parse_nvtx_op)
+
+
+def _claim_from_stack(found: tuple[int, NvtxOp, bool] | None, tier: Tier, instance: tuple,
                       resolve: _Resolver, detail: str) -> Claim | None:
-    """The innermost operator range of ``stack`` (outermost first) as a claim.
+    """The innermost operator range of a stack (``found``, from :func:`_innermost`) as a claim.
 
     ``instance`` identifies the invocation; the operator's op_id replaces it when present.
     """
-    found = _innermost_op(stack)
     if found is None:
         return None
     depth, parsed, compiled = found
@@ -252,7 +255,7 @@ def ncu_nvtx_claims(
             continue
         stack = rows[ri].nvtx_stack
         if stack:
-            out[j] = _claim_from_stack(tuple(stack), Tier.NCU_NVTX, ("op", rows[ri].ncu_id), resolve,
+            out[j] = _claim_from_stack(_innermost_op(tuple(stack)), Tier.NCU_NVTX, ("op", rows[ri].ncu_id), resolve,
                                        "ncu NVTX range")
     return out
 
@@ -268,11 +271,18 @@ def nsys_enclosure_claims(
     The invocation is identified by its range (thread, start), unique even without op_id.
     """
     launch_by_corr = {r.correlation_id: r for r in runtime_calls if r.correlation_id is not None}
+    # Each range text is parsed once (emit_nvtx texts carry unique op_ids: no cache would hit)
+    # and the result reused by the claims below.
+    parsed_of: dict[str, NvtxOp | None] = {}
+
+    def parse(text: str) -> NvtxOp | None:
+        if text not in parsed_of:
+            parsed_of[text] = parse_nvtx_op(text)
+        return parsed_of[text]
+
     by_tid: dict[int, list[NvtxRange]] = defaultdict(list)
     for rng in ranges:
-        if rng.end_ns > rng.start_ns and (
-            rng.text.startswith(_COMPILED_MARKERS) or parse_nvtx_op(rng.text) is not None
-        ):
+        if rng.end_ns > rng.start_ns and (rng.text.startswith(_COMPILED_MARKERS) or parse(rng.text) is not None):
             by_tid[rng.tid].append(rng)
     queries: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for j, k in enumerate(kernels):
@@ -293,7 +303,7 @@ def nsys_enclosure_claims(
             if not open_ranges:
                 continue
             inner = open_ranges[-1]
-            out[j] = _claim_from_stack(tuple(r.text for r in open_ranges), Tier.NSYS_NVTX,
+            out[j] = _claim_from_stack(_innermost(tuple(r.text for r in open_ranges), parse), Tier.NSYS_NVTX,
                                        ("nvtx", tid, inner.start_ns), resolve,
                                        "nsys NVTX range enclosing the launch")
     return out

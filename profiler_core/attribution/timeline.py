@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from profiler_core.attribution.counter_join import dims_agree
 from profiler_core.attribution.names import choose_name_key
 from profiler_core.errors import DeterminismError
 from profiler_core.records import TimelineKernel
@@ -53,9 +54,7 @@ def align_timelines(
             problems.append(f"timeline launch #{j} '{k.name}' (launch {nth + 1} of it) has no match in {other_label}")
             continue
         o = other[candidates[nth]]
-        if (o.grid and k.grid and tuple(o.grid) != tuple(k.grid)) or (
-            o.block and k.block and tuple(o.block) != tuple(k.block)
-        ):
+        if not dims_agree(k, o):
             problems.append(
                 f"timeline launch #{j} '{k.name}' ran grid {k.grid} block {k.block} but {other_label} "
                 f"launch #{candidates[nth]} ran grid {o.grid} block {o.block}"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from profiler_core.capture import user_cache
+from profiler_core.capture.manifest import PhaseClocks
 from profiler_core.errors import ToolFailedError
 
 SAMPLE_INTERVAL_S = 0.1
@@ -74,24 +75,11 @@ def open_clock_reader(nvml_index: int | None, nvml: Any = None) -> tuple[ClockRe
         return None, f"NVML unavailable ({type(err).__name__}: {err}); clocks were not observed"
 
 
-@dataclass(frozen=True)
-class ClockStats:
-    """Median/min/max of the clocks sampled in one window."""
-
-    samples: int
-    sm_mhz_median: float | None = None
-    sm_mhz_min: float | None = None
-    sm_mhz_max: float | None = None
-    memory_mhz_median: float | None = None
-    memory_mhz_min: float | None = None
-    memory_mhz_max: float | None = None
-
-
-def summarize(samples: list[tuple[float, float | None, float | None]]) -> ClockStats:
-    """Statistics of (unix time, SM MHz, memory MHz) samples."""
+def summarize(samples: list[tuple[float, float | None, float | None]]) -> PhaseClocks:
+    """Median/min/max of (unix time, SM MHz, memory MHz) samples."""
     sm = [s for _, s, _ in samples if s is not None]
     mem = [m for _, _, m in samples if m is not None]
-    return ClockStats(
+    return PhaseClocks(
         samples=len(samples),
         sm_mhz_median=statistics.median(sm) if sm else None,
         sm_mhz_min=min(sm) if sm else None,
@@ -125,13 +113,13 @@ class ClockObserver:
         self._thread.start()
         return self
 
-    def stop(self) -> ClockStats:
+    def stop(self) -> PhaseClocks:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         return summarize(self.samples)
 
-    def window(self, start_unix: float, end_unix: float) -> ClockStats:
+    def window(self, start_unix: float, end_unix: float) -> PhaseClocks:
         """Statistics of the samples taken between two unix times (e.g. the probe's loaded part)."""
         return summarize([s for s in self.samples if start_unix <= s[0] <= end_unix])
 
@@ -165,7 +153,7 @@ def store_lock_mhz(gpu_key: str, sm_mhz: int, env: Mapping[str, str] | None = No
     user_cache.write_json(path, data)
 
 
-def lock_mhz_from_probe(stats: ClockStats) -> int:
+def lock_mhz_from_probe(stats: PhaseClocks) -> int:
     """The clock to lock: the median SM clock observed under the probe's load."""
     if not stats.samples or stats.sm_mhz_median is None:
         raise ToolFailedError(

@@ -78,7 +78,6 @@ class CaptureConfig:
     attribute: bool = False
     python: str = sys.executable  # interpreter that runs the workload
     harness: tuple[str, ...] | None = None  # replaces "<python> -m profiler_core.capture.harness"
-    keep_inductor_cache: bool = False
     # Use (and keep) this Inductor cache directory instead of a fresh temporary one. It must be
     # empty or new: the first phase writes Inductor's artifacts only when it compiles cold.
     inductor_cache_dir: Path | None = None

@@ -21,13 +21,13 @@ import platform
 import random
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from profiler_core.capture.config import CompileMode, HarnessPhase
 from profiler_core.errors import WorkloadError
+from profiler_core.workload import last_frame
 
 RESULT_KEY = "oprof_harness"
 WORKLOAD_ERROR_PREFIX = "oprof-workload-error: "
@@ -65,11 +65,6 @@ def workload_error_line(text: str) -> str | None:
 
 
 # ---------------------------------------------------------------- child side
-
-
-def _where(err: BaseException) -> str:
-    frames = traceback.extract_tb(err.__traceback__)
-    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
 
 
 def _seed(seed: int) -> None:
@@ -216,7 +211,7 @@ def _distributed_model(wl: Any, model: Any, device: str, path: Path) -> Any:
             return DistributedDataParallel(model, device_ids=ids)
     except Exception as err:
         raise WorkloadError(f"{path}: wrapping the model for distributed runs failed: "
-                            f"{type(err).__name__}: {err}{_where(err)}") from err
+                            f"{type(err).__name__}: {err}{last_frame(err)}") from err
     if flag is not None and flag != "ddp":
         raise WorkloadError(f"{path}: DISTRIBUTED = {flag!r} is not supported; use \"ddp\" or define "
                             "get_distributed_model(model, device)")
@@ -279,7 +274,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     if mode is not CompileMode.EAGER and stage == "warmup"
                     else "; fix the model or its inputs so that one iteration runs on the device")
             raise WorkloadError(
-                f"{path}: step() raised {type(err).__name__} during {stage}: {err}{_where(err)}{hint}"
+                f"{path}: step() raised {type(err).__name__} during {stage}: {err}{last_frame(err)}{hint}"
             ) from err
 
     for _ in range(args.warmup):

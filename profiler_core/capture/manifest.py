@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.schema import CounterAvailability, ToolVersions
+from profiler_core.schema import CounterAvailability, ToolVersions, first_error
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+RANKS_MANIFEST_KIND: Final = "multi-rank"  # "kind" of a multi-rank run's top-level manifest
 
 
 class _Model(BaseModel):
@@ -188,7 +189,7 @@ def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
         raise ArtifactFormatError(f"{path}: no capture manifest; run 'oprof capture' to make one") from err
     except (OSError, ValueError) as err:
         raise ArtifactFormatError(f"{path}: unreadable manifest ({err}); re-run 'oprof capture'") from err
-    if isinstance(data, dict) and data.get("kind") == "multi-rank":
+    if isinstance(data, dict) and data.get("kind") == RANKS_MANIFEST_KIND:
         raise ArtifactFormatError(
             f"{path}: a multi-rank run (one run directory per rank); attribute it as a whole with "
             "'oprof attribute' on the run directory, or pass one of its rank<N>/ directories")
@@ -200,6 +201,4 @@ def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
     try:
         return RunManifest.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise ArtifactFormatError(f"{path}: invalid manifest, field '{where}': {first['msg']}") from err
+        raise ArtifactFormatError(f"{path}: invalid manifest, {first_error(err)}") from err

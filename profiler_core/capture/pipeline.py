@@ -15,7 +15,6 @@ failure or Ctrl-C leaves an honest record of what ran.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import shutil
@@ -48,7 +47,6 @@ from profiler_core.capture.manifest import (
     CounterRecord,
     DeterminismRecord,
     GpuRecord,
-    PhaseClocks,
     PhaseRecord,
     PhaseStatus,
     RunManifest,
@@ -68,6 +66,7 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.schema import ToolVersions
+from profiler_core.workload import checked_workload_path
 
 ProgressFn = Callable[[str, int, int, str], None]
 
@@ -98,16 +97,6 @@ def default_run_dir(workload: Path, base: Path = DEFAULT_RUNS_DIR) -> Path:
         candidate = base / f"{workload.stem}-{stamp}-{n}"
         n += 1
     return candidate
-
-
-def _checked_workload(workload: str | Path) -> Path:
-    path = Path(workload).expanduser()
-    if not path.is_file():
-        raise WorkloadError(
-            f"{workload}: no such workload file; pass a .py file defining get_model_and_inputs()")
-    if path.suffix != ".py":
-        raise WorkloadError(f"{workload}: a workload must be a .py file defining get_model_and_inputs()")
-    return path.resolve()
 
 
 def _make_run_dir(config: CaptureConfig, workload: Path) -> Path:
@@ -160,7 +149,6 @@ class CaptureSession:
                  progress: ProgressFn | None, cancel: threading.Event | None) -> None:
         self.workload, self.config, self.gpu, self.tools, self.run_dir = workload, config, gpu, tools, run_dir
         self.progress, self.cancel = progress, cancel
-        self.own_cache = config.inductor_cache_dir is None
         if config.inductor_cache_dir is None:
             self.cache_dir = Path(tempfile.mkdtemp(prefix="oprof-inductor-"))
         else:
@@ -258,8 +246,7 @@ class CaptureSession:
         finally:
             record.duration_s = round(time.monotonic() - start, 3)
             if observer is not None:
-                stats = observer.stop()
-                record.clocks = PhaseClocks(**dataclasses.asdict(stats))
+                record.clocks = observer.stop()
             self.save()
         record.exit_status = result.returncode
         if result.returncode != 0:
@@ -460,7 +447,7 @@ class CaptureSession:
         finally:
             manifest.total_duration_s = round(time.monotonic() - start, 3)
             self.save()
-            if self.own_cache and not self.config.keep_inductor_cache:
+            if self.config.inductor_cache_dir is None:
                 shutil.rmtree(self.cache_dir, ignore_errors=True)
         return CaptureResult(run_dir=self.run_dir, manifest=manifest)
 
@@ -473,7 +460,7 @@ def capture(workload: str | Path, config: CaptureConfig | None = None, *,
     missing required tool. Afterwards every failure is also recorded in the manifest.
     """
     config = config or CaptureConfig()
-    path = _checked_workload(workload)
+    path = checked_workload_path(workload)
     gpu = detect_gpu(config.device)
     tools = _find_tools(config)
     if config.inductor_cache_dir is not None:

@@ -50,10 +50,7 @@ def run_timeline(cap: CaptureSession) -> None:
         return
     if res2.returncode != 0 or not sqlite.is_file():
         rec2.status = PhaseStatus.FAILED
-        cap.manifest.warnings.append(
-            f"nsys export failed (exit {res2.returncode}: {failure_summary(res2)}); "
-            "the Kineto trace is the timeline")
-        cap.say("timeline", "failed: the Kineto trace is the timeline")
+        _fall_back(cap, f"nsys export failed (exit {res2.returncode}: {failure_summary(res2)})")
         return
     cap.manifest.artifacts.timeline_report = report.name
     cap.manifest.artifacts.timeline = sqlite.name
@@ -82,16 +79,18 @@ def _profile(cap: CaptureSession, command: list[str]) -> PhaseRecord | None:
     try:
         record, result, _ = cap.run_child("timeline", command)
     except ToolFailedError as err:  # timed out: the Kineto timeline still stands
-        cap.manifest.warnings.append(f"nsys failed ({err}); the Kineto trace is the timeline")
-        cap.say("timeline", "failed: the Kineto trace is the timeline")
+        _fall_back(cap, f"nsys failed ({err})")
         return None
     cap.raise_workload_error(record, result)
     report = cap.run_dir / "timeline.nsys-rep"
     if result.returncode != 0 or not report.is_file():
         record.status = PhaseStatus.FAILED
-        cap.manifest.warnings.append(
-            f"nsys profile failed (exit {result.returncode}: {failure_summary(result)}); "
-            "the Kineto trace is the timeline")
-        cap.say("timeline", "failed: the Kineto trace is the timeline")
+        _fall_back(cap, f"nsys profile failed (exit {result.returncode}: {failure_summary(result)})")
         return None
     return record
+
+
+def _fall_back(cap: CaptureSession, why: str) -> None:
+    """nsys gave no timeline: record ``why`` and go on with the Kineto trace."""
+    cap.manifest.warnings.append(f"{why}; the Kineto trace is the timeline")
+    cap.say("timeline", "failed: the Kineto trace is the timeline")

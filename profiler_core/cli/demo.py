@@ -51,15 +51,14 @@ def demo(
     """Run the closed loop live on a GPU, or its analysis half on the shipped H200 captures."""
     why_not = None if offline else _gpu_ready()
     if not offline and why_not is None:
-        from profiler_core.cli.optimize import render_result
+        from profiler_core.cli.optimize import print_progress, render_result
         from profiler_core.optimize import OptimizeConfig, optimize
 
         workload = EXAMPLES / f"{example}.py"
         if not workload.exists():
             raise ArtifactFormatError(f"{workload}: no such example; pick one of {_example_names()}")
         err_console.print(f"live: optimizing {workload.name} on this GPU")
-        result = optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"),
-                          progress=lambda phase, step, total, msg: err_console.print(f"[dim]{phase}[/] {msg}"))
+        result = optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"), progress=print_progress)
         render_result(result)
         return
     if not CAPTURES.is_dir():

@@ -36,8 +36,7 @@ def optimize_cmd(
                               warmup=warmup, iters=iters)
     config = OptimizeConfig(out_dir=out, budget=budget, device=device, capture=cap, wall_iters=wall_iters,
                             baseline_run=baseline)
-    result = optimize(workload, config,
-                      progress=lambda phase, step, total, msg: err_console.print(f"[dim]{phase}[/] {msg}"))
+    result = optimize(workload, config, progress=print_progress)
     if as_json:
         emit_json(result)
     else:
@@ -46,6 +45,11 @@ def optimize_cmd(
         err_console.print(f"[bold red]{result.validation_failures} pass(es) failed numerical validation[/] "
                           "and were not kept; see optimize.json")
         raise typer.Exit(1)
+
+
+def print_progress(phase: str, step: int, total: int, message: str) -> None:
+    """A loop's progress line on stderr (the loop's ``progress`` callback)."""
+    err_console.print(f"[dim]{phase}[/] {message}")
 
 
 def render_result(result: OptimizeResult) -> None:

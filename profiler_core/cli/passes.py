@@ -13,8 +13,6 @@ from profiler_core.errors import PassError, ValidationFailedError
 from profiler_core.passes import apply_pass_plan, list_passes
 from profiler_core.passes.plan import OptimizationPlan, PassRecord, PassStatus, PlanStatus
 
-DEFAULT_OUT_ROOT = Path("oprof-runs")
-
 
 def _check_device(device: str) -> str:
     if device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
@@ -94,7 +92,9 @@ def apply_pass(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
 ) -> None:
     """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
-    out_dir = out if out is not None else DEFAULT_OUT_ROOT / f"{workload.stem}-optimized"
+    from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
+
+    out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
     plan = apply_pass_plan(
         workload, list(passes or []), device=_check_device(device), findings=from_findings,
         out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,

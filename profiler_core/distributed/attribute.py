@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.distributed.layout import RANKS_JSON, rank_dirs, read_ranks_manifest, write_ranks_manifest
-from profiler_core.distributed.overlap import OverlapStats, comm_overlap
+from profiler_core.distributed.overlap import OverlapStats, comm_overlap, communication_ops, is_nccl_kernel
 from profiler_core.distributed.spread import OperatorSpread, RankSpread, operator_spread, rank_spread
 from profiler_core.errors import SchemaError
-from profiler_core.schema import OperatorClass, Profile, read_profile, write_profile
+from profiler_core.schema import Profile, read_profile, write_profile
 
 PROFILE_NAME = "profile.json"
 
@@ -51,9 +51,8 @@ class MultiRankProfile(BaseModel):
 
 
 def _communication_ns(profile: Profile) -> int:
-    comm = {o.key for o in profile.operators if o.op_class is OperatorClass.COMMUNICATION}
-    return sum(k.duration_ns for k in profile.kernels
-               if k.library == "nccl" or (k.attribution.operator_key or "") in comm)
+    comm_ops = communication_ops(profile)
+    return sum(k.duration_ns for k in profile.kernels if is_nccl_kernel(k, comm_ops))
 
 
 def merge_ranks(profiles: dict[int, Profile], paths: dict[int, str], world_size: int | None = None) -> MultiRankProfile:

@@ -39,7 +39,6 @@ from profiler_core.capture.manifest import (
     write_manifest,
 )
 from profiler_core.capture.pipeline import (
-    _checked_workload,
     _find_tools,
     _make_run_dir,
     _utc_now,
@@ -49,6 +48,7 @@ from profiler_core.capture.runner import failure_summary, run_process
 from profiler_core.distributed import launch
 from profiler_core.distributed.layout import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
 from profiler_core.errors import ProfilerError, ToolFailedError, ToolNotFoundError
+from profiler_core.workload import checked_workload_path
 
 ProgressFn = Callable[[str, int, int, str], None]
 _GPU_COUNT_SCRIPT = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
@@ -223,7 +223,7 @@ def _move(src: Path, dst: Path) -> Path:
 def capture_ranks(workload: str | Path, config: CaptureConfig, nproc_per_node: int, *,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> Path:
     """Capture every phase on ``nproc_per_node`` ranks; returns the multi-rank run directory."""
-    path = _checked_workload(workload)
+    path = checked_workload_path(workload)
     check_gpu_count(visible_gpu_count(config.python), nproc_per_node)
     # clock locking is per GPU; not done per rank yet
     config = dataclasses.replace(config, clocks=ClockPolicy.OFF)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Final, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.capture.manifest import MANIFEST_NAME, RANKS_MANIFEST_KIND
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.schema import first_error
 
-RANKS_MANIFEST_KIND: Final = "multi-rank"
-MANIFEST_NAME = "manifest.json"
 RANKS_JSON = "ranks.json"
 
 
@@ -91,9 +91,7 @@ def read_ranks_manifest(run_dir: str | Path) -> RanksManifest:
     try:
         return RanksManifest.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise ArtifactFormatError(f"{path}: invalid multi-rank manifest, field '{where}': {first['msg']}") from err
+        raise ArtifactFormatError(f"{path}: invalid multi-rank manifest, {first_error(err)}") from err
 
 
 def rank_dirs(run_dir: str | Path) -> list[tuple[int, Path]]:

@@ -37,9 +37,14 @@ def is_nccl_kernel(kernel: Kernel, comm_ops: frozenset[str] = frozenset()) -> bo
     return kernel.library == "nccl" or (kernel.attribution.operator_key or "") in comm_ops
 
 
+def communication_ops(profile: Profile) -> frozenset[str]:
+    """Keys of the profile's communication operators (their kernels count as NCCL kernels)."""
+    return frozenset(o.key for o in profile.operators if o.op_class is OperatorClass.COMMUNICATION)
+
+
 def comm_overlap(profile: Profile) -> OverlapStats:
     """Overlap of NCCL kernels with compute kernels on other streams (module docstring)."""
-    comm_ops = frozenset(o.key for o in profile.operators if o.op_class is OperatorClass.COMMUNICATION)
+    comm_ops = communication_ops(profile)
     kernels = [k for k in profile.kernels if k.kind == "kernel" and k.end_ns > k.start_ns]
     nccl = [k for k in kernels if is_nccl_kernel(k, comm_ops)]
     compute = [k for k in kernels if not is_nccl_kernel(k, comm_ops)]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.inductor_calls import parse_call_sequences
-from profiler_core.ingest.inductor_output_code import parse_output_code
+from profiler_core.ingest.inductor_output_code import parse_output_code, union_fusion_records
 from profiler_core.ingest.torch_trace import TraceContents, is_trace_line, parse_torch_trace
 from profiler_core.records import FusionRecord, InductorArtifacts
 
@@ -82,13 +82,7 @@ def _parse_text(origin: str, text: io.TextIOBase, contents: TraceContents) -> No
         parse_torch_trace(lines, origin, into=contents)
         return
     for name, record in parse_output_code(lines).items():
-        previous = contents.output_code.get(name)
-        contents.output_code[name] = record if previous is None else FusionRecord(
-            kernel_name=name,
-            aten_ops=tuple(dict.fromkeys([*previous.aten_ops, *record.aten_ops])),
-            source_nodes=tuple(dict.fromkeys([*previous.source_nodes, *record.source_nodes])),
-            post_grad_nodes=tuple(dict.fromkeys([*previous.post_grad_nodes, *record.post_grad_nodes])),
-        )
+        contents.output_code[name] = union_fusion_records(contents.output_code.get(name), record)
 
 
 def _chain(head: list[str], rest: Iterator[str] | io.TextIOBase) -> Iterator[str]:

@@ -96,16 +96,28 @@ def _split_list(text: str) -> list[str]:
 def _add(fusions: dict[str, FusionRecord], kernel: str,
          found: tuple[list[str], list[str], list[str]]) -> None:
     sources, aten_ops, post_grad = found
-    previous = fusions.get(kernel)
-    if previous is not None:
-        # The same name in another graph: keep what both say, in first-seen order.
-        sources = [*previous.source_nodes, *sources]
-        aten_ops = [*previous.aten_ops, *aten_ops]
-        post_grad = [*previous.post_grad_nodes, *post_grad]
-    fusions[kernel] = FusionRecord(
+    # The same name in another graph: keep what both say, in first-seen order.
+    fusions[kernel] = union_fusion_records(fusions.get(kernel), FusionRecord(
         kernel_name=kernel,
         aten_ops=tuple(dict.fromkeys(aten_ops)),
         source_nodes=tuple(dict.fromkeys(sources)),
         source="output_code",
         post_grad_nodes=tuple(dict.fromkeys(post_grad)),
+    ))
+
+
+def union_fusion_records(old: FusionRecord | None, new: FusionRecord) -> FusionRecord:
+    """Two records of one kernel as one: every field's items in first-seen order (``old``'s first).
+
+    ``new`` gives the kernel name and source; ``old`` may be None (then ``new`` itself).
+    """
+    if old is None:
+        return new
+    return FusionRecord(
+        kernel_name=new.kernel_name,
+        aten_ops=tuple(dict.fromkeys([*old.aten_ops, *new.aten_ops])),
+        source_nodes=tuple(dict.fromkeys([*old.source_nodes, *new.source_nodes])),
+        source=new.source,
+        post_grad_nodes=tuple(dict.fromkeys([*old.post_grad_nodes, *new.post_grad_nodes])),
+        stack_traces=tuple(dict.fromkeys([*old.stack_traces, *new.stack_traces])),
     )

@@ -132,9 +132,8 @@ class _Table:
                     values[k] = value * scale
             metrics = dict(zip(active.names, values, strict=True))
             if new_text:
-                # A string-valued metric (launch__func_cache_config): stop reading it.
-                for name in self.text:
-                    metrics.pop(name, None)
+                # A string-valued metric (launch__func_cache_config): stop reading it (its values,
+                # this row's included, are stripped from every row below).
                 active = active.without(self.text)
             rows.append(self._row(row, metrics, line_no))
         for record in rows if self.text else ():

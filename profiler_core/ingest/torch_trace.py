@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest.inductor_output_code import parse_output_code
+from profiler_core.ingest.inductor_output_code import parse_output_code, union_fusion_records
 from profiler_core.records import FusionRecord
 
 _ENVELOPE = re.compile(r"^[A-Z]\d{4} [\d:.]+\s+\d+ \S+\] (\{.*\})\s*$")
@@ -112,7 +112,7 @@ class _TraceReader:
             self.targets[self.compile_key] = _graph_targets(payload)
         elif kind == _OUTPUT_CODE:
             for name, record in parse_output_code(payload).items():
-                self.contents.output_code[name] = _union(self.contents.output_code.get(name), record)
+                self.contents.output_code[name] = union_fusion_records(self.contents.output_code.get(name), record)
         elif kind == _NODE_MAPPINGS:
             self._node_mappings(self._json(kind, payload))
         elif kind == _STACK_TRACES:
@@ -146,7 +146,7 @@ class _TraceReader:
                 source="provenance",
                 post_grad_nodes=tuple(dict.fromkeys(post_nodes)),
             )
-            self.contents.provenance[key] = _union(self.contents.provenance.get(key), record)
+            self.contents.provenance[key] = union_fusion_records(self.contents.provenance.get(key), record)
         self.last_handles[self.compile_key] = handles
 
     def _stack_traces(self, data: dict[str, Any]) -> None:
@@ -186,16 +186,3 @@ def _str_lists(value: Any) -> dict[str, list[str]]:
     return {
         str(k): [str(item) for item in v] for k, v in value.items() if isinstance(v, list)
     }
-
-
-def _union(old: FusionRecord | None, new: FusionRecord) -> FusionRecord:
-    if old is None:
-        return new
-    return FusionRecord(
-        kernel_name=new.kernel_name,
-        aten_ops=tuple(dict.fromkeys([*old.aten_ops, *new.aten_ops])),
-        source_nodes=tuple(dict.fromkeys([*old.source_nodes, *new.source_nodes])),
-        source=new.source,
-        post_grad_nodes=tuple(dict.fromkeys([*old.post_grad_nodes, *new.post_grad_nodes])),
-        stack_traces=tuple(dict.fromkeys([*old.stack_traces, *new.stack_traces])),
-    )

@@ -18,11 +18,10 @@ import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,8 +31,8 @@ from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
 from profiler_core.schema import Profile, read_profile
 
-ProgressFn = Callable[[str, int, int, str], None]
-DEFAULT_RUNS_DIR = Path("oprof-runs")
+if TYPE_CHECKING:
+    from profiler_core.capture.pipeline import ProgressFn
 
 
 @dataclass(frozen=True)
@@ -165,6 +164,7 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
 def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: ProgressFn | None,
               cancel: threading.Event | None, caches: Path) -> OptimizeResult:
     from profiler_core.analysis import compare, diagnose
+    from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
     from profiler_core.passes import apply_pass_plan, get_pass
     from profiler_core.report import render_html
 
@@ -194,18 +194,16 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
     result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
     kept: list[str] = []
     best, best_dir, tried = baseline, baseline_dir, 0
-    told = 0
 
-    def tell_outcomes() -> None:  # each tried pass's outcome, once, as a progress line
-        nonlocal told
-        for trial in result.trials[told:]:
-            if trial.outcome != "no_pass":
-                why = f" ({trial.reason[:160]})" if trial.reason else ""
-                note(tried, f"{trial.transformation}: {trial.outcome}{why}")
-        told = len(result.trials)
+    def tell(trial: Trial) -> None:  # a tried pass's outcome, as a progress line
+        if trial.outcome != "no_pass":
+            why = f" ({trial.reason[:160]})" if trial.reason else ""
+            note(tried, f"{trial.transformation}: {trial.outcome}{why}")
 
+    # Each iteration adds one trial, decided when the next iteration starts (or after the last).
     for i, (transformation, rule) in enumerate(candidate_passes(findings), start=1):
-        tell_outcomes()
+        if result.trials:
+            tell(result.trials[-1])
         if tried >= config.budget:
             break
         _check_cancel(cancel)
@@ -263,7 +261,9 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             kept = trial.passes
             best, best_dir = prof, trial_dir
             result.validation = {"max_abs_err": trial.max_abs_err, "max_rel_err": trial.max_rel_err}
-    tell_outcomes()
+    else:
+        if result.trials:
+            tell(result.trials[-1])
     result.kept_passes = kept
     result.final_run_dir = str(best_dir)
     result.optimized_kernel_ns = best.coverage.duration_ns
@@ -289,19 +289,23 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
 
 
 def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: OptimizeResult,
-                caches: Path | None = None) -> None:
+                caches: Path) -> None:
+    """Time the baseline and the kept plan, each from its capture's Inductor cache where there is one.
+
+    ``caches / "baseline"`` exists only when the loop captured the baseline; measure ignores a
+    cache directory that does not exist.
+    """
     from profiler_core.optimize.walltime import measure
 
     mode = config.capture.compile_mode.value
-    base_cache = caches / "baseline" if caches is not None and not config.baseline_run else None
     base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                   device=config.device, python=config.capture.python, inductor_cache=base_cache)
+                   device=config.device, python=config.capture.python, inductor_cache=caches / "baseline")
     result.wall_time["baseline"] = base.as_dict()
     wrapper = best_dir / "workload_optimized.py"
     if wrapper.exists():
         opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
                       device=config.device, python=config.capture.python,
-                      inductor_cache=caches / best_dir.name if caches is not None else None)
+                      inductor_cache=caches / best_dir.name)
         result.wall_time["optimized"] = opt.as_dict()
         result.wall_speedup = base.median_ms / opt.median_ms if opt.median_ms else None
     write_text_atomic(Path(result.run_dir) / "walltime.json", json.dumps(result.wall_time, indent=1))

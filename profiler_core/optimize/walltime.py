@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from profiler_core.capture.phases import ENV_INDUCTOR_CACHE
 from profiler_core.errors import ProfilerError, ToolFailedError, WorkloadError
 
 
@@ -123,7 +124,7 @@ def measure(workload: Path, *, iters: int = 30, warmup: int = 5, compile_mode: s
     try:
         env = _child_env()
         if inductor_cache is not None and inductor_cache.is_dir():
-            env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
+            env[ENV_INDUCTOR_CACHE] = str(inductor_cache)
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
     except subprocess.TimeoutExpired as err:
         raise ToolFailedError(f"{workload}: wall-time run exceeded {timeout_s:.0f} s") from err

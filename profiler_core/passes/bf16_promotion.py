@@ -104,7 +104,10 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
                 casts[operand] = cast
                 made[cast] = torch.bfloat16
                 inserted += 1
-            _set_operand(node, position, cast)
+            if isinstance(position, int):
+                node.update_arg(position, cast)
+            else:
+                node.update_kwarg(position, cast)
         with graph.inserting_after(node):
             back = graph.call_method("to", (node, torch.float32))
         copy_provenance(node, back)
@@ -129,17 +132,6 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
     if kept:
         details["recorded_values_kept"] = kept  # ops fake tensors cannot run (e.g. a traced cuDNN LSTM)
     return GraphChange(True, details=details)
-
-
-def _set_operand(node: Node, position: int | str, value: Node) -> None:
-    if isinstance(position, int):
-        args = list(node.args)
-        args[position] = value
-        node.args = tuple(args)
-    else:
-        kwargs = dict(node.kwargs)
-        kwargs[position] = value
-        node.kwargs = kwargs
 
 
 @register_pass(

@@ -94,6 +94,31 @@ def node_shape(node: Any) -> tuple[Any, ...] | None:
     return tuple(meta.shape) if meta is not None else None
 
 
+def graph_source_name(node: Node) -> str | None:
+    """Dynamo's name for where a graph input came from (``L['self']._modules['q']._parameters['weight']``)."""
+    grapharg = node.meta.get("grapharg")
+    name = getattr(getattr(grapharg, "source", None), "name", None)
+    if callable(name):  # older Dynamo: Source.name() is a method
+        name = name()
+    return name if isinstance(name, str) else None
+
+
+_MISSING: Any = object()
+
+
+def module_attribute(gm: torch.nn.Module, target: str, default: Any = _MISSING) -> Any:
+    """The attribute a dotted ``get_attr`` target names; ``default`` if missing (AttributeError without one)."""
+    value: Any = gm
+    for part in target.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            if default is _MISSING:
+                raise
+            return default
+    return value
+
+
 def copy_provenance(source: Node, target: Node) -> None:
     """Give ``target`` the source location and module path of ``source``."""
     for key in _PROVENANCE_KEYS:
@@ -163,13 +188,12 @@ def refresh_meta(gm: GraphModule) -> list[str]:
     if fake_mode is None:
         return []  # not a Dynamo graph: nothing recorded to keep current
     kept: list[str] = []
-    mode = fake_mode
 
     class _KeepRecorded(FakeTensorProp):
         def get_attr(self, target: Any, args: Any, kwargs: Any) -> Any:
             value = super().get_attr(target, args, kwargs)  # a frozen parameter is a real tensor
             if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
-                return mode.from_tensor(value, static_shapes=True)
+                return self._mode.from_tensor(value, static_shapes=True)
             return value
 
         def run_node(self, n: Node) -> Any:

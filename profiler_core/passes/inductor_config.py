@@ -16,6 +16,7 @@ import torch
 from torch.fx import GraphModule
 
 from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, PassEffect, RunFacts
+from profiler_core.passes.fx_nodes import module_attribute
 from profiler_core.passes.registry import PassLevel, register_pass
 
 
@@ -30,8 +31,8 @@ def check_freezable(gm: GraphModule, info: GraphInfo) -> GraphChange:
         return GraphChange(False, "the graph is compiled with autograd enabled; freezing needs the "
                                   "step to run under torch.no_grad() or torch.inference_mode()")
     as_inputs = sum(isinstance(v, torch.nn.Parameter) for v in info.placeholder_values(gm).values())
-    as_constants = sum(1 for n in gm.graph.nodes
-                       if n.op == "get_attr" and isinstance(_attribute(gm, str(n.target)), torch.nn.Parameter))
+    as_constants = sum(1 for n in gm.graph.nodes if n.op == "get_attr"
+                       and isinstance(module_attribute(gm, str(n.target), None), torch.nn.Parameter))
     if not as_constants and info.compiler != "inductor":
         return GraphChange(True, details={"parameters_as_inputs": as_inputs})  # the plan says why not
     if not as_constants:
@@ -40,13 +41,6 @@ def check_freezable(gm: GraphModule, info: GraphInfo) -> GraphChange:
                else "the graph reads no parameters: nothing to fold")
         return GraphChange(False, why, {"parameters_as_inputs": as_inputs})
     return GraphChange(True, details={"parameters_frozen": as_constants, "parameters_as_inputs": as_inputs})
-
-
-def _attribute(gm: GraphModule, target: str) -> object:
-    value: object = gm
-    for part in target.split("."):
-        value = getattr(value, part, None)
-    return value
 
 
 # Inductor settings that Dynamo also reads while tracing, so they must be on around the call of

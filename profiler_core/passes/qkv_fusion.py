@@ -27,6 +27,7 @@ from profiler_core.passes.fx_nodes import (
     LINEAR_FUNCTIONS,
     argument,
     copy_provenance,
+    graph_source_name,
     is_call,
     node_dtype,
     node_shape,
@@ -51,11 +52,8 @@ def describe_linear(node: Node) -> str:
     """A readable name for a linear: the module path of its weight (``h.0.attn.q_proj``) if known."""
     parts = linear_parts(node)
     weight = parts[1] if parts else None
-    grapharg = weight.meta.get("grapharg") if weight is not None else None
-    source = getattr(getattr(grapharg, "source", None), "name", None)
-    if callable(source):  # older Dynamo: Source.name() is a method
-        source = source()
-    path = _MODULE_SEGMENT.findall(source) if isinstance(source, str) else []
+    source = graph_source_name(weight) if weight is not None else None
+    path = _MODULE_SEGMENT.findall(source) if source is not None else []
     return ".".join(path) if path else node.name
 
 

@@ -40,7 +40,9 @@ from profiler_core.passes.fx_nodes import (
     argument,
     copy_provenance,
     erase_unused,
+    graph_source_name,
     is_call,
+    module_attribute,
     node_dtype,
     node_shape,
     operand,
@@ -220,15 +222,11 @@ def _constant(node: Node, gm: GraphModule, values: dict[Node, Any], memo: dict[N
     if node in memo:
         return memo[node]
     if node.op == "get_attr":
-        value: Any = gm
-        for part in str(node.target).split("."):
-            value = getattr(value, part)
+        value: Any = module_attribute(gm, str(node.target))
     elif node.op == "placeholder":
-        grapharg = node.meta.get("grapharg")
-        source = getattr(getattr(grapharg, "source", None), "name", "")
-        source = source() if callable(source) else source
+        source = graph_source_name(node) or ""
         value = values.get(node)
-        if not (isinstance(value, torch.nn.Parameter) or _MODULE_STATE.search(str(source))):
+        if not (isinstance(value, torch.nn.Parameter) or _MODULE_STATE.search(source)):
             raise _NoMatch(f"{node.name} is a model input")
         if not isinstance(value, torch.Tensor):
             raise _NoMatch(f"{node.name} is not a tensor")

@@ -157,8 +157,7 @@ def _compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor,
 def _compare_values(path: str, base: Any, cand: Any, policy: DtypePolicy) -> OutputComparison:
     if isinstance(base, float) and isinstance(cand, float):
         return _compare_tensors(path, torch.tensor([base], dtype=torch.float64),
-                                torch.tensor([cand], dtype=torch.float64),
-                                DtypePolicy(policy.compute_precision, policy.tolerances))
+                                torch.tensor([cand], dtype=torch.float64), policy)
     equal = type(base) is type(cand) and base == cand
     return OutputComparison(path=path, passed=bool(equal),
                             reason="" if equal else f"{cand!r} differs from the baseline's {base!r}")

@@ -7,8 +7,11 @@ Each top operator carries its key counters and a one-phrase bottleneck label rea
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from profiler_core.analysis.compare import CounterDelta, TimeRow
+from profiler_core.analysis.counter_format import format_value
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.schema import OperatorClass, Profile, Tier
@@ -18,6 +21,23 @@ KEY_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throug
 SHORT_NAMES = {"tensor_core_active_pct": "TC %", "achieved_occupancy_pct": "occ %",
                "dram_throughput_pct": "DRAM %", "sm_throughput_pct": "SM %",
                "local_memory_wavefronts": "spills"}
+
+
+def us(ns: float) -> str:
+    """Nanoseconds as microseconds text, no unit: 158464 -> 158.5."""
+    return f"{ns / 1000:,.1f}"
+
+
+def delta_text(row: TimeRow) -> str:
+    """A row's time change: ``+12.3%``, or ``new`` when the baseline spent no time there."""
+    return "new" if row.delta_pct is None else f"{row.delta_pct:+.1f}%"
+
+
+def shift_parts(counters: Iterable[CounterDelta], arrow: str,
+                name: Callable[[str], str] = str) -> list[str]:
+    """``TC % 0.01<arrow>61.3`` for each key counter that moved (or lacks a side); ``name`` escapes the label."""
+    return [f"{name(SHORT_NAMES.get(d.field, d.field))} {format_value(d.base)}{arrow}{format_value(d.opt)}"
+            for d in counters if d.field in KEY_COUNTERS and d.direction != "same"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,11 @@ from profiler_core.report.digest import (
     KEY_COUNTERS,
     SHORT_NAMES,
     coverage_by_tier,
+    delta_text,
+    shift_parts,
     time_by_class,
     top_operators,
+    us,
 )
 from profiler_core.report.svg_charts import (
     CLASS_COLORS,
@@ -56,10 +59,6 @@ _SHIFT_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throu
                  "sm_throughput_pct")
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1000:,.1f}"
-
-
 def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
     """Rows are already-escaped HTML fragments."""
     numeric = numeric or set()
@@ -77,9 +76,7 @@ def _warnings(items: list[str]) -> str:
 
 
 def _shifts(counters: list[CounterDelta]) -> str:
-    parts = [f"{escape(SHORT_NAMES.get(d.field, d.field))} {format_value(d.base)}&rarr;{format_value(d.opt)}"
-             for d in counters if d.field in KEY_COUNTERS and d.direction != "same"]
-    return "; ".join(parts) or "-"
+    return "; ".join(shift_parts(counters, "&rarr;", escape)) or "-"
 
 
 def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
@@ -88,8 +85,8 @@ def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
     per = " per iteration" if c.per_iteration else ""
     parts = [f"<h2>Baseline vs optimized</h2><p class=\"meta\">{escape(c.base_label or 'baseline')} &rarr; "
              f"{escape(c.opt_label or 'optimized')}</p>", _warnings(c.warnings),
-             f'<div class="verdict {c.verdict}"><b>{c.verdict.upper()}</b>: {_us(c.base_total_ns)} us &rarr; '
-             f"{_us(c.opt_total_ns)} us{per} ({speed}, {c.delta_pct:+.1f}%) on profiled kernel time. "
+             f'<div class="verdict {c.verdict}"><b>{c.verdict.upper()}</b>: {us(c.base_total_ns)} us &rarr; '
+             f"{us(c.opt_total_ns)} us{per} ({speed}, {c.delta_pct:+.1f}%) on profiled kernel time. "
              f"Comparable: <b>{'yes' if c.comparability.comparable else 'NO'}</b>.</div>"]
     parts.append(grouped_bars([(r.op_class.value, r.base_ns / 1000, r.opt_ns / 1000) for r in c.classes],
                               labels=("baseline", "optimized"), unit="us",
@@ -103,8 +100,8 @@ def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
         parts.append(dumbbell_chart(shift_rows, title="Counter shifts in the busiest classes (percent)"))
     parts.append("<h3>By operator class</h3>" + _table(
         ["class", "base us", "opt us", "&Delta;", "base share", "opt share", "counter shifts"],
-        [[escape(r.op_class.value), _us(r.base_ns), _us(r.opt_ns),
-          "new" if r.delta_pct is None else f"{r.delta_pct:+.1f}%", f"{r.base_share_pct:.1f}%",
+        [[escape(r.op_class.value), us(r.base_ns), us(r.opt_ns),
+          delta_text(r), f"{r.base_share_pct:.1f}%",
           f"{r.opt_share_pct:.1f}%", _shifts(r.counters)] for r in c.classes], numeric={1, 2, 3, 4, 5}))
     if c.shift_checks:
         parts.append("<h3>Did the named bottleneck move as predicted?</h3>" + _table(
@@ -114,13 +111,13 @@ def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
     ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]
     parts.append(f"<h3>Operators (top {len(ops)} by |&Delta;|)</h3>" + _table(
         ["operators", "match", "base us", "opt us", "&Delta;", "counter shifts"],
-        [[f'<span class="name">{escape(r.label)}</span>', escape(r.method.value), _us(r.base_ns),
-          _us(r.opt_ns), "new" if r.delta_pct is None else f"{r.delta_pct:+.1f}%", _shifts(r.counters)]
+        [[f'<span class="name">{escape(r.label)}</span>', escape(r.method.value), us(r.base_ns),
+          us(r.opt_ns), delta_text(r), _shifts(r.counters)]
          for r in ops], numeric={2, 3, 4}))
     if c.new_overhead:
-        parts.append(f"<h3>New overhead: {_us(c.new_overhead_ns)} us</h3>" + _table(
+        parts.append(f"<h3>New overhead: {us(c.new_overhead_ns)} us</h3>" + _table(
             ["kind", "kernels", "us", "share of optimized", "names"],
-            [[escape(r.kind), str(r.kernel_count), _us(r.duration_ns), f"{r.share_of_opt_pct:.1f}%",
+            [[escape(r.kind), str(r.kernel_count), us(r.duration_ns), f"{r.share_of_opt_pct:.1f}%",
               f'<span class="name">{escape(", ".join(r.kernel_names[:3]))}</span>'] for r in c.new_overhead],
             numeric={1, 2, 3}))
     for title, rows in (("Kernels only in the optimized run", c.only_in_opt),
@@ -129,7 +126,7 @@ def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
             parts.append(f"<h3>{title} ({len(rows)})</h3>" + _table(
                 ["kernel", "class", "count", "us"],
                 [[f'<span class="name">{escape(r.name)}</span>', escape(r.op_class.value), str(r.count),
-                  _us(r.duration_ns)] for r in rows[:15]], numeric={2, 3}))
+                  us(r.duration_ns)] for r in rows[:15]], numeric={2, 3}))
     return "".join(parts)
 
 
@@ -151,7 +148,7 @@ def profile_html(profile: Profile, *, top_k: int = 12) -> str:
     parts.append("<h3>Top operators and their bottleneck counters</h3>" + _table(
         ["operator", "class", "us", "share", *(escape(SHORT_NAMES[f]) for f in KEY_COUNTERS), "bottleneck",
          "tier"],
-        [[f'<span class="name">{escape(o.key)}</span>', escape(o.op_class.value), _us(o.duration_ns),
+        [[f'<span class="name">{escape(o.key)}</span>', escape(o.op_class.value), us(o.duration_ns),
           f"{o.share_pct:.1f}%", *(format_value(o.counters[f]) for f in KEY_COUNTERS),
           escape(o.bottleneck or "-"), escape(o.tier)] for o in top],
         numeric={2, 3, 4, 5, 6, 7, 8}))
@@ -161,7 +158,7 @@ def profile_html(profile: Profile, *, top_k: int = 12) -> str:
                      f"{view.share_pct(view.unattributed_ns):.1f}% of kernel time)</h3>" + _table(
             ["kernel", "class", "us", "reason"],
             [[f'<span class="name">{escape(kern.name)}</span>', escape(view.kernel_class(kern).value),
-              _us(kern.duration_ns), escape(kern.attribution.reason or "-")] for kern in rows], numeric={2}))
+              us(kern.duration_ns), escape(kern.attribution.reason or "-")] for kern in rows], numeric={2}))
     return "".join(parts)
 
 
@@ -202,7 +199,7 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
         view = ProfileView(profile)
         meta = (f"{escape(cap.gpu_name or 'GPU ?')} ({escape(cap.chip or '?')}) &middot; "
                 f"{len(profile.kernels)} kernels &middot; {len(profile.operators)} operators &middot; "
-                f"{_us(view.total_ns)} us profiled kernel time &middot; {cap.warmup_iterations} warmup + "
+                f"{us(view.total_ns)} us profiled kernel time &middot; {cap.warmup_iterations} warmup + "
                 f"{cap.measured_iterations} measured iterations &middot; compile mode "
                 f"{escape(cap.compile_mode or '?')}")
     body = [f"<h1>oprof report: {escape(name)}</h1><p class=\"meta\">{meta}</p>"]

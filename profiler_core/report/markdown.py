@@ -7,7 +7,7 @@ kernel names carry C++ templates.
 
 from __future__ import annotations
 
-from profiler_core.analysis.compare import Comparison, CounterDelta, TimeRow
+from profiler_core.analysis.compare import Comparison, CounterDelta
 from profiler_core.analysis.counter_format import format_value
 from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.profile_view import ProfileView
@@ -16,14 +16,15 @@ from profiler_core.report.digest import (
     KEY_COUNTERS,
     SHORT_NAMES,
     coverage_by_tier,
+    delta_text,
+    shift_parts,
     time_by_class,
     top_operators,
+    us,
 )
 from profiler_core.schema import Profile
 
 _ARROW = {"up": "\u2191", "down": "\u2193", "same": "=", "n/a": "?"}
-_SHIFT_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                 "sm_throughput_pct", "local_memory_wavefronts")
 
 
 def md(text: object) -> str:
@@ -32,24 +33,14 @@ def md(text: object) -> str:
             .replace("|", "\\|").replace("\n", " "))
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1000:,.1f}"
-
-
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     return out + [""]
 
 
-def _shifts(counters: list[CounterDelta], fields: tuple[str, ...] = _SHIFT_FIELDS) -> str:
-    parts = [f"{SHORT_NAMES.get(d.field, d.field)} {format_value(d.base)}\u2192{format_value(d.opt)}"
-             for d in counters if d.field in fields and d.direction not in ("same",)]
-    return md("; ".join(parts)) or "-"
-
-
-def _delta(row: TimeRow) -> str:
-    return "new" if row.delta_pct is None else f"{row.delta_pct:+.1f}%"
+def _shifts(counters: list[CounterDelta]) -> str:
+    return md("; ".join(shift_parts(counters, "\u2192"))) or "-"
 
 
 def comparison_markdown(c: Comparison, *, top_k: int = 10) -> list[str]:
@@ -60,13 +51,13 @@ def comparison_markdown(c: Comparison, *, top_k: int = 10) -> list[str]:
         lines += ["> [!WARNING]", *(f"> {md(w)}  " for w in c.warnings), ""]
     speed = f"{c.speedup:.2f}x" if c.speedup else "n/a"
     per = " per iteration" if c.per_iteration else ""
-    lines += [f"**{c.verdict.upper()}**: {_us(c.base_total_ns)} us \u2192 {_us(c.opt_total_ns)} us{per} "
+    lines += [f"**{c.verdict.upper()}**: {us(c.base_total_ns)} us \u2192 {us(c.opt_total_ns)} us{per} "
               f"({speed}, {c.delta_pct:+.1f}%) on profiled kernel time. "
               f"Comparable: **{'yes' if c.comparability.comparable else 'NO'}**.", ""]
     lines += ["### By operator class", ""]
     lines += _table(
         ["class", "base us", "opt us", "\u0394", "base share", "opt share", "counter shifts"],
-        [[r.op_class.value, _us(r.base_ns), _us(r.opt_ns), _delta(r), f"{r.base_share_pct:.1f}%",
+        [[r.op_class.value, us(r.base_ns), us(r.opt_ns), delta_text(r), f"{r.base_share_pct:.1f}%",
           f"{r.opt_share_pct:.1f}%", _shifts(r.counters)] for r in c.classes])
     if c.shift_checks:
         lines += ["### Did the named bottleneck move as predicted?", ""]
@@ -77,19 +68,19 @@ def comparison_markdown(c: Comparison, *, top_k: int = 10) -> list[str]:
     ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]
     lines += [f"### Operators (top {len(ops)} by |\u0394|)", ""]
     lines += _table(["operators", "match", "base us", "opt us", "\u0394", "counter shifts"],
-                    [[md(r.label), r.method.value, _us(r.base_ns), _us(r.opt_ns), _delta(r),
+                    [[md(r.label), r.method.value, us(r.base_ns), us(r.opt_ns), delta_text(r),
                       _shifts(r.counters)] for r in ops])
     if c.new_overhead:
-        lines += [f"### New overhead: {_us(c.new_overhead_ns)} us", ""]
+        lines += [f"### New overhead: {us(c.new_overhead_ns)} us", ""]
         lines += _table(["kind", "kernels", "us", "share of optimized", "names"],
-                        [[r.kind, str(r.kernel_count), _us(r.duration_ns), f"{r.share_of_opt_pct:.1f}%",
+                        [[r.kind, str(r.kernel_count), us(r.duration_ns), f"{r.share_of_opt_pct:.1f}%",
                           md(", ".join(r.kernel_names[:3]))] for r in c.new_overhead])
     for title, rows in (("Kernels only in the optimized run", c.only_in_opt),
                         ("Kernels only in the baseline", c.only_in_base)):
         if rows:
             lines += [f"<details><summary>{title} ({len(rows)})</summary>", ""]
             lines += _table(["kernel", "class", "count", "us"],
-                            [[md(r.name), r.op_class.value, str(r.count), _us(r.duration_ns)]
+                            [[md(r.name), r.op_class.value, str(r.count), us(r.duration_ns)]
                              for r in rows[:15]])
             lines += ["</details>", ""]
     return lines
@@ -119,21 +110,21 @@ def profile_markdown(profile: Profile, *, top_k: int = 10) -> list[str]:
     cap = profile.capture
     lines = [f"## Profile: {md(cap.workload or 'workload')}", "",
              f"{md(cap.gpu_name or 'GPU ?')} ({md(cap.chip or '?')}), {len(profile.kernels)} kernels, "
-             f"{len(profile.operators)} operators, {_us(view.total_ns)} us profiled kernel time, "
+             f"{len(profile.operators)} operators, {us(view.total_ns)} us profiled kernel time, "
              f"{cap.warmup_iterations} warmup + {cap.measured_iterations} measured iterations.", ""]
     if profile.warnings:
         lines += ["> [!WARNING]", *(f"> {md(w)}  " for w in profile.warnings), ""]
     lines += ["### Coverage by tier", ""]
-    lines += _table(["tier", "us", "share"], [[s.label, _us(s.duration_ns), f"{s.share_pct:.1f}%"]
+    lines += _table(["tier", "us", "share"], [[s.label, us(s.duration_ns), f"{s.share_pct:.1f}%"]
                                              for s in coverage_by_tier(view)])
     lines += ["### Time by operator class", ""]
-    lines += _table(["class", "us", "share"], [[s.label, _us(s.duration_ns), f"{s.share_pct:.1f}%"]
+    lines += _table(["class", "us", "share"], [[s.label, us(s.duration_ns), f"{s.share_pct:.1f}%"]
                                               for s in time_by_class(view)])
     top = top_operators(view, top_k)
     lines += [f"### Top {len(top)} operators", ""]
     lines += _table(
         ["operator", "class", "us", "share", *(SHORT_NAMES[f] for f in KEY_COUNTERS), "bottleneck"],
-        [[md(o.key), o.op_class.value, _us(o.duration_ns), f"{o.share_pct:.1f}%",
+        [[md(o.key), o.op_class.value, us(o.duration_ns), f"{o.share_pct:.1f}%",
           *(format_value(o.counters[f]) for f in KEY_COUNTERS), md(o.bottleneck or "-")] for o in top])
     return lines
 

@@ -67,8 +67,7 @@ def _operator_events(view: ProfileView, op: Operator, position: dict[int, int],
     per_track: dict[tuple[int, int], list[Kernel]] = defaultdict(list)
     for k in view.kernels_of(op):
         per_track[(k.device, k.stream)].append(k)
-    for ks in per_track.values():
-        ks.sort(key=lambda k: k.start_ns)
+    for ks in per_track.values():  # kernels_of is in start order, so each track's list is too
         run = [ks[0]]
         for k in ks[1:]:
             if position[k.id] == position[run[-1].id] + 1:

@@ -87,8 +87,8 @@ def grouped_bars(rows: Sequence[tuple[str, float, float]], *, labels: tuple[str,
     return _svg(width, top + len(rows) * pair_h + 4, title, body)
 
 
-def _legend(y: int, items: Sequence[tuple[str, str]], x0: int = 0) -> str:
-    parts, x = [], x0
+def _legend(y: int, items: Sequence[tuple[str, str]]) -> str:
+    parts, x = [], 0
     for label, color in items:
         parts.append(f'<rect x="{x}" y="{y - 9}" width="12" height="12" fill="{color}"/>'
                      f'<text x="{x + 16}" y="{y}">{escape(label)}</text>')
@@ -116,23 +116,23 @@ def stacked_bar(segments: Sequence[tuple[str, float]], *, title: str, width: int
 
 
 def dumbbell_chart(rows: Sequence[tuple[str, float | None, float | None]], *, title: str,
-                   width: int = 720, scale_max: float = 100.0,
-                   labels: tuple[str, str] = ("baseline", "optimized")) -> str:
-    """Baseline dot -> optimized dot per row on a 0..scale_max axis (percent counters)."""
+                   width: int = 720) -> str:
+    """Baseline dot -> optimized dot per row on a 0..100 axis (percent counters)."""
     plot_w = width - _LABEL_W - 70
     top = 44
+    labels = ("baseline", "optimized")
     body = [_legend(26, [(labels[0], BASE_COLOR), (labels[1], OPT_COLOR)])]
     for tick in range(0, 101, 25):
         x = _LABEL_W + tick / 100 * plot_w
         body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(rows) * _ROW_H}" '
                     f'stroke="#ddd"/><text x="{x:.1f}" y="{top + len(rows) * _ROW_H + 12}" '
-                    f'text-anchor="middle" font-size="10">{tick * scale_max / 100:g}</text>')
+                    f'text-anchor="middle" font-size="10">{tick}</text>')
     for i, (label, base, opt) in enumerate(rows):
         y = top + i * _ROW_H + _ROW_H / 2
         body.append(_row_label(y, label))
 
         def pos(v: float) -> float:
-            return _LABEL_W + min(max(v, 0.0), scale_max) / scale_max * plot_w
+            return _LABEL_W + min(max(v, 0.0), 100.0) / 100.0 * plot_w
 
         if base is not None and opt is not None:
             body.append(f'<line x1="{pos(base):.1f}" y1="{y:.1f}" x2="{pos(opt):.1f}" y2="{y:.1f}" '

@@ -20,21 +20,19 @@ from profiler_core.report.digest import (
     KEY_COUNTERS,
     SHORT_NAMES,
     coverage_by_tier,
+    delta_text,
+    shift_parts,
     time_by_class,
     top_operators,
+    us,
 )
 from profiler_core.schema import Profile
 
 _VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "unchanged": "bold yellow"}
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1000:,.1f}"
-
-
 def _shifts(counters: list[CounterDelta]) -> str:
-    return "; ".join(f"{SHORT_NAMES.get(d.field, d.field)} {format_value(d.base)}\u2192{format_value(d.opt)}"
-                     for d in counters if d.field in KEY_COUNTERS and d.direction != "same") or "-"
+    return "; ".join(shift_parts(counters, "\u2192")) or "-"
 
 
 def warnings_renderable(warnings: list[str]) -> RenderableType | None:
@@ -53,7 +51,7 @@ def comparison_renderables(c: Comparison, *, top_k: int = 10) -> list[Renderable
     per = " per iteration" if c.per_iteration else ""
     out.append(Text.assemble(
         (c.verdict.upper(), _VERDICT_STYLE[c.verdict]),
-        f": {_us(c.base_total_ns)} us -> {_us(c.opt_total_ns)} us{per} "
+        f": {us(c.base_total_ns)} us -> {us(c.opt_total_ns)} us{per} "
         f"({speed}, {c.delta_pct:+.1f}%) on profiled kernel time; comparable: "
         f"{'yes' if c.comparability.comparable else 'NO'}"))
     classes = Table(title="By operator class", title_justify="left")
@@ -61,8 +59,8 @@ def comparison_renderables(c: Comparison, *, top_k: int = 10) -> list[Renderable
                          ("base %", "right"), ("opt %", "right"), ("counter shifts", "left")):
         classes.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in c.classes:
-        classes.add_row(r.op_class.value, _us(r.base_ns), _us(r.opt_ns),
-                        "new" if r.delta_pct is None else f"{r.delta_pct:+.1f}%", f"{r.base_share_pct:.1f}",
+        classes.add_row(r.op_class.value, us(r.base_ns), us(r.opt_ns),
+                        delta_text(r), f"{r.base_share_pct:.1f}",
                         f"{r.opt_share_pct:.1f}", _shifts(r.counters))
     out.append(classes)
     if c.shift_checks:
@@ -78,12 +76,12 @@ def comparison_renderables(c: Comparison, *, top_k: int = 10) -> list[Renderable
                          ("delta", "right")):
         ops.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for op_row in sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]:
-        ops.add_row(Text(op_row.label), op_row.method.value, _us(op_row.base_ns), _us(op_row.opt_ns),
-                    "new" if op_row.delta_pct is None else f"{op_row.delta_pct:+.1f}%")
+        ops.add_row(Text(op_row.label), op_row.method.value, us(op_row.base_ns), us(op_row.opt_ns),
+                    delta_text(op_row))
     out.append(ops)
     if c.new_overhead:
         out.append(Text("new overhead: " + "; ".join(
-            f"{r.kind} {r.kernel_count} kernels {_us(r.duration_ns)} us ({r.share_of_opt_pct:.1f}%)"
+            f"{r.kind} {r.kernel_count} kernels {us(r.duration_ns)} us ({r.share_of_opt_pct:.1f}%)"
             for r in c.new_overhead), style="yellow"))
     if c.only_in_opt or c.only_in_base:
         out.append(Text(f"kernels only in optimized: {len(c.only_in_opt)}, only in baseline: "
@@ -100,7 +98,7 @@ def profile_renderables(profile: Profile, *, top_k: int = 10) -> list[Renderable
         out.append(w)
     out.append(Text(f"{cap.workload or 'profile'}: {cap.gpu_name or 'GPU ?'} ({cap.chip or '?'}), "
                     f"{len(profile.kernels)} kernels, {len(profile.operators)} operators, "
-                    f"{_us(view.total_ns)} us profiled kernel time", style="bold"))
+                    f"{us(view.total_ns)} us profiled kernel time", style="bold"))
     for label, shares in (("coverage", coverage_by_tier(view)), ("time by class", time_by_class(view))):
         out.append(Text(f"{label}: " + ", ".join(f"{s.label} {s.share_pct:.1f}%" for s in shares)))
     table = Table(title=f"Top {top_k} operators", title_justify="left")
@@ -112,7 +110,7 @@ def profile_renderables(profile: Profile, *, top_k: int = 10) -> list[Renderable
         table.add_column(SHORT_NAMES[f], justify="right")
     table.add_column("bottleneck")
     for o in top_operators(view, top_k):
-        table.add_row(Text(o.key), o.op_class.value, _us(o.duration_ns), f"{o.share_pct:.1f}",
+        table.add_row(Text(o.key), o.op_class.value, us(o.duration_ns), f"{o.share_pct:.1f}",
                       *(format_value(o.counters[f]) for f in KEY_COUNTERS), o.bottleneck or "-")
     out.append(table)
     return out
