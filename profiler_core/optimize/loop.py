@@ -1,11 +1,12 @@
 """The closed loop without an LLM: capture, attribute, diagnose, transform, validate, re-measure, compare.
 
     baseline capture -> profile -> findings (structural first, then by their bound on the gain)
-      for each licensed pass, in that order, within the budget:
+      while the budget lasts, take the first licensed pass not tried yet:
         plan = accepted passes + this one -> apply + validate numerics (rejected: say why)
         capture the plan's workload_optimized.py -> profile -> compare with the best so far
-        keep the pass only when validation passed and the comparable capture is faster
-    -> run dir: baseline/, trial-N-<pass>/ (plan, wrapper, capture), findings.json,
+        keep the pass only when validation passed and the comparable capture is faster;
+        a kept pass makes its capture the best, and its findings (re-diagnosed) the next candidates
+    -> run dir: baseline/, trial-N-<pass>/ (plan, wrapper, capture; findings.json when kept), findings.json,
        comparison.json, report.html, walltime.json, optimize.json
 
 The same function backs ``oprof optimize``, the MCP server and the Claude Code plugin.
@@ -54,6 +55,7 @@ class Trial(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     transformation: str
+    finding: str = ""  # the rule whose finding licensed it
     passes: list[str]
     outcome: Literal["kept", "rejected_validation", "not_applied", "not_faster", "not_comparable",
                      "no_pass", "failed"]
@@ -200,20 +202,24 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             why = f" ({trial.reason[:160]})" if trial.reason else ""
             note(tried, f"{trial.transformation}: {trial.outcome}{why}")
 
-    # Each iteration adds one trial, decided when the next iteration starts (or after the last).
-    for i, (transformation, rule) in enumerate(candidate_passes(findings), start=1):
-        if result.trials:
-            tell(result.trials[-1])
-        if tried >= config.budget:
-            break
-        _check_cancel(cancel)
-        trial = Trial(transformation=transformation, passes=[*kept, transformation], outcome="failed")
+    def trial_dir_of(trial: Trial) -> Path:
+        return Path(trial.run_dir) if trial.run_dir else out
+
+    considered: set[str] = set()
+    current = findings  # the findings of the best capture so far: re-diagnosed after each kept pass
+
+    def next_candidate() -> tuple[str, str] | None:
+        return next(((t, rule) for t, rule in candidate_passes(current) if t not in considered), None)
+
+    def run_trial(i: int, transformation: str, rule: str) -> Trial:
+        nonlocal kept, best, best_dir, tried
+        trial = Trial(transformation=transformation, finding=rule, passes=[*kept, transformation], outcome="failed")
         result.trials.append(trial)
         try:
             get_pass(transformation)
         except PassError:
             trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{transformation}' (finding {rule})"
-            continue
+            return trial
         tried += 1
         note(tried, f"trying {transformation} (finding {rule})")
         trial_dir = out / f"trial-{i}-{transformation}"
@@ -223,7 +229,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
                                    compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
         except ProfilerError as err:  # e.g. a pass that cannot run here: the other trials still count
             trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
-            continue
+            return trial
         if plan.validation is not None:
             trial.max_abs_err, trial.max_rel_err = plan.validation.max_abs_err, plan.validation.max_rel_err
         if plan.status.value != "validated":
@@ -232,11 +238,11 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             trial.reason = (f"{v.reason} (max abs err {v.max_abs_err}, max rel err {v.max_rel_err})"
                             if v is not None else "validation did not run")
             result.validation_failures += 1
-            continue
+            return trial
         if transformation not in plan.applied:
             trial.outcome = "not_applied"
             trial.reason = plan.record(transformation).reason
-            continue
+            return trial
         wrapper = Path(plan.artifacts.get("workload", trial_dir / "workload_optimized.py"))
         try:
             prof = _capture_profile(wrapper, trial_dir / "capture",
@@ -246,7 +252,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             raise
         except Exception as err:  # a failed trial must not lose the loop's other results
             trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
-            continue
+            return trial
         cmp = compare(best, prof)
         trial.kernel_ns = prof.coverage.duration_ns
         trial.speedup_vs_best = cmp.speedup
@@ -261,9 +267,20 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             kept = trial.passes
             best, best_dir = prof, trial_dir
             result.validation = {"max_abs_err": trial.max_abs_err, "max_rel_err": trial.max_rel_err}
-    else:
-        if result.trials:
-            tell(result.trials[-1])
+        return trial
+
+    i = 0
+    while tried < config.budget and (candidate := next_candidate()) is not None:
+        _check_cancel(cancel)
+        i += 1
+        considered.add(candidate[0])
+        trial = run_trial(i, *candidate)
+        tell(trial)
+        if trial.outcome == "kept":
+            # the kept pass changed what there is to fix: a symptom it removed licenses nothing now,
+            # and one it exposed (a bf16 plan's per-call weight casts) licenses its own pass
+            current = diagnose(best)
+            write_text_atomic(trial_dir_of(trial) / "findings.json", current.model_dump_json(indent=1))
     result.kept_passes = kept
     result.final_run_dir = str(best_dir)
     result.optimized_kernel_ns = best.coverage.duration_ns

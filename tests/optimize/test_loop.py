@@ -66,17 +66,23 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")
 
 
+def _finding(rule: str, transformation: Transformation) -> Finding:
+    return Finding(rule_id=rule, title=rule, kind=FindingKind.OPTIMIZATION, symptom="s", bottleneck="b",
+                   transformation=transformation, gain_bound_pct=99.0)
+
+
 @pytest.fixture
 def elementwise_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    """diagnose() as it is, plus a top-ranked finding whose transformation no graph pass implements."""
+    """diagnose() as it is, plus a top-ranked finding whose transformation no graph pass implements;
+    on the pair's optimized capture (which has no finding of its own) also a manual-attention one."""
     real = analysis.diagnose
 
     def diagnose(profile: Profile, *args: object, **kwargs: object) -> analysis.FindingsReport:
         report = real(profile, *args, **kwargs)
-        extra = Finding(rule_id="memory_bound_elementwise", title="elementwise chain", kind=FindingKind.OPTIMIZATION,
-                        symptom="s", bottleneck="b", transformation=Transformation.ELEMENTWISE_FUSION,
-                        gain_bound_pct=99.0)
-        return report.model_copy(update={"findings": [extra, *report.findings]})
+        extra = [_finding("memory_bound_elementwise", Transformation.ELEMENTWISE_FUSION)]
+        if (profile.capture.workload or "").endswith(" opt"):
+            extra.append(_finding("manual_attention", Transformation.SDPA))
+        return report.model_copy(update={"findings": [*extra, *report.findings]})
 
     monkeypatch.setattr(analysis, "diagnose", diagnose)
 
@@ -92,7 +98,8 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
                                                          small: None, elementwise_first: None,
                                                          strict_bf16: None) -> None:
     # candidates on the pair's baseline, best bound first: (elementwise_fusion), cuda_graphs,
-    # bf16_promotion, qkv_fusion, sdpa
+    # bf16_promotion, qkv_fusion, sdpa; after qkv_fusion is kept, those of its capture:
+    # (elementwise_fusion, already considered), sdpa
     fake = FakeCapture([pair_profile("opt"), pair_profile("opt")])
     monkeypatch.setattr(loop, "_capture_profile", fake)
     out = tmp_path / "run"
@@ -126,6 +133,11 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
     assert "PASSES = ['qkv_fusion', 'sdpa']" in (out / "trial-5-sdpa" / "workload_optimized.py").read_text()
     assert not (out / "trial-3-bf16_promotion" / "workload_optimized.py").exists()
     assert json.loads((out / "trial-3-bf16_promotion" / "plan.json").read_text())["status"] == "rejected"
+    assert [t.finding for t in result.trials] == ["memory_bound_elementwise", "launch_bound", "tensor_core_idle",
+                                                  "parallel_projections", "manual_attention"]
+    rediagnosed = json.loads((out / "trial-4-qkv_fusion" / "findings.json").read_text())
+    assert [f["rule_id"] for f in rediagnosed["findings"]] == ["memory_bound_elementwise", "manual_attention"]
+    assert not (out / "trial-5-sdpa" / "findings.json").exists()  # written for kept trials only
 
     kept = by_name["qkv_fusion"]
     base_ns, opt_ns = pair_profile("base").coverage.duration_ns, pair_profile("opt").coverage.duration_ns
@@ -145,6 +157,21 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
     assert findings["findings"][0]["transformation"] == "elementwise_fusion"
     assert "sdpa_attention.py: optimization" in (out / "report.html").read_text()
     assert steps and all(s[0] == "optimize" for s in steps)
+
+
+def test_a_kept_pass_re_diagnoses_and_drops_the_symptoms_it_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     small: None) -> None:
+    # bf16_promotion is kept with the pair's optimized capture, where diagnose() finds nothing:
+    # qkv_fusion and sdpa, licensed by the baseline, are not tried although budget is left
+    fake = FakeCapture([pair_profile("opt")])
+    monkeypatch.setattr(loop, "_capture_profile", fake)
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=4, device="cpu", wall_iters=0,
+                                              capture=EAGER))
+    assert [(t.transformation, t.outcome) for t in result.trials] == [
+        ("cuda_graphs", "not_applied"), ("bf16_promotion", "kept")]
+    assert result.kept_passes == ["bf16_promotion"] and len(fake.calls) == 2
+    after = json.loads((tmp_path / "run" / "trial-2-bf16_promotion" / "findings.json").read_text())
+    assert after["findings"] == []
 
 
 def test_budget_counts_passes_tried_not_transformations_without_one(
