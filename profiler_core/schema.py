@@ -94,6 +94,7 @@ class ClockSample(_Model):
     sm_mhz_max: float | None = None
     memory_mhz_median: float | None = None
     samples: int = 0
+    basis: Literal["busy", "idle", "all"] | None = None  # which samples the figures cover (see PhaseClocks)
 
 
 class SourceInfo(_Model):

@@ -71,6 +71,13 @@ def _clock_check(base: CaptureMeta, opt: CaptureMeta, tolerance_pct: float) -> C
             name="sm_clock", status="unknown", base=None if b is None else f"{b.sm_mhz_median} MHz",
             opt=None if o is None else f"{o.sm_mhz_median} MHz",
             detail="SM clocks not recorded: a duration ratio may carry a clock difference")
+    idle = [c for c in (b, o) if c.basis == "idle"]
+    if idle:
+        return ComparabilityCheck(
+            name="sm_clock", status="unknown", base=f"{b.sm_mhz_median:g} MHz ({b.phase}, {b.basis or 'all'})",
+            opt=f"{o.sm_mhz_median:g} MHz ({o.phase}, {o.basis or 'all'})",
+            detail=f"no clock sample found the GPU busy during the {idle[0].phase} phase, so the clock its "
+                   "kernels ran at is not known: a duration ratio may carry a clock difference")
     locked = base.clock_policy == "lock" and opt.clock_policy == "lock"
     diff_pct = abs(o.sm_mhz_median - b.sm_mhz_median) / b.sm_mhz_median * 100 if b.sm_mhz_median else 100.0
     ok = diff_pct == 0.0 if locked else diff_pct <= tolerance_pct

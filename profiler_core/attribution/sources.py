@@ -78,7 +78,7 @@ def capture_meta_from_manifest(manifest: RunManifest | None) -> CaptureMeta | No
     clocks = [
         ClockSample(phase=ph.name, sm_mhz_median=ph.clocks.sm_mhz_median, sm_mhz_min=ph.clocks.sm_mhz_min,
                     sm_mhz_max=ph.clocks.sm_mhz_max, memory_mhz_median=ph.clocks.memory_mhz_median,
-                    samples=ph.clocks.samples)
+                    samples=ph.clocks.samples, basis=ph.clocks.basis)
         for ph in manifest.phases if ph.clocks is not None and ph.clocks.samples
     ]
     wl = manifest.workload

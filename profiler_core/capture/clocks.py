@@ -2,7 +2,10 @@
 
 ``observe`` (the default) samples SM and memory clocks in a background thread of the
 parent while each phase runs, and stores median/min/max per phase: a comparison between
-two captures whose clocks differ can then be flagged. ``lock`` first finds the clock the
+two captures whose clocks differ can then be flagged. Each sample also says whether the GPU
+was busy (NVML utilization above 0 over its last sampling period); the statistics cover the
+busy samples only, because a phase spends most of its time importing and compiling while the
+GPU idles at a low clock that says nothing about the clock its kernels ran at. ``lock`` first finds the clock the
 GPU sustains under load (a synthetic matmul loop, median SM clock, cached per GPU), locks
 it with ``nvidia-smi -lgc F,F`` for the timeline phase and always resets it with
 ``nvidia-smi -rgc`` afterwards. Locking needs permission; a refusal raises
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from profiler_core.capture import user_cache
 from profiler_core.capture.manifest import PhaseClocks
@@ -35,9 +38,12 @@ _REFUSAL = re.compile(
 
 
 class ClockReader(Protocol):
-    """Something that reads the current (SM, memory) clocks in MHz; None where unknown."""
+    """Something that reads the current (SM, memory) clocks in MHz and whether the GPU is busy;
+    None where unknown."""
 
     def read_mhz(self) -> tuple[float | None, float | None]: ...
+
+    def read_busy(self) -> bool | None: ...
 
 
 class NvmlClockReader:
@@ -64,6 +70,15 @@ class NvmlClockReader:
             mem = None
         return sm, mem
 
+    def read_busy(self) -> bool | None:
+        try:
+            return int(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu) > 0
+        except Exception:
+            return None
+
+
+Sample = tuple[float, float | None, float | None, bool | None]  # unix time, SM MHz, memory MHz, busy
+
 
 def open_clock_reader(nvml_index: int | None, nvml: Any = None) -> tuple[ClockReader | None, str | None]:
     """An NVML reader for GPU ``nvml_index``, or (None, why not)."""
@@ -75,12 +90,22 @@ def open_clock_reader(nvml_index: int | None, nvml: Any = None) -> tuple[ClockRe
         return None, f"NVML unavailable ({type(err).__name__}: {err}); clocks were not observed"
 
 
-def summarize(samples: list[tuple[float, float | None, float | None]]) -> PhaseClocks:
-    """Median/min/max of (unix time, SM MHz, memory MHz) samples."""
-    sm = [s for _, s, _ in samples if s is not None]
-    mem = [m for _, _, m in samples if m is not None]
+def summarize(samples: list[Sample]) -> PhaseClocks:
+    """Median/min/max of the samples taken while the GPU was busy.
+
+    Without utilization readings every sample counts (``basis="all"``); with them but no busy
+    sample the figures are the idle clocks, marked ``basis="idle"`` so no comparison trusts them.
+    """
+    busy = [s for s in samples if s[3]]
+    known = any(s[3] is not None for s in samples)
+    basis: Literal["busy", "idle", "all"] = "busy" if busy else ("idle" if known else "all")
+    used = busy or samples
+    sm = [s[1] for s in used if s[1] is not None]
+    mem = [s[2] for s in used if s[2] is not None]
     return PhaseClocks(
         samples=len(samples),
+        busy_samples=len(busy),
+        basis=basis if samples else None,
         sm_mhz_median=statistics.median(sm) if sm else None,
         sm_mhz_min=min(sm) if sm else None,
         sm_mhz_max=max(sm) if sm else None,
@@ -97,14 +122,14 @@ class ClockObserver:
     reader: ClockReader
     interval_s: float = SAMPLE_INTERVAL_S
     now: Callable[[], float] = time.time
-    samples: list[tuple[float, float | None, float | None]] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def _loop(self) -> None:
         while True:
             sm, mem = self.reader.read_mhz()
-            self.samples.append((self.now(), sm, mem))
+            self.samples.append((self.now(), sm, mem, self.reader.read_busy()))
             if self._stop.wait(self.interval_s):
                 return
 

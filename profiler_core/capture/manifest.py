@@ -42,9 +42,11 @@ class PhaseStatus(StrEnum):
 
 
 class PhaseClocks(_Model):
-    """Clocks NVML observed while one phase ran (MHz)."""
+    """Clocks NVML observed while one phase ran (MHz), over the samples that found the GPU busy."""
 
     samples: int = 0
+    busy_samples: int = 0
+    basis: Literal["busy", "idle", "all"] | None = None  # idle: no sample found the GPU busy
     sm_mhz_median: float | None = None
     sm_mhz_min: float | None = None
     sm_mhz_max: float | None = None

@@ -67,11 +67,13 @@ class ProfileBuilder:
                  warmup: int | None = 2, measured: int | None = 2, sm_mhz: float | None = 1980.0,
                  clock_policy: str = "observe", compile_mode: str | None = "default",
                  sources: tuple[str, ...] = ("kineto", "ncu"), timeline_source: str = "kineto",
-                 gap_us: float = 1.0, workload: str = "synthetic.py", torch: str | None = "2.11.0") -> None:
+                 gap_us: float = 1.0, workload: str = "synthetic.py", torch: str | None = "2.11.0",
+                 clock_basis: str | None = "busy") -> None:
         self.capture = CaptureMeta(
             workload=workload, gpu_name=gpu_name, chip=chip, warmup_iterations=warmup,
             measured_iterations=measured, compile_mode=compile_mode, clock_policy=clock_policy,  # type: ignore[arg-type]
-            clocks=[ClockSample(phase=timeline_source, sm_mhz_median=sm_mhz, samples=10)] if sm_mhz else [],
+            clocks=([ClockSample(phase=timeline_source, sm_mhz_median=sm_mhz, samples=10, basis=clock_basis)]  # type: ignore[arg-type]
+                    if sm_mhz else []),
             timeline_source=timeline_source,  # type: ignore[arg-type]
             counter_mode="full",
             sources=[SourceInfo(kind=s) for s in sources],  # type: ignore[arg-type]

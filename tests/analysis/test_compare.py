@@ -117,6 +117,9 @@ COMPARABILITY = [
     ({"warmup": 5}, False, "NOT COMPARABLE: warmup_iterations differs"),
     ({"sources": ("nsys", "ncu"), "timeline_source": "nsys"}, False, "NOT COMPARABLE: sources differs"),
     ({"sm_mhz": None}, True, "unverified: sm_clock"),
+    # an idle clock (no sample found the GPU busy) is not a clock difference: unverified, not a mismatch
+    ({"sm_mhz": 345.0, "clock_basis": "idle"}, True, "unverified: sm_clock no clock sample found the GPU busy"),
+    ({"sm_mhz": 345.0, "clock_basis": "all"}, False, "NOT COMPARABLE: sm_clock differs"),
     ({"torch": "2.12.0"}, True, "note: torch differs"),
 ]
 
@@ -132,6 +135,8 @@ COMPARABILITY = [
         "warmup",
         "sources",
         "clock-unknown",
+        "clock-idle",
+        "clock-all-samples",
         "torch-version",
     ],
 )

@@ -43,6 +43,9 @@ class FakeReader:
         self.reads += 1
         return 1980.0, 3201.0
 
+    def read_busy(self) -> bool | None:
+        return True
+
 
 class FakeLog:
     """The invocations the fake tools appended to $FAKE_LOG."""

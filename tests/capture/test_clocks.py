@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,8 +19,9 @@ class _Nvml:
 
     NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 
-    def __init__(self, sm: list[float], fail_init: bool = False) -> None:
+    def __init__(self, sm: list[float], fail_init: bool = False, util: list[int] | None = None) -> None:
         self.sm, self.i, self.fail_init = sm, 0, fail_init
+        self.util, self.j = util, 0
 
     def nvmlInit(self) -> None:
         if self.fail_init:
@@ -34,6 +36,13 @@ class _Nvml:
         value = self.sm[min(self.i, len(self.sm) - 1)]
         self.i += 1
         return int(value)
+
+    def nvmlDeviceGetUtilizationRates(self, handle: str) -> SimpleNamespace:
+        if self.util is None:
+            raise RuntimeError("Not Supported")
+        value = self.util[min(self.j, len(self.util) - 1)]
+        self.j += 1
+        return SimpleNamespace(gpu=value, memory=0)
 
 
 def test_nvml_reader_reads_sm_and_memory_clocks() -> None:
@@ -63,11 +72,42 @@ def test_observer_samples_in_the_background_and_summarises() -> None:
 def test_window_keeps_only_the_loaded_part() -> None:
     observer = clocks.ClockObserver(reader=None)  # type: ignore[arg-type]
     observer.samples.extend(
-        [(1.0, 345.0, 3201.0), (2.0, 1980.0, 3201.0), (3.0, 1965.0, 3201.0), (4.0, 345.0, 3201.0)]
+        [(1.0, 345.0, 3201.0, False), (2.0, 1980.0, 3201.0, True), (3.0, 1965.0, 3201.0, True),
+         (4.0, 345.0, 3201.0, False)]
     )
     stats = observer.window(1.5, 3.5)
     assert stats.samples == 2 and stats.sm_mhz_median == 1972.5
     assert clocks.lock_mhz_from_probe(stats) == 1972
+
+
+def test_observer_summarises_the_busy_samples_only() -> None:
+    # a phase that compiles for a while (GPU idle at 345 MHz), then runs its kernels at 1980 MHz
+    reader, _ = clocks.open_clock_reader(0, nvml=_Nvml([345, 345, 345, 1980, 1980], util=[0, 0, 0, 87, 100]))
+    observer = clocks.ClockObserver(reader, interval_s=0.0)
+    for _ in range(5):
+        sm, mem = reader.read_mhz()
+        observer.samples.append((0.0, sm, mem, reader.read_busy()))
+    stats = clocks.summarize(observer.samples)
+    assert (stats.samples, stats.busy_samples, stats.basis) == (5, 2, "busy")
+    assert stats.sm_mhz_median == stats.sm_mhz_min == 1980
+
+
+@pytest.mark.parametrize(("busy", "basis", "median"), [
+    ([False, False, False], "idle", 345),  # no kernel caught: the idle clock, marked as such
+    ([None, None, None], "all", 345),  # no utilization reading: every sample counts
+], ids=["never-busy", "no-utilization"])
+def test_without_a_busy_sample_the_basis_says_what_the_figures_are(busy: list, basis: str, median: float) -> None:
+    samples = [(float(i), 345.0, 3201.0, b) for i, b in enumerate(busy)]
+    stats = clocks.summarize(samples)
+    assert stats.basis == basis and stats.busy_samples == 0 and stats.sm_mhz_median == median
+    assert clocks.summarize([]).basis is None
+
+
+def test_nvml_reader_says_busy_from_utilization() -> None:
+    reader, _ = clocks.open_clock_reader(0, nvml=_Nvml([1980], util=[0, 42]))
+    assert reader.read_busy() is False and reader.read_busy() is True
+    unsupported, _ = clocks.open_clock_reader(0, nvml=_Nvml([1980]))
+    assert unsupported.read_busy() is None
 
 
 def test_probe_without_samples_refuses() -> None:
