@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
 
 from profiler_core.errors import PassError, ProfilerError
 from profiler_core.passes.backend import PlanBackend
@@ -221,6 +222,19 @@ def _with_trace_config(compiled: Any, trace_config: Mapping[str, Any]) -> Any:
     return compiled
 
 
+def _flatten_rnn_weights(model: Any) -> None:
+    """Put each RNN's weights back into one contiguous cuDNN buffer after the copy.
+
+    A deep copy gives every RNN parameter its own storage; cuDNN then compacts them on every
+    call (and warns so), a cost the original model does not pay and a capture would charge to
+    the plan. ``flatten_parameters`` does nothing on CPU.
+    """
+    if isinstance(model, nn.Module):
+        for module in model.modules():
+            if isinstance(module, nn.RNNBase):
+                module.flatten_parameters()
+
+
 def apply_passes(
     model: Any,
     inputs: tuple[Any, ...],
@@ -249,6 +263,7 @@ def apply_passes(
     except Exception as err:
         raise PassError(f"the model cannot be copied ({type(err).__name__}: {err}); passes work on a copy "
                         "so the original stays the baseline") from err
+    _flatten_rnn_weights(work)
     # A fresh Dynamo cache: earlier compiles of this model's code must not serve this plan.
     torch._dynamo.reset()
     planned: list[_Planned] = []

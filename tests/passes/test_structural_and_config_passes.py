@@ -160,3 +160,23 @@ def test_tf32_and_cuda_graphs_on_gpu() -> None:
         for _ in range(3):
             out = optimized(x).clone()
         torch.testing.assert_close(out, model(x), rtol=5e-3, atol=5e-3)
+
+
+@pytest.mark.gpu
+def test_rnn_reroute_on_gpu_keeps_cudnn_weights_in_one_buffer() -> None:
+    # the plan works on a deep copy; without flattening its LSTM weights again, cuDNN compacts them
+    # on every call and warns "RNN module weights are not part of single contiguous chunk of memory"
+    import warnings
+
+    torch.manual_seed(0)
+    model = _Encoder(nn.LSTM(8, 16, num_layers=2, batch_first=True)).cuda().eval()
+    x = torch.randn(2, 5, 8, device="cuda")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        optimized, record = apply_passes(model, (x,), ["rnn_reroute"], device="cuda")
+        with torch.no_grad():
+            out = optimized(x)
+    assert record.record("rnn_reroute").status is PassStatus.APPLIED
+    assert not [w for w in caught if "contiguous chunk" in str(w.message)]
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), rtol=5e-3, atol=5e-3)
