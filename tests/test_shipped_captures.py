@@ -26,7 +26,7 @@ def test_every_capture_is_shipped() -> None:
     names = {f"{p.parent.name}/{p.name}" for p in RUNS}
     assert {"gpt2/baseline", "gpt2/optimized", "sdpa_attention/baseline", "sdpa_attention/optimized",
             "lstm_encoder/baseline", "gpt2/cuda_graphs_trial", "lstm_encoder_unrolled/baseline",
-            "lstm_encoder_unrolled/optimized"} <= names
+            "lstm_encoder_unrolled/optimized", "gpt2/freezing", "sdpa_attention/tf32"} <= names
 
 
 @pytest.mark.parametrize("name", [n for n in (f"{p.parent.name}/{p.name}" for p in RUNS) if "cuda_graphs" not in n])
@@ -57,6 +57,28 @@ def test_optimized_gpt2_is_faster_and_tensor_cores_woke_up(profiles: dict) -> No
     assert cmp.verdict == "faster" and cmp.speedup > 3
     gemm = next(row for row in cmp.classes if row.op_class == "gemm")
     assert gemm.opt_ns < gemm.base_ns
+
+
+def test_freezing_folds_gpt2s_bf16_weight_casts(profiles: dict) -> None:
+    # bf16 + qkv (the loop's plan) casts every weight on every call; with freezing the casts are
+    # folded into bf16 constants at compile time, and the cast/copy class nearly vanishes
+    plan = json.loads((CAPTURES / "gpt2" / "freezing" / "plan.json").read_text())
+    freezing = next(r for r in plan["passes"] if r["name"] == "freezing")
+    assert freezing["status"] == "APPLIED" and freezing["details"]["parameters_frozen"] > 0
+    cmp = compare(profiles["gpt2/optimized"], profiles["gpt2/freezing"])
+    assert cmp.verdict == "faster" and cmp.comparability.comparable
+    casts = next(row for row in cmp.classes if row.op_class.value == "cast_copy")
+    assert casts.opt_ns < 0.2 * casts.base_ns
+    assert profiles["gpt2/freezing"].coverage.kernel_count < profiles["gpt2/optimized"].coverage.kernel_count
+
+
+def test_tf32_wakes_the_tensor_cores_of_fp32_gemms(profiles: dict) -> None:
+    cmp = compare(profiles["sdpa_attention/baseline"], profiles["sdpa_attention/tf32"])
+    assert cmp.verdict == "faster" and cmp.comparability.comparable
+    gemm = next(row for row in cmp.classes if row.op_class.value == "gemm")
+    assert gemm.opt_ns < gemm.base_ns
+    tc = next(d for d in gemm.counters if d.field == "tensor_core_active_pct")
+    assert tc.base == 0 and tc.opt > 10
 
 
 def test_lstm_on_cudnn_is_structural_not_a_reroute(profiles: dict) -> None:

@@ -124,6 +124,8 @@ def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
         w = json.loads(timings.read_text())
     if "baseline" in w and "optimized" in w:
         wall = f"{w['baseline']['median_ms']:.2f} -> {w['optimized']['median_ms']:.2f} ms"
+    elif "baseline" in w:  # nothing kept: the baseline's own timing
+        wall = f"{w['baseline']['median_ms']:.2f} ms"
     cov = baseline.coverage
     return (example_dir.name, str(cov.kernel_count), f"{cov.attributed_time_pct:.1f}%", top_text, kept, kernel,
             wall, str(report))
