@@ -85,6 +85,11 @@ class ToolVersions(_Model):
     operator_profiler: str | None = None
 
 
+# Which NVML samples a phase's clock figures cover: those that found the GPU busy; "idle" when
+# none did (the figures are idle clocks); "all" where NVML gave no utilization reading.
+ClockBasis = Literal["busy", "idle", "all"]
+
+
 class ClockSample(_Model):
     """Clocks observed (NVML) during one phase, or the locked values."""
 
@@ -94,7 +99,7 @@ class ClockSample(_Model):
     sm_mhz_max: float | None = None
     memory_mhz_median: float | None = None
     samples: int = 0
-    basis: Literal["busy", "idle", "all"] | None = None  # which samples the figures cover (see PhaseClocks)
+    basis: ClockBasis | None = None
 
 
 class SourceInfo(_Model):

@@ -76,9 +76,7 @@ def capture_meta_from_manifest(manifest: RunManifest | None) -> CaptureMeta | No
     if manifest is None:
         return None
     clocks = [
-        ClockSample(phase=ph.name, sm_mhz_median=ph.clocks.sm_mhz_median, sm_mhz_min=ph.clocks.sm_mhz_min,
-                    sm_mhz_max=ph.clocks.sm_mhz_max, memory_mhz_median=ph.clocks.memory_mhz_median,
-                    samples=ph.clocks.samples, basis=ph.clocks.basis)
+        ClockSample(phase=ph.name, **ph.clocks.model_dump(include=set(ClockSample.model_fields) - {"phase"}))
         for ph in manifest.phases if ph.clocks is not None and ph.clocks.samples
     ]
     wl = manifest.workload

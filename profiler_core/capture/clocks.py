@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from profiler_core.capture import user_cache
 from profiler_core.capture.manifest import PhaseClocks
 from profiler_core.errors import ToolFailedError
+from profiler_core.schema import ClockBasis
 
 SAMPLE_INTERVAL_S = 0.1
 _REFUSAL = re.compile(
@@ -98,7 +99,7 @@ def summarize(samples: list[Sample]) -> PhaseClocks:
     """
     busy = [s for s in samples if s[3]]
     known = any(s[3] is not None for s in samples)
-    basis: Literal["busy", "idle", "all"] = "busy" if busy else ("idle" if known else "all")
+    basis: ClockBasis = "busy" if busy else ("idle" if known else "all")
     used = busy or samples
     sm = [s[1] for s in used if s[1] is not None]
     mem = [s[2] for s in used if s[2] is not None]

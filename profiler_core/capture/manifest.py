@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.schema import CounterAvailability, ToolVersions, first_error
+from profiler_core.schema import ClockBasis, CounterAvailability, ToolVersions, first_error
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -46,7 +46,7 @@ class PhaseClocks(_Model):
 
     samples: int = 0
     busy_samples: int = 0
-    basis: Literal["busy", "idle", "all"] | None = None  # idle: no sample found the GPU busy
+    basis: ClockBasis | None = None
     sm_mhz_median: float | None = None
     sm_mhz_min: float | None = None
     sm_mhz_max: float | None = None

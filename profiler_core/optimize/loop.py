@@ -202,9 +202,6 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             why = f" ({trial.reason[:160]})" if trial.reason else ""
             note(tried, f"{trial.transformation}: {trial.outcome}{why}")
 
-    def trial_dir_of(trial: Trial) -> Path:
-        return Path(trial.run_dir) if trial.run_dir else out
-
     considered: set[str] = set()
     current = findings  # the findings of the best capture so far: re-diagnosed after each kept pass
 
@@ -280,7 +277,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             # the kept pass changed what there is to fix: a symptom it removed licenses nothing now,
             # and one it exposed (a bf16 plan's per-call weight casts) licenses its own pass
             current = diagnose(best)
-            write_text_atomic(trial_dir_of(trial) / "findings.json", current.model_dump_json(indent=1))
+            write_text_atomic(best_dir / "findings.json", current.model_dump_json(indent=1))
     result.kept_passes = kept
     result.final_run_dir = str(best_dir)
     result.optimized_kernel_ns = best.coverage.duration_ns
