@@ -11,12 +11,12 @@ where its counters came from (measured, inherited, missing).
 
 from __future__ import annotations
 
-import json
 import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.errors import SchemaError
@@ -283,26 +283,41 @@ _first_error = first_error
 
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read and validate a profile.json; a bad file raises ``SchemaError`` naming the field."""
+    """Read and validate a profile.json; a bad file raises ``SchemaError`` naming the field.
+
+    Validated three ways: strict JSON (no NaN/Infinity, numbers that fit a double, nesting
+    bounded), the schema, then the document's own consistency (``profile_checks``).
+    """
+    from profiler_core.confinement import read_input
+    from profiler_core.profile_checks import profile_problem
+
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_input(p, what="profile.json")
     except FileNotFoundError as err:
         raise SchemaError(f"{p}: no such profile; run 'oprof attribute' to make one") from err
     except OSError as err:
-        raise SchemaError(f"{p}: cannot read profile ({err.strerror})") from err
+        raise SchemaError(f"{p}: cannot read profile ({err.strerror or err})") from err
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
         raise SchemaError(
-            f"{p}: not valid JSON ({err}); the file is truncated or not a profile.json"
+            f"{p}: not valid JSON ({err}); the file is truncated, edited or not a profile.json"
         ) from err
-    if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
+    if not isinstance(data, dict):
+        raise SchemaError(f"{p}: holds a JSON {type(data).__name__}, not a profile object; "
+                          "pass a profile.json written by 'oprof attribute'")
+    version = data.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise SchemaError(
-            f"{p}: schema_version {data.get('schema_version')!r} is not supported "
+            f"{p}: schema_version {version!r} is not supported "
             f"(this oprof reads version {SCHEMA_VERSION}); re-run 'oprof attribute'"
         )
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as err:
         raise SchemaError(f"{p}: invalid profile, {first_error(err)}") from err
+    problem = profile_problem(profile)
+    if problem is not None:
+        raise SchemaError(f"{p}: inconsistent profile, {problem}; re-run 'oprof attribute' on its run")
+    return profile

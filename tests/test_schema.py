@@ -12,7 +12,9 @@ from profiler_core.schema import (
     SCHEMA_PATH,
     Attribution,
     Confidence,
+    Coverage,
     Kernel,
+    Operator,
     Profile,
     Tier,
     profile_json_schema,
@@ -29,6 +31,14 @@ def _kernel(i: int = 0) -> Kernel:
     )
 
 
+def _consistent(*kernels: Kernel) -> Profile:
+    """A profile whose operator and coverage agree with its kernels (read_profile checks that)."""
+    op = Operator(key="aten::add#0", name="aten::add", call_index=0, kernel_ids=[k.id for k in kernels],
+                  kernel_count=len(kernels), duration_ns=sum(k.duration_ns for k in kernels))
+    return Profile(kernels=list(kernels), operators=[op],
+                   coverage=Coverage(kernel_count=len(kernels), duration_ns=op.duration_ns))
+
+
 def test_committed_schema_is_current() -> None:
     committed = json.loads(SCHEMA_PATH.read_text())
     assert committed == profile_json_schema(), (
@@ -37,7 +47,7 @@ def test_committed_schema_is_current() -> None:
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    prof = Profile(kernels=[_kernel(0), _kernel(1)])
+    prof = _consistent(_kernel(0), _kernel(1))
     out = write_profile(tmp_path / "p.json", prof)
     back = read_profile(out)
     assert back == prof

@@ -7,19 +7,21 @@ to the run directory, so a run directory can be moved or shipped whole.
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.schema import ClockBasis, CounterAvailability, ToolVersions, first_error
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a manifest is kilobytes; more is not one
 RANKS_MANIFEST_KIND: Final = "multi-rank"  # "kind" of a multi-rank run's top-level manifest
 
 
@@ -186,7 +188,7 @@ def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
     if path.is_dir():
         path = path / MANIFEST_NAME
     try:
-        data = json.loads(path.read_bytes())
+        data = orjson.loads(read_input(path, what="capture manifest", max_bytes=MAX_MANIFEST_BYTES))
     except FileNotFoundError as err:
         raise ArtifactFormatError(f"{path}: no capture manifest; run 'oprof capture' to make one") from err
     except (OSError, ValueError) as err:

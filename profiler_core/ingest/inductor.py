@@ -19,7 +19,6 @@ the output-code comments above call sites are not reliable enough to attribute t
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import io
 import os
 import tarfile
@@ -27,6 +26,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from profiler_core.confinement import input_path, open_input, open_input_gzip
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.inductor_calls import parse_call_sequences
 from profiler_core.ingest.inductor_output_code import parse_output_code, union_fusion_records
@@ -46,10 +46,12 @@ _TAR_SUFFIXES = (".tgz", ".tar.gz", ".tar")
 def read_inductor(path: str | os.PathLike[str]) -> InductorArtifacts:
     """Kernel name -> fusion record from a TORCH_TRACE dir/archive, an output-code log or file."""
     source_path = Path(path)
-    if not source_path.exists():
+    try:
+        input_path(source_path, what="Inductor artifact", directory_ok=True)
+    except FileNotFoundError:
         raise ArtifactFormatError(
             f"{source_path}: no such Inductor artifact (file or TORCH_TRACE directory)"
-        )
+        ) from None
     contents = TraceContents()
     try:
         for origin, text in _texts(source_path):
@@ -93,7 +95,9 @@ def _chain(head: list[str], rest: Iterator[str] | io.TextIOBase) -> Iterator[str
 def _texts(path: Path) -> Iterator[tuple[str, io.TextIOBase]]:
     """Every text the input holds, as (name for messages, line stream)."""
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and _is_candidate(p.name))
+        # Links are followed only as far as open_input allows (inside the roots when confined);
+        # anything that is not a regular file (a FIFO named x.log) is never opened.
+        files = sorted(p for p in path.rglob("*") if _is_candidate(p.name) and p.is_file())
         if not files:
             raise ArtifactFormatError(
                 f"{path}: the directory holds no *.log or output_code.py; {_HOW_TO_PRODUCE}"
@@ -111,13 +115,13 @@ def _texts(path: Path) -> Iterator[tuple[str, io.TextIOBase]]:
 
 def _open_text(path: Path) -> io.TextIOBase:
     """A text stream over a file, gunzipped when its name ends in .gz (a compressed log)."""
-    if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")  # type: ignore[return-value]
-    return path.open(encoding="utf-8", errors="replace")  # type: ignore[return-value]
+    raw = open_input_gzip(path, what="Inductor log") if path.name.lower().endswith(".gz") \
+        else open_input(path, what="Inductor log")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
 def _tar_texts(path: Path) -> Iterator[tuple[str, io.TextIOBase]]:
-    with tarfile.open(path, "r:*") as archive:
+    with open_input(path, what="TORCH_TRACE archive") as tgz, tarfile.open(fileobj=tgz, mode="r:*") as archive:
         members = [m for m in archive.getmembers() if m.isfile() and _is_candidate(m.name)]
         if not members:
             raise ArtifactFormatError(

@@ -24,11 +24,12 @@ from collections.abc import Mapping
 from itertools import chain
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import ijson
 import orjson
 
+from profiler_core.confinement import open_input, open_input_gzip
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest import kineto_stream
@@ -105,7 +106,7 @@ def _check_has_kernels(path: Path, found: EventRecords) -> None:
 
 def _is_gzip(path: Path) -> bool:
     try:
-        with path.open("rb") as f:
+        with open_input(path, what="Kineto trace") as f:
             return f.read(2) == _GZIP_MAGIC
     except FileNotFoundError as err:
         raise ArtifactFormatError(
@@ -117,10 +118,10 @@ def _is_gzip(path: Path) -> bool:
 
 
 def _uncompressed_bytes(path: Path, compressed: bool) -> int:
-    size = path.stat().st_size
-    if not compressed or size < 18:
-        return size
-    with path.open("rb") as f:
+    with open_input(path, what="Kineto trace") as f:
+        size = os.fstat(f.fileno()).st_size
+        if not compressed or size < 18:
+            return size
         f.seek(-4, 2)
         isize = int.from_bytes(f.read(4), "little")  # gzip trailer: length mod 2**32
     return max(size, isize)
@@ -128,8 +129,8 @@ def _uncompressed_bytes(path: Path, compressed: bool) -> int:
 
 def _open(path: Path, compressed: bool) -> IO[bytes]:
     if compressed:
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    return path.open("rb", buffering=_READ_BUFFER_BYTES)
+        return open_input_gzip(path, what="Kineto trace")
+    return open_input(path, what="Kineto trace", buffering=_READ_BUFFER_BYTES)
 
 
 def _load_whole(path: Path, compressed: bool) -> tuple[dict[str, Any], list[Any]]:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from profiler_core.confinement import input_path
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.ncu_csv import EXPORT_HINT, read_ncu_csv
 from profiler_core.records import NcuReport
@@ -27,8 +28,10 @@ def read_ncu(path: str | os.PathLike[str], *, requested: Iterable[str] | None = 
     silently drops names it does not know, ``metrics_returned`` says which came back with a value.
     """
     report_path = Path(path)
-    if not report_path.is_file():
-        raise ArtifactFormatError(f"{report_path}: no such Nsight Compute result file")
+    try:
+        input_path(report_path, what="Nsight Compute result")
+    except FileNotFoundError:
+        raise ArtifactFormatError(f"{report_path}: no such Nsight Compute result file") from None
     wanted = frozenset(requested) if requested is not None else None
     name = report_path.name.lower()
     if name.endswith(".csv"):

@@ -13,11 +13,14 @@ A metric column holding text (``launch__func_cache_config`` = ``CachePreferNone`
 from __future__ import annotations
 
 import csv
+import io
+import os
 from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TextIO
 
+from profiler_core.confinement import open_input
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
 from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit
@@ -39,13 +42,13 @@ def is_metric_column(name: str) -> bool:
 def read_ncu_csv(path: Path, requested: frozenset[str] | None) -> NcuReport:
     """Rows of an ncu CSV export (raw or details page), in ID order, values in base units."""
     try:
-        if path.stat().st_size == 0:
-            raise ArtifactFormatError(f"{path}: empty file; {EXPORT_HINT}")
-        with path.open("rb") as raw:
+        with open_input(path, what="Nsight Compute CSV") as raw:
+            if os.fstat(raw.fileno()).st_size == 0:
+                raise ArtifactFormatError(f"{path}: empty file; {EXPORT_HINT}")
             raw.seek(-1, 2)
             if raw.read(1) != b"\n":
                 raise ArtifactFormatError(f"{path}: the last line has no newline: the export is truncated")
-        with path.open(newline="", encoding="utf-8") as fh:
+        with io.TextIOWrapper(open_input(path, what="Nsight Compute CSV"), newline="", encoding="utf-8") as fh:
             header = _find_header(fh, path)
             table = _Table(path, header, requested)
             reader = csv.reader(fh)

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from profiler_core.confinement import input_path, open_input
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
 from profiler_core.records import CounterRow, Dim3, NcuReport
 
@@ -38,14 +39,15 @@ def read_ncu_rep(path: Path, requested: frozenset[str] | None) -> NcuReport:
         with tempfile.TemporaryDirectory(prefix="oprof-ncu-") as tmp:
             plain = Path(tmp) / path.name[: -len(".xz")]
             try:
-                with lzma.open(path) as src, plain.open("wb") as dst:
+                with open_input(path, what="Nsight Compute report") as raw, lzma.open(raw) as src, \
+                        plain.open("wb") as dst:
                     shutil.copyfileobj(src, dst, length=1 << 20)
             except (lzma.LZMAError, EOFError) as err:
                 raise ArtifactFormatError(
                     f"{path}: not a valid xz file ({err}); re-compress the report"
                 ) from err
             return _read(ncu_report, plain, path, requested)
-    return _read(ncu_report, path, path, requested)
+    return _read(ncu_report, input_path(path, what="Nsight Compute report"), path, requested)
 
 
 def _read(ncu_report: Any, plain: Path, shown: Path, requested: frozenset[str] | None) -> NcuReport:

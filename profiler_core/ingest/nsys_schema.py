@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from profiler_core.confinement import input_path, open_input
 from profiler_core.errors import ArtifactFormatError
 
 REEXPORT = "re-export with `nsys export --type sqlite <report>.nsys-rep`"
@@ -24,7 +25,7 @@ _NSYS_MARKERS = ("StringIds", "META_DATA_EXPORT", "TARGET_INFO_GPU", "NVTX_EVENT
 def open_export(path: Path) -> sqlite3.Connection:
     """Open ``path`` read-only after checking that it is a SQLite database at all."""
     try:
-        with path.open("rb") as f:
+        with open_input(path, what="Nsight Systems export") as f:
             header = f.read(len(_SQLITE_MAGIC))
     except FileNotFoundError as err:
         raise ArtifactFormatError(
@@ -40,7 +41,8 @@ def open_export(path: Path) -> sqlite3.Connection:
         )
     # mode=ro: never create a journal or modify the user's export.
     try:
-        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        checked = input_path(path, what="Nsight Systems export")
+        return sqlite3.connect(f"{checked.as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as err:
         raise ArtifactFormatError(f"{path}: SQLite cannot open it ({err}); {REEXPORT}") from err
 

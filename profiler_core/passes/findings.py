@@ -8,11 +8,13 @@ whose transformation is null licenses no pass and is skipped. Anything else in a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
 
 
@@ -20,10 +22,10 @@ def read_findings(path: str | Path) -> list[dict[str, Any]]:
     """Load a findings file; ArtifactFormatError naming the file and what is wrong with it."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = orjson.loads(read_input(p, what="findings file", max_bytes=256 * 1024 * 1024))
     except FileNotFoundError as err:
         raise ArtifactFormatError(f"{p}: no such findings file; write one with 'oprof diagnose'") from err
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, orjson.JSONDecodeError) as err:
         raise ArtifactFormatError(f"{p}: not a readable JSON findings file ({err})") from err
     if isinstance(data, dict) and "findings" in data:
         data = data["findings"]

@@ -11,14 +11,15 @@ plan keeps its numbers so the user sees how far apart they were.
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.confinement import read_input
 from profiler_core.errors import SchemaError
 from profiler_core.passes.registry import PassLevel
 from profiler_core.passes.validation import ValidationResult
@@ -125,10 +126,10 @@ def read_plan(path: str | Path) -> OptimizationPlan:
     """Read and validate a plan.json; SchemaError naming the file and the first bad field."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = orjson.loads(read_input(p, what="plan file", max_bytes=64 * 1024 * 1024))
     except FileNotFoundError as err:
         raise SchemaError(f"{p}: no such plan file; write one with 'oprof apply-pass --out DIR'") from err
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, orjson.JSONDecodeError) as err:
         raise SchemaError(f"{p}: not a readable JSON plan ({err})") from err
     if isinstance(data, dict) and data.get("schema_version") not in (None, PLAN_SCHEMA_VERSION):
         raise SchemaError(f"{p}: plan schema_version {data.get('schema_version')!r} is not supported "
