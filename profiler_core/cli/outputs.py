@@ -22,10 +22,14 @@ PROFILE_HELP = "A profile.json written by 'oprof attribute', or a capture's run 
 
 def load_profile(path: Path) -> Profile:
     """A profile.json, or a run directory: its profile.json when there is one, else attributed now."""
-    from profiler_core.attribution.sources import attribute_run
+    from profiler_core.attribution.sources import current_profile, stale_reason
     from profiler_core.schema import read_profile
 
     if path.is_dir():
-        written = path / "profile.json"
-        return read_profile(written) if written.is_file() else attribute_run(path)
-    return read_profile(path)
+        return current_profile(path)
+    profile = read_profile(path)
+    reason = stale_reason(path, profile)
+    if reason is not None:
+        raise ProfilerError(f"{reason}: it is stale; run 'oprof attribute {path.parent}' to rewrite it, "
+                            "or pass the run directory")
+    return profile

@@ -1,0 +1,134 @@
+"""Does a run directory hold one capture? Checks that tie its manifest to its artifacts.
+
+A manifest says what the capture ran and wrote; the artifacts say what was measured. When
+the two disagree (a manifest copied from another run, an edited iteration count, a file
+missing although the manifest lists it, Inductor logs of another compile, a profile.json
+left from an earlier capture) attribution would join numbers that belong to different
+runs. Each check here either refuses with a message naming the file and the fix, or
+returns a warning that goes into the profile::
+
+    manifest: measured_iterations 3, kernels_per_iteration 254; kineto.json.gz: 508 kernels
+    -> AttributionError: ...: the manifest describes 762 kernel launches (254 x 3 iterations)
+       but the trace holds 508: the manifest belongs to another capture ...
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from profiler_core.capture.manifest import MANIFEST_NAME, RunManifest, RunStatus
+from profiler_core.errors import ArtifactFormatError, AttributionError
+from profiler_core.records import InductorArtifacts, KinetoTrace, NsysTimeline
+from profiler_core.schema import Profile
+
+MTIME_SLACK_S = 2.0  # a checkout writes a run's files within moments of each other
+
+
+def manifest_entry(root: Path, kind: str, rel: str) -> Path:
+    """``root / rel`` for an artifact the manifest names; refused when it leaves the run directory.
+
+    A manifest's paths are relative to its run directory (so the directory can move); an
+    absolute path or one climbing out with ``..`` points at another capture, or anywhere.
+    """
+    pure = PurePosixPath(rel.replace("\\", "/"))
+    if pure.is_absolute() or os.path.isabs(rel) or ".." in pure.parts or not rel.strip():
+        raise ArtifactFormatError(
+            f"{root / MANIFEST_NAME}: artifact '{kind}' is {rel!r}, outside its run directory; a manifest "
+            "names its files relative to the run directory: re-capture, or attribute the files explicitly")
+    return root / rel
+
+
+def present(path: Path) -> Path | None:
+    """``path``, or its ``.gz`` (a compressed copy) or its uncompressed twin, whichever exists."""
+    for candidate in (path, path.with_name(path.name + ".gz"),
+                      path.with_name(path.name[:-3]) if path.name.endswith(".gz") else None):
+        if candidate is not None and (candidate.exists() or candidate.is_symlink()):
+            return candidate
+    return None
+
+
+def missing_listed(root: Path, what: str, listed: Sequence[str]) -> ArtifactFormatError:
+    names = " or ".join(repr(n) for n in listed)
+    return ArtifactFormatError(
+        f"{root}: the manifest lists the {what} {names}, but the run directory lacks it: the run is "
+        "incomplete or was trimmed; re-run 'oprof capture', or attribute the files that remain explicitly "
+        "(--kineto/--nsys/--ncu/--inductor)")
+
+
+def status_warnings(root: Path, manifest: RunManifest) -> list[str]:
+    """Refuse a run the capture marked failed or cancelled; warn on one still marked running."""
+    status = manifest.status
+    if status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        why = f" ({manifest.error})" if manifest.error else ""
+        raise AttributionError(
+            f"{root}: the capture is marked {status.value}{why}; its artifacts are partial: re-run 'oprof capture'")
+    if status is RunStatus.RUNNING:
+        return [f"{root / MANIFEST_NAME}: status is still 'running': the capture was interrupted or is not "
+                "finished; the artifacts may be partial"]
+    return []
+
+
+def check_trace_matches(root: Path, manifest: RunManifest, timeline: KinetoTrace | NsysTimeline) -> None:
+    """The trace's kernel launches against the manifest's iteration count and kernel count."""
+    launches = sum(1 for k in timeline.kernels if k.kind == "kernel")
+    wl = manifest.workload
+    per_iteration = manifest.counters.kernels_per_iteration
+    expected = manifest.determinism.kernels
+    where = f"{root / MANIFEST_NAME} against {timeline.path.name}"
+    if per_iteration and wl.measured_iterations > 0 and per_iteration * wl.measured_iterations != launches:
+        raise AttributionError(
+            f"{where}: the manifest describes {per_iteration * wl.measured_iterations} kernel launches "
+            f"({per_iteration} per iteration x {wl.measured_iterations} measured iterations) but the trace "
+            f"holds {launches}: the manifest belongs to another capture or was edited; re-run 'oprof capture'")
+    if expected is not None and expected != launches:
+        raise AttributionError(
+            f"{where}: the manifest's determinism check counted {expected} kernel launches but the trace "
+            f"holds {launches}: the trace or the manifest comes from another capture; re-run 'oprof capture'")
+
+
+def check_inductor_matches(inductor: InductorArtifacts, timeline: KinetoTrace | NsysTimeline) -> None:
+    """Refuse Inductor artifacts that name none of the Inductor kernels the trace launched."""
+    launched = {k.name for k in timeline.kernels if k.name.startswith("triton_")}
+    if not launched or not inductor.fusions:
+        return
+    if launched.isdisjoint(inductor.fusions):
+        sample = sorted(launched)[0]
+        raise ArtifactFormatError(
+            f"{inductor.path}: its {len(inductor.fusions)} kernel records name none of the {len(launched)} "
+            f"Inductor kernels {timeline.path.name} launched (e.g. {sample}): they come from another compile; "
+            "pass the Inductor artifacts of this capture")
+
+
+def _newest_mtime(paths: Sequence[Path | None]) -> float:
+    times = []
+    for p in paths:
+        if p is None:
+            continue
+        try:
+            times.append(p.stat().st_mtime)
+        except OSError:
+            continue
+    return max(times, default=0.0)
+
+
+def stale_profile_reason(profile_path: Path, profile: Profile, manifest: RunManifest | None,
+                         artifacts: Sequence[Path | None]) -> str | None:
+    """Why the profile.json of a run directory does not describe the run's current artifacts."""
+    if manifest is not None:
+        cap = profile.capture
+        if cap.created_at is not None and cap.created_at != manifest.created_at:
+            return (f"{profile_path} was attributed from a capture made at {cap.created_at}, but the run's "
+                    f"manifest is from {manifest.created_at}")
+        if cap.workload is not None and cap.workload != manifest.workload.path:
+            return (f"{profile_path} is the profile of {cap.workload}, but the run's manifest ran "
+                    f"{manifest.workload.path}")
+    try:
+        written = profile_path.stat().st_mtime
+    except OSError:
+        return None
+    newest = _newest_mtime(artifacts)
+    if newest - written > MTIME_SLACK_S:
+        return f"{profile_path} is older than the artifacts it was attributed from"
+    return None
