@@ -16,14 +16,23 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from mcp_server.workspace import Workspace
 from profiler_core.errors import ProfilerError
 
 
 @contextmanager
-def tool_errors() -> Iterator[None]:
-    """Turn ``ProfilerError`` and file-system errors raised inside the block into ``ToolError``."""
+def tool_errors(workspace: Workspace | None = None) -> Iterator[None]:
+    """Turn ``ProfilerError`` and file-system errors raised inside the block into ``ToolError``.
+
+    With ``workspace``, the block also runs confined to its roots: every input file opened
+    in it must resolve inside them (see :meth:`Workspace.confined`).
+    """
     try:
-        yield
+        if workspace is None:
+            yield
+        else:
+            with workspace.confined():
+                yield
     except ToolError:
         raise
     except ProfilerError as err:
@@ -31,6 +40,10 @@ def tool_errors() -> Iterator[None]:
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         raise ToolError(f"{where}{err.strerror or err}; check the path and its permissions") from err
+    except RecursionError as err:
+        raise ToolError("an input is nested too deeply to be a capture artifact; pass the real file") from err
+    except MemoryError as err:
+        raise ToolError("ran out of memory reading the inputs; pass smaller artifacts") from err
 
 
 def backend(module: str, name: str) -> Any:

@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pydantic import ValidationError
+
 from mcp_server.models import RunSummary
+from profiler_core.capture.manifest import MAX_MANIFEST_BYTES
+from profiler_core.confinement import MAX_PATH_CHARS, read_input
+from profiler_core.errors import ProfilerError
 
 MANIFEST_NAME = "manifest.json"
 PROFILE_NAME = "profile.json"
@@ -58,15 +63,39 @@ def _as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _artifact_in_run(run_dir: Path, rel: Any) -> Path | None:
+    """``run_dir / rel`` when it names a file or folder inside the run directory; else None.
+
+    A manifest entry that is absolute, climbs out with ``..`` or links out is never looked
+    at, so a listing cannot tell which files exist outside the workspace.
+    """
+    if not isinstance(rel, str) or not rel or len(rel) > MAX_PATH_CHARS or "\x00" in rel:
+        return None
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or ".." in pure.parts:
+        return None
+    path = run_dir / rel
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        return None
+    base = run_dir.resolve()
+    if not resolved.is_relative_to(base) or not (resolved.is_file() or resolved.is_dir()):
+        return None
+    return path
+
+
 def summarize_manifest(run_dir: Path, manifest: dict[str, Any] | None, *,
                        error: str | None = None) -> RunSummary:
     """The headline of one run from its manifest (tolerant of missing keys)."""
     m = manifest or {}
     workload = _get(m, "workload", "path") if isinstance(m.get("workload"), dict) else m.get("workload")
     artifacts: dict[str, str] = {}
-    for kind, rel in (_get(m, "artifacts") or {}).items():
-        if isinstance(rel, str) and (run_dir / rel).exists():
-            artifacts[kind] = str(run_dir / rel)
+    listed = _get(m, "artifacts")
+    for kind, rel in (listed.items() if isinstance(listed, dict) else ()):
+        found = _artifact_in_run(run_dir, rel)
+        if found is not None:
+            artifacts[kind] = str(found)
     profile = run_dir / PROFILE_NAME
     profile_path = artifacts.get("profile") or (str(profile) if profile.is_file() else None)
     duration = m.get("total_duration_s")
@@ -101,12 +130,17 @@ def read_run(run_dir: Path, *, inside: Callable[[Path], bool] = lambda _: True) 
     if not inside(path.resolve()):
         return summarize_manifest(run_dir, None, error=f"{path}: links outside the workspace; not read")
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as err:
+        data = json.loads(read_input(path, what="capture manifest", max_bytes=MAX_MANIFEST_BYTES))
+    except ProfilerError as err:
+        return summarize_manifest(run_dir, None, error=str(err))
+    except (OSError, ValueError, RecursionError) as err:
         return summarize_manifest(run_dir, None, error=f"{path}: unreadable manifest ({err})")
     if not isinstance(data, dict):
         return summarize_manifest(run_dir, None, error=f"{path}: not a JSON object")
-    return summarize_manifest(run_dir, data)
+    try:
+        return summarize_manifest(run_dir, data)
+    except ValidationError as err:  # a manifest with fields of the wrong type
+        return summarize_manifest(run_dir, None, error=f"{path}: invalid manifest ({err.errors()[0]['msg']})")
 
 
 def sort_key(run: RunSummary) -> float:

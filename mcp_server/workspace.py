@@ -4,14 +4,22 @@ Every file argument a tool receives is resolved (``~`` expanded, relative paths 
 the first root, symlinks followed) and must then lie inside one of the roots; anything else
 is refused with a :class:`~profiler_core.errors.WorkspaceError` that names the roots and
 how to add one. Resolving *before* the check is what stops ``link -> /etc`` escapes.
+
+That covers the paths a tool is given; the files those lead to (a run directory's
+artifacts, what its manifest names, the logs in an Inductor folder) are checked when they
+are opened, by :func:`profiler_core.confinement.open_input` inside :meth:`Workspace.confined`,
+which every tool body runs in.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+from mcp_server.outputs import check_output
+from profiler_core.confinement import check_path_length, confined
 from profiler_core.errors import WorkspaceError
 
 ENV_VAR = "OPROF_WORKSPACE"  # os.pathsep-separated roots, used when no --root is given
@@ -43,6 +51,12 @@ class Workspace:
         """The first root: relative paths are taken from it and new runs go under it."""
         return self.roots[0]
 
+    @contextmanager
+    def confined(self) -> Iterator[None]:
+        """Within the block every file opened for reading must resolve inside the roots."""
+        with confined(self.roots):
+            yield
+
     def contains(self, path: Path) -> bool:
         """Whether an already-resolved ``path`` lies inside one of the roots."""
         return any(path == root or path.is_relative_to(root) for root in self.roots)
@@ -58,10 +72,9 @@ class Workspace:
     def resolve(self, given: str | os.PathLike[str]) -> Path:
         """Resolve ``given`` (symlinks included) and refuse it unless it lies inside a root."""
         text = os.fspath(given)
+        check_path_length(text)  # before any work: resolving a 500k-character path takes seconds
         if not text.strip():
             raise WorkspaceError("empty path; pass a file or directory inside the workspace")
-        if "\x00" in text:
-            raise WorkspaceError(f"{text!r}: paths cannot contain NUL characters")
         path = Path(text).expanduser()
         if not path.is_absolute():
             path = self.primary / path
@@ -94,9 +107,14 @@ class Workspace:
             raise WorkspaceError(f"{given}: no such {what} in the workspace; call list_runs to see runs")
         return path
 
-    def output_file(self, given: str | os.PathLike[str]) -> Path:
-        """Where a tool may write a file: inside the workspace, and not an existing directory."""
+    def output_file(self, given: str | os.PathLike[str], *, kind: str) -> Path:
+        """Where a tool may write a ``kind`` file: inside the workspace, never over a capture's
+        artifact, and over an existing file only when that file is an earlier ``kind`` output."""
+        return check_output(self.resolve(given), os.fspath(given), kind)
+
+    def output_dir(self, given: str | os.PathLike[str]) -> Path:
+        """A directory a tool may create files in: inside the workspace, not an existing file."""
         path = self.resolve(given)
-        if path.is_dir():
-            raise WorkspaceError(f"{given}: is a directory; pass a file name to write")
+        if path.exists() and not path.is_dir():
+            raise WorkspaceError(f"{given}: exists and is not a directory; pass a directory to write into")
         return path

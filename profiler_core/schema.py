@@ -308,6 +308,9 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         raise SchemaError(f"{p}: holds a JSON {type(data).__name__}, not a profile object; "
                           "pass a profile.json written by 'oprof attribute'")
     version = data.get("schema_version")
+    if "schema_version" not in data:
+        raise SchemaError(f"{p}: invalid profile, it has no schema_version: not a profile.json written by "
+                          "'oprof attribute'")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise SchemaError(
             f"{p}: schema_version {version!r} is not supported "

@@ -40,7 +40,13 @@ def workload_file(ws: Workspace, given: str) -> Path:
 def load_profile(ws: Workspace, given: str) -> tuple[Path, Profile]:
     """The profile.json ``given`` names, inside the workspace, and the profile it holds."""
     path = ws.existing_file(given, what="profile.json")
-    return path, read_profile(path)
+    profile = read_profile(path)
+    from profiler_core.attribution.sources import stale_reason
+
+    reason = stale_reason(path, profile)
+    if reason is not None:
+        raise ToolError(f"{reason}: it is stale; call attribute(run_dir='{path.parent}') to rewrite it")
+    return path, profile
 
 
 def register_all(mcp: MCPServer, ctx: ToolContext) -> None:

@@ -126,9 +126,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
         Writes every finding to findings.json beside the profile (apply_pass reads it).
         """
-        with tool_errors():
+        with tool_errors(ws):
             path, prof = load_profile(ws, profile)
-            out = ws.output_file(output) if output else sibling(path, "findings.json")
+            out = ws.output_file(output or sibling(path, "findings.json"), kind="findings")
             report = _diagnose_to(prof, out)
             rows = [finding_row(f) for f in report.findings[:top_k]]
             return DiagnoseResult(
@@ -153,10 +153,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         Also the new overhead the optimized run pays (casts, copies) and whether the counters the
         baseline's findings predicted actually moved.
         """
-        with tool_errors():
+        with tool_errors(ws):
             base_path, base = load_profile(ws, baseline)
             opt_path, opt = load_profile(ws, optimized)
-            out = ws.output_file(output) if output else sibling(opt_path, "comparison.json")
+            out = ws.output_file(output or sibling(opt_path, "comparison.json"), kind="comparison")
             result = _compare(base, opt, base_path=base_path, opt_path=opt_path)
             write_text_atomic(out, result.model_dump_json(indent=1))
             return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k)
@@ -172,12 +172,12 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         top_k: Annotated[int, Field(ge=1, le=50, description="Operators in the summary.")] = 10,
     ) -> ReportResult:
         """A self-contained HTML report, and a compact summary of the profile for reading here."""
-        with tool_errors():
+        with tool_errors(ws):
             path, prof = load_profile(ws, profile)
-            out = ws.output_file(html) if html else sibling(path, "report.html")
+            out = ws.output_file(html or sibling(path, "report.html"), kind="report")
             findings = findings_file = None
             if include_findings:
-                findings_file = sibling(path, "findings.json")
+                findings_file = ws.output_file(sibling(path, "findings.json"), kind="findings")
                 findings = _diagnose_to(prof, findings_file)
             comparison = headline = None
             if baseline:

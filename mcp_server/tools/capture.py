@@ -148,7 +148,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         phase in its own process; capture_status follows it, capture_result summarises it,
         cancel_capture stops it.
         """
-        with tool_errors():
+        with tool_errors(ws):
             path = workload_file(ws, workload)
             if out_dir:
                 run_dir = ws.resolve(out_dir)
@@ -165,14 +165,14 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Capture status", annotations=hints("Capture status", read_only=True))
     async def capture_status(job_id: JobId, context: Context, wait_s: WaitS = 30) -> CaptureJobStatus:
         """A capture job's state and latest progress; waits up to wait_s for it to end."""
-        with tool_errors():
+        with tool_errors(ws):
             jobs.snapshot(job_id)
         return job_status(await follow(context, jobs, job_id, wait_s))
 
     @mcp.tool(title="Capture result", annotations=hints("Capture result", read_only=True))
     def capture_result(job_id: JobId) -> CaptureResultOut:
         """The finished capture's run directory, measurement settings, phases and warnings."""
-        with tool_errors():
+        with tool_errors(ws):
             return capture_result_of(jobs.snapshot(job_id))
 
     @mcp.tool(title="Cancel a capture",
@@ -182,7 +182,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         wait_s: Annotated[float, Field(ge=0, le=60, description="Seconds to wait for the job to stop.")] = 15,
     ) -> CaptureJobStatus:
         """Stop a running capture: its profiler and workload processes are killed; the run ends cancelled."""
-        with tool_errors():
+        with tool_errors(ws):
             jobs.cancel(job_id)
         deadline = anyio.current_time() + wait_s
         snap = jobs.snapshot(job_id)

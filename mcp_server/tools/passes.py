@@ -22,6 +22,7 @@ from mcp_server.models import (
 from mcp_server.tools import hints, workload_file
 from mcp_server.views import enum_value
 from profiler_core.errors import PassError
+from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
 
 
 def pass_info(spec: Any) -> PassInfo:
@@ -84,7 +85,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="List graph passes", annotations=hints("List graph passes", read_only=True))
     def list_passes() -> ListPassesResult:
         """Every registered graph pass: its level, the profile symptom it addresses, and what it changes."""
-        with tool_errors():
+        with tool_errors(ws):
             specs = backend("profiler_core.passes", "list_passes")()
             return ListPassesResult(passes=[pass_info(s) for s in specs])
 
@@ -92,7 +93,8 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                                                             idempotent=False))
     def apply_pass(
         workload: Annotated[str, Field(description="The workload .py file (get_model_and_inputs contract).")],
-        passes: Annotated[list[str], Field(min_length=1, description="Pass names from list_passes.")],
+        passes: Annotated[list[Annotated[str, Field(max_length=200)]], Field(
+            min_length=1, max_length=32, description="Pass names from list_passes.")],
         findings: Annotated[str | None, Field(
             description="findings.json from diagnose: the findings that license these passes are handed "
                         "to them as evidence (no other pass is applied).")] = None,
@@ -113,7 +115,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         Each pass ends APPLIED or NOT APPLIED with its reason. The optimized workload (written
         only when validation passes) follows the same contract, so capture can measure it.
         """
-        with tool_errors():
+        with tool_errors(ws):
             path = workload_file(ws, workload)
             if device == "cuda":
                 busy = [s for s in jobs.snapshots() if s.live]
@@ -123,10 +125,12 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                         f"disturb its measurement: wait for it (capture_status('{busy[0].job_id}')), "
                         "or validate with device='cpu'")
             if out_dir:
-                out = ws.resolve(out_dir)
+                out = ws.output_dir(out_dir)
             else:
                 stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
                 out = ctx.runs_dir / f"{path.stem}-optimized-{stamp}"
+            for name, kind in ((PLAN_FILE, "plan"), (WRAPPER_FILE, "optimized-workload")):
+                ws.output_file(out / name, kind=kind)  # never over a capture's file or a foreign one
             evidence = None
             if findings:
                 evidence = chosen_findings(ws.existing_file(findings, what="findings file"), passes)

@@ -55,7 +55,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         counters (measured, inherited from its launch configuration, or missing). Returns the
         coverage by tier, the top operators and the path of the profile written.
         """
-        with tool_errors():
+        with tool_errors(ws):
             files = {"kineto": kineto, "nsys": nsys, "ncu": ncu, "inductor": inductor}
             given = {k: ws.existing(v, what=f"{k} artifact") for k, v in files.items() if v}
             if run_dir and given:
@@ -75,7 +75,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                 default_out = (given.get("nsys") or given["kineto"]).parent / "profile.json"
             else:
                 raise ToolError("nothing to attribute: pass run_dir (see list_runs), or kineto/nsys with ncu")
-            out = ws.output_file(output) if output else default_out
+            out = ws.output_file(output or default_out, kind="profile")
             write_profile(out, profile)
             rows, shown = top_operators(profile, top_k)
             warnings, warnings_showing = capped_warnings(profile.warnings,
@@ -95,7 +95,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         max_kernels: Annotated[int, Field(ge=1, le=25, description="Kernels to list, longest first.")] = 10,
     ) -> GetOperatorResult:
         """One operator's identity, aggregated counters, and its kernels with their evidence and counters."""
-        with tool_errors():
+        with tool_errors(ws):
             path, prof = load_profile(ws, profile)
             op = find_operator(prof, operator)
             by_id = {k.id: k for k in prof.kernels}

@@ -25,7 +25,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         limit: Annotated[int, Field(ge=1, le=50, description="Runs to list, newest first.")] = 20,
     ) -> ListRunsResult:
         """Run directories (holding manifest.json or profile.json): workload, status, GPU, settings, files."""
-        with tool_errors():
+        with tool_errors(ws):
             tops = [ws.existing_dir(under)] if under else list(ws.roots)
             seen: set[str] = set()
             runs = []

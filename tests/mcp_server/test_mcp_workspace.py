@@ -60,7 +60,10 @@ def test_symlink_message_says_where_it_leads(layout: tuple[Workspace, Path, Path
 def test_kind_checks(layout: tuple[Workspace, Path, Path], method: str, given: str, match: str) -> None:
     ws, _, _ = layout
     with pytest.raises(WorkspaceError, match=match):
-        getattr(ws, method)(given)
+        if method == "output_file":
+            ws.output_file(given, kind="profile")
+        else:
+            getattr(ws, method)(given)
 
 
 def test_second_root_is_allowed(tmp_path: Path) -> None:
