@@ -3,15 +3,16 @@
     oprof-mcp                           # stdio; the workspace is the working directory
     oprof-mcp --root ~/models --root /data/runs
     oprof-mcp --http --port 8765        # streamable HTTP on 127.0.0.1:8765/mcp
+    OPROF_MCP_TOKEN=... oprof-mcp --http  # and every request must send that bearer token
 
-Tools are thin adapters over the library; file arguments must lie inside the workspace
-roots. stdout carries only the protocol: logs go to stderr.
+Tools are thin adapters over the library; file arguments, and every file they lead to,
+must lie inside the workspace roots. Over HTTP, DNS-rebinding protection is always on
+(see ``mcp_server.http``). stdout carries only the protocol: logs go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -22,6 +23,7 @@ import anyio
 from mcp.server import MCPServer
 
 from mcp_server.config import ServerConfig, ToolContext
+from mcp_server.http import BearerTokenMiddleware, is_loopback, security_settings, token_from_env
 from mcp_server.tools import register_all
 from mcp_server.workspace import ENV_VAR, roots_from_env
 from profiler_core import __version__
@@ -73,19 +75,27 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1",
                         help="HTTP bind address (default 127.0.0.1; anything else exposes the tools)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="HOST[:PORT]",
+                        help="another Host header to accept (repeatable; the bound address always is)")
+    parser.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                        help="another Origin to accept, e.g. http://myhost:8765 (repeatable)")
     parser.add_argument("--log-level", default="WARNING",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="stderr log level")
     parser.add_argument("--version", action="version", version=f"oprof-mcp {__version__}")
     return parser
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def serve_http(mcp: MCPServer, *, host: str, port: int, allowed_hosts: Sequence[str] = (),
+               allowed_origins: Sequence[str] = (), token: str | None = None) -> None:
+    """Serve streamable HTTP with explicit Host/Origin allow-lists and, if given, a bearer token."""
+    import uvicorn
+
+    security = security_settings(host, port, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    app = mcp.streamable_http_app(transport_security=security, host=host)
+    served = BearerTokenMiddleware(app, token) if token else app
+    logger.info("accepting Host %s", ", ".join(security.allowed_hosts))
+    config = uvicorn.Config(served, host=host.strip("[]"), port=port, log_level="warning")
+    anyio.run(uvicorn.Server(config).serve)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -95,13 +105,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     roots = tuple(Path(r) for r in args.root) or roots_from_env()  # empty: ToolContext takes the cwd
     try:
         mcp = create_server(ServerConfig(roots=roots, runs_dir=args.runs_dir))
+        if args.http:
+            token = token_from_env()
+            security_settings(args.host, args.port, allowed_hosts=args.allowed_host,
+                              allowed_origins=args.allowed_origin)  # refuse bad settings before serving
     except ProfilerError as err:
         sys.stderr.write(f"oprof-mcp: error: {err}\n")
         raise SystemExit(2) from None
     if not args.http:
         mcp.run()
         return
-    if not _is_loopback(args.host):
-        logger.warning("serving on %s: every tool (captures run code) is reachable from the network",
-                       args.host)
-    mcp.run(transport="streamable-http", host=args.host, port=args.port)
+    if not is_loopback(args.host) and token is None:
+        logger.warning("serving on %s without a bearer token: every tool (captures run code) is reachable "
+                       "from the network; set OPROF_MCP_TOKEN", args.host)
+    try:
+        serve_http(mcp, host=args.host, port=args.port, allowed_hosts=args.allowed_host,
+                   allowed_origins=args.allowed_origin, token=token)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None

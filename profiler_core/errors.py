@@ -59,5 +59,9 @@ class WorkspaceError(ProfilerError):
     """A path lies outside the allowed workspace roots."""
 
 
+class OutputError(ProfilerError):
+    """An output path cannot take the file (a directory, a device, a FIFO, an unwritable place)."""
+
+
 class CaptureCancelledError(ProfilerError):
     """A capture was cancelled before it finished."""

@@ -1,8 +1,10 @@
 """``oprof``: the command-line adapter over profiler_core's public API.
 
 Each subcommand lives in its own module beside this one and registers itself on ``app``
-with :func:`command`, which turns a :class:`~profiler_core.errors.ProfilerError` into one
-line on stderr and exit status 2 (never a traceback for a user error). Human output goes
+with :func:`command`, which turns a :class:`~profiler_core.errors.ProfilerError`, a file
+system error (a read-only mount, a full disk) or an input too large or too deep into one
+line on stderr and exit status 2 (never a traceback for a user error); Ctrl-C is one line
+and status 130, SIGTERM removes half-written temp files and exits 143. Human output goes
 to stderr through rich; ``--json`` output goes to stdout and nothing else does.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -32,16 +36,20 @@ app = typer.Typer(
 err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 150)
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
-) -> None:
-    """Attribute NVIDIA hardware counters to PyTorch operators; diagnose, transform, re-measure."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from profiler_core import __version__
 
-        typer.echo(__version__)
+        typer.echo(f"oprof {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
+) -> None:
+    """Attribute NVIDIA hardware counters to PyTorch operators; diagnose, transform, re-measure."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,8 +68,27 @@ _COMMAND_MODULES = (
 )
 
 
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
+    return typer.Exit(code)
+
+
+def _os_error_message(err: OSError) -> str:
+    where = err.filename if err.filename else "stdout"
+    return f"{where}: {err.strerror or err}; check the path, its permissions and the free space"
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def command(name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
-    """Register a subcommand whose ProfilerErrors become one clean line and exit status 2."""
+    """Register a subcommand whose user errors become one clean line and exit status 2."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
@@ -69,11 +96,20 @@ def command(name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
             try:
                 return fn(*args, **kw)
             except ProfilerError as err:
-                err_console.print(f"[bold red]error:[/] {err}", soft_wrap=True, markup=True)
-                raise typer.Exit(err.exit_code) from None
+                raise _fail(str(err), err.exit_code) from None
             except KeyboardInterrupt:
                 err_console.print("[bold red]interrupted[/]")
                 raise typer.Exit(130) from None
+            except OSError as err:
+                if err.filename is None:
+                    _silence_stdout()  # stdout itself failed (a full disk, a closed pipe)
+                raise _fail(_os_error_message(err)) from None
+            except RecursionError:
+                raise _fail("an input is nested too deeply to be an artifact oprof reads; pass the real file") \
+                    from None
+            except MemoryError:
+                raise _fail("ran out of memory reading the inputs; pass the artifacts themselves (a trace, "
+                            "not a device or a huge unrelated file)") from None
 
         app.command(name, **kwargs)(wrapper)
         return fn
@@ -96,7 +132,18 @@ def load_commands() -> typer.Typer:
     return app
 
 
+def _terminate(signum: int, _frame: Any) -> None:
+    """SIGTERM as an exception: ``finally`` clauses (temp-file removal) run before the exit."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    load_commands()
-    app(args=argv, prog_name="oprof")
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        load_commands()
+        app(args=argv, prog_name="oprof")
+    except KeyboardInterrupt:  # while the commands load; inside one, its wrapper answers
+        sys.stderr.write("oprof: interrupted\n")
+        raise SystemExit(130) from None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler_core.atomic_write import write_text_atomic
+from profiler_core.atomic_write import write_files_atomic
 from profiler_core.metrics.catalog import COUNTER_FIELDS
 from profiler_core.schema import Profile
 
@@ -61,8 +61,9 @@ def profile_frames(profile: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def write_csv(profile: Profile, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write kernels.csv and operators.csv into ``out_dir`` (each atomically)."""
+    """Write kernels.csv and operators.csv into ``out_dir`` (together: both or neither)."""
     out = Path(out_dir)
     kernels, operators = profile_frames(profile)
-    return (write_text_atomic(out / "kernels.csv", kernels.to_csv(index=False)),
-            write_text_atomic(out / "operators.csv", operators.to_csv(index=False)))
+    written = write_files_atomic(out, {"kernels.csv": kernels.to_csv(index=False).encode(),
+                                       "operators.csv": operators.to_csv(index=False).encode()})
+    return written[0], written[1]

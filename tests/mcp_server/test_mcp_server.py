@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.server import _is_loopback, _parser
+from mcp_server.http import is_loopback as _is_loopback
+from mcp_server.server import _parser
 from tests.mcp_server.mcp_helpers import connect
 
 EXPECTED_TOOLS = {
@@ -68,6 +69,7 @@ def test_main_picks_roots_from_args_then_env(monkeypatch: pytest.MonkeyPatch, tm
 
     started: list[tuple[tuple[str, ...], dict]] = []
     monkeypatch.setattr(server.MCPServer, "run", lambda self, *a, **kw: started.append((a, kw)))
+    monkeypatch.setattr(server, "serve_http", lambda mcp, **kw: started.append(((), kw)))
     built: list = []
     real_create = server.create_server
     monkeypatch.setattr(server, "create_server", lambda config: built.append(config) or real_create(config))
@@ -80,7 +82,8 @@ def test_main_picks_roots_from_args_then_env(monkeypatch: pytest.MonkeyPatch, tm
     server.main(["--http", "--port", "9100"])
     assert [c.roots for c in built] == [(a,), (b,), (b,)]
     assert started[:2] == [((), {}), ((), {})]  # stdio
-    assert started[2] == ((), {"transport": "streamable-http", "host": "127.0.0.1", "port": 9100})
+    assert started[2] == ((), {"host": "127.0.0.1", "port": 9100, "allowed_hosts": [], "allowed_origins": [],
+                               "token": None})
 
 
 def test_main_reports_a_bad_root_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
