@@ -8,6 +8,7 @@ the two in step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -112,6 +113,11 @@ def thresholds_with(overrides: dict[str, float], base: Thresholds = DEFAULT_THRE
     for f in fields(Thresholds):
         if f.name in overrides:
             value = overrides[f.name]
+            if not math.isfinite(value) or value < 0:
+                raise ProfilerError(f"threshold {f.name}={value} cannot be: thresholds are finite and not "
+                                    f"negative (default {getattr(base, f.name)})")
+            if f.name.endswith("_pct") and value > 100:
+                raise ProfilerError(f"threshold {f.name}={value} is a percentage; give 0 to 100")
             if f.type in ("int", int):
                 if not float(value).is_integer():
                     raise ProfilerError(f"threshold {f.name} counts things; give a whole number, not {value}")

@@ -34,6 +34,7 @@ from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest import kineto_stream
 from profiler_core.ingest.kineto_events import EventRecords, collect_events
+from profiler_core.ingest.sanity import check_timeline_kernels
 from profiler_core.records import KinetoTrace
 
 # Above this many uncompressed bytes the trace is streamed. Module-level so tests can
@@ -85,6 +86,7 @@ def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
     except OSError as err:
         raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err
     _check_has_kernels(path, found)
+    check_timeline_kernels(path, found.kernels, "Kineto")
     return KinetoTrace(
         path=path,
         kernels=sorted(found.kernels, key=attrgetter("start_ns")),  # stable: ties keep file order

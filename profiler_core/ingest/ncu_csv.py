@@ -24,6 +24,7 @@ from profiler_core.confinement import open_input
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
 from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit
+from profiler_core.ingest.sanity import check_counter_rows, check_counter_unit
 from profiler_core.records import CounterRow, Dim3, NcuReport
 
 EXPORT_HINT = "export the report with: ncu --import R.ncu-rep --csv --page raw --print-units base"
@@ -256,6 +257,9 @@ class _Table:
         # A metric came back when at least one launch has a number for it.
         returned = frozenset(n for n in self.units if n in self.numeric)
         units = {n: u for n, u in self.units.items() if n not in self.text}
+        for name, base in units.items():
+            check_counter_unit(name, base, str(self.path))
+        check_counter_rows(self.path, rows)
         return NcuReport(path=self.path, rows=rows, metrics_returned=returned, source="csv", units=units)
 
     def _int(self, cell: str, column: str, line_no: int) -> int | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from profiler_core.confinement import input_path, open_input
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
+from profiler_core.ingest.sanity import check_counter_rows
 from profiler_core.records import CounterRow, Dim3, NcuReport
 
 _INSTALL_HINT = (
@@ -89,6 +90,7 @@ def _read(ncu_report: Any, plain: Path, shown: Path, requested: frozenset[str] |
             "nothing (check --kernel-name/--launch-skip filters and cudaProfilerStart in the workload)"
         )
     returned = frozenset(n for row in rows for n, v in row.metrics.items() if v is not None)
+    check_counter_rows(shown, rows)
     return NcuReport(path=shown, rows=rows, metrics_returned=returned, source="ncu-rep", units=units)
 
 

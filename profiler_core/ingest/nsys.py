@@ -25,6 +25,7 @@ from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
 from profiler_core.ingest.nsys_tables import read_gpus, read_nvtx_ranges, read_runtime_calls
 from profiler_core.ingest.record_factory import record_factory
+from profiler_core.ingest.sanity import check_timeline_kernels
 from profiler_core.records import NsysTimeline, TimelineKernel
 
 _KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
@@ -59,6 +60,7 @@ def read_nsys(path: str | os.PathLike[str]) -> NsysTimeline:
                     f"ran without `-t cuda`: profile again and {REEXPORT}"
                 )
             kernels.sort(key=attrgetter("start_ns"))  # stable: rows with equal starts keep table order
+            check_timeline_kernels(path, kernels, "nsys")
             warnings: list[str] = []
             return NsysTimeline(
                 path=path,
