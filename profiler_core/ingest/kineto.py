@@ -86,7 +86,8 @@ def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
     except OSError as err:
         raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err
     _check_has_kernels(path, found)
-    check_timeline_kernels(path, found.kernels, "Kineto")
+    base = metadata.get("baseTimeNanoseconds", 0)
+    check_timeline_kernels(path, found.kernels, "Kineto", clock_base_ns=base if type(base) is int else 0)
     return KinetoTrace(
         path=path,
         kernels=sorted(found.kernels, key=attrgetter("start_ns")),  # stable: ties keep file order

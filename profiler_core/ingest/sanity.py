@@ -25,12 +25,17 @@ MAX_BYTES_PER_NS = 1e5
 DURATION_METRIC = "gpu__time_duration.sum"
 
 
-def check_timeline_kernels(path: Path, kernels: Sequence[TimelineKernel], source: str) -> None:
-    """Refuse GPU activities whose times cannot be, and a trace holding one activity twice."""
+def check_timeline_kernels(path: Path, kernels: Sequence[TimelineKernel], source: str, *,
+                           clock_base_ns: int = 0) -> None:
+    """Refuse GPU activities whose times cannot be, and a trace holding one activity twice.
+
+    ``clock_base_ns``: the earliest time the source can record (Kineto's ``baseTimeNanoseconds``:
+    its ``ts`` values are never negative).
+    """
     seen: set[tuple[object, ...]] = set()
     for index, k in enumerate(kernels):
         what = f"{path}: {source} {k.kind} #{index} {k.name[:80]!r}"
-        if not 0 <= k.start_ns <= MAX_CLOCK_NS or not 0 <= k.end_ns <= MAX_CLOCK_NS:
+        if not clock_base_ns <= k.start_ns <= MAX_CLOCK_NS or not clock_base_ns <= k.end_ns <= MAX_CLOCK_NS:
             raise ArtifactFormatError(f"{what} has timestamps {k.start_ns}..{k.end_ns} ns, outside any clock; "
                                       "the trace was edited or corrupted: capture it again")
         duration = k.end_ns - k.start_ns
