@@ -77,16 +77,17 @@ def argument_error(tool: str, err: ValidationError, schema: dict[str, Any]) -> s
         loc = [str(p) for p in e["loc"]]
         name = loc[0] if loc else "?"
         where = ".".join(loc) or "the arguments"
+        hint = _expected(_prop_schema(schema, name))
         if e["type"] == "missing":
-            parts.append(f"argument '{where}' is required; pass {_expected(_prop_schema(schema, name))}")
+            parts.append(f"argument '{where}' is required; pass {hint}")
         elif e["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             parts.append(f"'{where}' is not an argument of {tool}; use only {', '.join(allowed) or 'none'}")
         elif e["type"] == "literal_error":  # pydantic's message already lists the choices
-            parts.append(f"argument '{where}' is {_quote(e.get('input'))}; pass {_expected(_prop_schema(schema, name))}")
+            parts.append(f"argument '{where}' is {_quote(e.get('input'))}; pass {hint}")
         else:
             msg = str(e["msg"])
             msg = msg[len("Input "):] if msg.startswith("Input ") else msg[:1].lower() + msg[1:]
-            parts.append(f"argument '{where}' {msg} (got {_quote(e.get('input'))}); pass {_expected(_prop_schema(schema, name))}")
+            parts.append(f"argument '{where}' {msg} (got {_quote(e.get('input'))}); pass {hint}")
     return f"{tool}: " + "; ".join(dict.fromkeys(parts)) + "."
 
 
