@@ -20,8 +20,17 @@ from profiler_core.atomic_write import write_text_atomic
 from profiler_core.cli import command, err_console
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
+PACKAGED_EXAMPLES = "demo_examples"  # where a wheel carries examples/ (see pyproject's wheel target)
+
+
+def examples_dir() -> Path:
+    """``examples/``: the checkout's beside this package, else the copy a wheel install carries."""
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "examples"
+    return checkout if (checkout / "captures").is_dir() else package / PACKAGED_EXAMPLES
+
+
+EXAMPLES = examples_dir()
 CAPTURES = EXAMPLES / "captures" / "h200"
 
 
@@ -62,7 +71,8 @@ def demo(
         render_result(result)
         return
     if not CAPTURES.is_dir():
-        raise ArtifactFormatError(f"{CAPTURES}: the shipped captures are missing; run oprof demo from a checkout")
+        raise ArtifactFormatError(f"{CAPTURES}: the shipped captures are missing; reinstall operator-profiler "
+                                  "from a complete wheel, or run oprof demo from a checkout")
     err_console.print(
         f"[bold]No live capture here[/] ({why_not or 'offline requested'}): live capture needs an NVIDIA GPU "
         "with Nsight Compute. Analysing the real H200 captures in examples/captures/h200 instead.")
