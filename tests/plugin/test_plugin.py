@@ -1,4 +1,4 @@
-"""The Claude Code plugin: manifests, frontmatter, the launcher, tool names against the live server, and the real CLI."""
+"""The Claude Code plugin: manifests, frontmatter, the launcher, tool names on the live server, the real CLI."""
 
 from __future__ import annotations
 
