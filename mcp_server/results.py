@@ -82,8 +82,6 @@ def argument_error(tool: str, err: ValidationError, schema: dict[str, Any]) -> s
             parts.append(f"argument '{where}' is required; pass {hint}")
         elif e["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             parts.append(f"'{where}' is not an argument of {tool}; use only {', '.join(allowed) or 'none'}")
-        elif e["type"] == "literal_error":  # pydantic's message already lists the choices
-            parts.append(f"argument '{where}' is {_quote(e.get('input'))}; pass {hint}")
         else:
             msg = str(e["msg"])
             msg = msg[len("Input "):] if msg.startswith("Input ") else msg[:1].lower() + msg[1:]

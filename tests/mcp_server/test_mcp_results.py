@@ -35,7 +35,8 @@ async def test_results_are_compact_json_of_the_structured_content(joinable_ws: P
     ("get_operator", {"profile": "p.json"}, "get_operator: argument 'operator' is required; pass a string ("),
     ("attribute", {"top_k": "many"}, "argument 'top_k' should be a valid integer"),
     ("capture", {"workload": "m.py", "compile_mode": "fast"},
-     "capture: argument 'compile_mode' is 'fast'; pass one of \"eager\", \"default\", \"max-autotune\""),
+     "capture: argument 'compile_mode' should be 'eager', 'default', 'max-autotune' or 'reduce-overhead' "
+     "(got 'fast'); pass one of \"eager\", \"default\""),
     ("apply_pass", {"workload": "m.py", "passes": "sdpa"},
      "apply_pass: argument 'passes' should be a valid list (got 'sdpa'); pass a list of strings"),
 ], ids=["bound", "missing", "type", "choice", "list"])
