@@ -208,7 +208,7 @@ def attribute(
             "ncu_id": rows[ri].ncu_id if ri is not None else None, "inherited_from": inherited_of[j],
             "attribution": attribution,
             "fused_with": sorted({op for c in said for op in c.fused_with}) if said else [],
-            "graph_id": tk.graph_id, "library": library_of(tk.name),
+            "graph_id": tk.graph_id, "library": library_of(tk.name), "module_path": None,
         }))
     graph_kernels = sum(in_graph_of)
     # 4. counters per operator, vectorised over all operators
@@ -297,6 +297,7 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
         "metric_null_reasons": reasons,
         "confidence": min({k.attribution.confidence for k in ks}, key=_CONF_RANK.__getitem__),
         "library": ", ".join(libraries) or None, "layer_role": None, "inherited_from": None,
+        "module_path": None,
     })
 
 
