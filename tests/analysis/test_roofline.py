@@ -80,3 +80,26 @@ def test_measured_flops_win_and_a_disagreement_is_flagged(gpt2: Profile) -> None
     row = r.by_key()[op.key]
     assert row.disagreement == pytest.approx(1.0) and any("shapes" in n for n in row.notes)
     assert any("differ from the shape model" in w for w in r.warnings)
+
+
+def test_diagnose_caps_the_bf16_bound_by_the_bf16_roofline(gpt2: Profile) -> None:
+    from profiler_core.analysis import diagnose
+
+    plain = diagnose(gpt2).by_rule("tensor_core_idle")[0]
+    capped = diagnose(gpt2, roofline=True).by_rule("tensor_core_idle")[0]
+    assert capped.operators == plain.operators
+    assert 0 < capped.gain_bound_ns < plain.gain_bound_ns  # a GEMM in bf16 still takes its roofline time
+    assert any("bound tightened by the bf16_tensor roofline" in fact for fact in capped.evidence.facts)
+
+
+def test_diagnose_flags_operators_far_below_both_roofs() -> None:
+    from profiler_core.analysis import diagnose
+
+    optimized = attribute_run(REPO / "examples" / "captures" / "h200" / "gpt2" / "optimized")
+    report = diagnose(optimized, roofline=True)
+    (f,) = report.by_rule("far_below_roofline")
+    rows = roofline(optimized, measured_roofs=True).by_key()
+    assert f.operators and all(rows[k].fraction_of_roofline < 0.1 for k in f.operators)
+    assert f.gain_bound_ns == int(sum(rows[k].headroom_ns for k in f.operators))  # the headroom, not the time
+    assert f.gain_bound_ns < f.evidence.duration_ns
+    assert "far_below_roofline" in report.rules_run and not diagnose(optimized).by_rule("far_below_roofline")
