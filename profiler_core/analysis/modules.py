@@ -110,8 +110,15 @@ class ModuleRollup:
     def coverage_pct(self) -> float:
         return 100.0 * self.covered_ns / self.total_ns if self.total_ns else 0.0
 
+    def _order_key(self, path: str) -> tuple[int, int, str]:
+        """Indexed siblings (``h.0`` .. ``h.11``) by index, after the others by time."""
+        match = _INDEXED.match(path)
+        if match:
+            return (1, int(match.group(2)), path)
+        return (0, -self.nodes[path].duration_ns, path)
+
     def tree(self, max_depth: int | None = None) -> list[ModuleNode]:
-        """Nodes depth first, children by time (the root first)."""
+        """Nodes depth first, the root first; children by time, repeated blocks by index."""
         out: list[ModuleNode] = []
 
         def walk(path: str) -> None:
@@ -119,7 +126,7 @@ class ModuleRollup:
             if max_depth is not None and node.depth > max_depth:
                 return
             out.append(node)
-            for child in sorted(node.children, key=lambda c: -self.nodes[c].duration_ns):
+            for child in sorted(node.children, key=self._order_key):
                 walk(child)
 
         if "" in self.nodes:
