@@ -181,6 +181,7 @@ class Kernel(_Model):
     fused_with: list[str] = Field(default_factory=list)  # ATen ops Inductor fused into it
     graph_id: int | None = None  # CUDA graph that launched it (replay), when known
     library: str | None = None  # "cublas", "cudnn", "nccl", ... when a vendor library ran it
+    module_path: str | None = None  # nn.Module it ran under ("h.3.attn"; "" the model itself), when known
 
 
 class Operator(_Model):
@@ -203,6 +204,7 @@ class Operator(_Model):
     library: str | None = None  # vendor library behind its kernels (cuBLAS, cuDNN RNN, NCCL)
     layer_role: Literal["representative", "duplicate"] | None = None
     inherited_from: str | None = None  # operator key whose counters a duplicate inherits
+    module_path: str | None = None  # deepest nn.Module enclosing all its kernels, when known
 
 
 class UnattributedKernel(_Model):

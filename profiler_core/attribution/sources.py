@@ -105,6 +105,7 @@ def attribute_files(
     capture: CaptureMeta | None = None,
     allow_partial: bool = False,
     inductor_optional: bool = False,
+    modules: PathLike | None = None,
 ) -> Profile:
     """Read the given artifacts and attribute them (``oprof attribute --kineto ... --ncu ...``).
 
@@ -125,14 +126,18 @@ def attribute_files(
             if not inductor_optional:
                 raise
             note = f"Inductor artifacts not used: {err}"
+    trace = read_kineto(kineto) if kineto else None
     profile = attribute(
-        kineto=read_kineto(kineto) if kineto else None,
+        kineto=trace,
         nsys=read_nsys(nsys) if nsys else None,
         ncu=read_ncu(ncu) if ncu else None,
         inductor=ind,
         capture=capture,
         allow_partial=allow_partial,
     )
+    from profiler_core.attribution.modules import assign_module_paths, read_module_map
+
+    assign_module_paths(profile, kineto=trace, inductor=ind, module_map=read_module_map(modules) if modules else None)
     if note:
         if not any(k.name.startswith("triton_") for k in profile.kernels):
             # nothing was lost: the run launched no Inductor-generated kernel to map
@@ -145,6 +150,9 @@ def attribute_files(
 def attribute_run(run_dir: PathLike, *, allow_partial: bool = False) -> Profile:
     """Attribute a capture directory written by ``oprof capture``."""
     art = find_run_artifacts(run_dir)
+    from profiler_core.attribution.modules import MODULE_MAP_NAME
+
+    module_map = Path(run_dir) / MODULE_MAP_NAME
     return attribute_files(kineto=art.kineto, nsys=art.nsys, ncu=art.ncu, inductor=art.inductor,
                            capture=capture_meta_from_manifest(art.manifest), allow_partial=allow_partial,
-                           inductor_optional=True)
+                           inductor_optional=True, modules=module_map if module_map.is_file() else None)

@@ -124,6 +124,9 @@ class CounterRecord(_Model):
     availability: list[CounterAvailability] = Field(default_factory=list)
     spot_check_spread: SpotCheckRecord | None = None
     rows: int | None = None
+    # replay passes ncu needed per measured kernel (from its "- N passes" lines): what the counter set costs
+    replay_passes_max: int | None = None
+    replay_passes_median: float | None = None
 
 
 class DeterminismRecord(_Model):

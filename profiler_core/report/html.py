@@ -207,6 +207,10 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
         body.append(comparison_html(comparison))
     if profile is not None:
         body.append(profile_html(profile))
+        from profiler_core.report.roofline_report import modules_html, roofline_html
+
+        body.append(roofline_html(profile))
+        body.append(modules_html(profile))
     if findings is not None:
         body.append(findings_html(findings))
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -144,6 +144,9 @@ def render_markdown(profile: Profile | None = None, *, findings: FindingsReport 
         lines += comparison_markdown(comparison, top_k=top_k)
     if profile is not None:
         lines += profile_markdown(profile, top_k=top_k)
+        from profiler_core.report.roofline_report import roofline_markdown
+
+        lines += roofline_markdown(profile)
     if findings is not None:
         lines += findings_markdown(findings)
     return "\n".join(lines).rstrip() + "\n"
