@@ -103,3 +103,19 @@ def test_diagnose_flags_operators_far_below_both_roofs() -> None:
     assert f.gain_bound_ns == int(sum(rows[k].headroom_ns for k in f.operators))  # the headroom, not the time
     assert f.gain_bound_ns < f.evidence.duration_ns
     assert "far_below_roofline" in report.rules_run and not diagnose(optimized).by_rule("far_below_roofline")
+
+
+GPT2_MEASURED = REPO / "examples" / "captures" / "h200" / "gpt2" / "roofline"
+
+
+def test_measured_gemm_flops_on_the_h200_recapture_match_the_shapes() -> None:
+    """The FLOP counters of a real H200 capture (FP32 SGEMM: FFMA) against 2*M*N*K per GEMM."""
+    r = roofline(attribute_run(GPT2_MEASURED))
+    gemm = [o for o in r.operators if o.op_class == "gemm" and o.flops_modelled]
+    assert len(gemm) >= 2 * LAYERS * 6  # every projection and attention bmm of both iterations
+    for o in gemm:
+        assert o.flop_source == "measured" and o.disagreement is None, o.key
+        assert o.flops_measured == pytest.approx(o.flops_modelled, rel=0.02), o.key
+    m = B * T
+    lm_head = [o for o in gemm if o.flops_modelled == 2 * m * D * V]
+    assert len(lm_head) == 2 and all(o.roof == "fp32" for o in lm_head)
