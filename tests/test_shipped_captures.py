@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.analysis import compare, diagnose
+from profiler_core.analysis.operator_class import overhead_kind
 from profiler_core.attribution import attribute_run
 from profiler_core.cli import load_commands
 from profiler_core.schema import Tier
@@ -67,8 +68,12 @@ def test_freezing_folds_gpt2s_bf16_weight_casts(profiles: dict) -> None:
     assert freezing["status"] == "APPLIED" and freezing["details"]["parameters_frozen"] > 0
     cmp = compare(profiles["gpt2/optimized"], profiles["gpt2/freezing"])
     assert cmp.verdict == "faster" and cmp.comparability.comparable
+    # the casts themselves (not the layout copies that stay, filed under cast/copy too)
+    def cast_ns(prof: object) -> int:
+        return sum(k.duration_ns for k in prof.kernels if overhead_kind(k.name, k.fused_with) == "cast")
+    assert cast_ns(profiles["gpt2/freezing"]) < 0.2 * cast_ns(profiles["gpt2/optimized"])
     casts = next(row for row in cmp.classes if row.op_class.value == "cast_copy")
-    assert casts.opt_ns < 0.2 * casts.base_ns
+    assert casts.opt_ns < 0.3 * casts.base_ns
     assert profiles["gpt2/freezing"].coverage.kernel_count < profiles["gpt2/optimized"].coverage.kernel_count
 
 

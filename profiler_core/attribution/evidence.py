@@ -19,10 +19,10 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.analysis.operator_class import classify_operator, triton_ops
 from profiler_core.attribution.collective import collective_operator
 from profiler_core.attribution.names import (
     NvtxOp,
@@ -31,12 +31,22 @@ from profiler_core.attribution.names import (
     is_operator_name,
     parse_nvtx_op,
 )
-from profiler_core.records import CounterRow, CpuOp, FusionRecord, NvtxRange, RuntimeCall, TimelineKernel
+from profiler_core.records import (
+    CounterRow,
+    CpuOp,
+    FusionRecord,
+    InductorCall,
+    NvtxRange,
+    RuntimeCall,
+    TimelineKernel,
+)
 from profiler_core.schema import OperatorClass, Tier
 
+# Ops that only reinterpret a tensor's layout: they launch no kernel of their own, so a fused
+# kernel is filed under one only when nothing else is in it (clone and contiguous do copy).
 _VIEW_OPS = frozenset({
     "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::t", "aten::transpose", "aten::permute",
-    "aten::expand", "aten::clone", "aten::squeeze", "aten::unsqueeze", "aten::slice", "aten::select",
+    "aten::expand", "aten::squeeze", "aten::unsqueeze", "aten::slice", "aten::select",
     "aten::as_strided", "aten::alias", "aten::detach", "aten::split", "aten::split_with_sizes",
 })
 # Composite ops Inductor decomposes: when one is in a fusion it names the kernel better than
@@ -70,15 +80,31 @@ _CLASS_RANK = {c: i for i, c in enumerate((
 ))}
 
 
-def primary_op(ops: Sequence[str]) -> str | None:
-    """The op a fused kernel is filed under.
+# Classes whose compute Inductor leaves to a library (cuBLAS, cuDNN, the SDPA kernels) unless it
+# writes a template for it: a pointwise or reduction kernel naming such an op holds its epilogue.
+EXTERN_CLASSES = frozenset({OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.ATTENTION,
+                            OperatorClass.RNN})
+_TEMPLATE_KINDS = frozenset({"tem", "mm", "bmm"})  # triton_tem_fused_addmm_0: the GEMM runs here
 
-    The most significant class wins (attention > GEMM > ... > elementwise > copies), ties go
-    to Inductor's topological order, and views come last:
-    ``[aten.mul, aten.amax, aten.sub, aten.exp, aten._softmax]`` -> ``aten::_softmax``.
+
+def primary_op(ops: Sequence[str], kernel_name: str | None = None,
+               extern_classes: frozenset[OperatorClass] = EXTERN_CLASSES) -> str | None:
+    """The op a fused kernel is filed under: the one doing the kernel's work.
+
+    Ops whose compute ran in another kernel are left out first: a pointwise or reduction
+    Triton kernel (not a template) that names ``aten::addmm`` holds the bias add of a GEMM
+    that cuBLAS ran (``extern_classes``: the classes the graph ran as library calls). Of the
+    rest, the most significant class wins (attention > GEMM > ... > elementwise > copies),
+    ties go to composites and then Inductor's topological order, and views come last:
+    ``[aten.mul, aten.amax, aten.sub, aten.exp, aten._softmax]`` -> ``aten::_softmax``;
+    ``triton_poi_fused_addmm_gelu_view_6`` with ``[aten.addmm, aten.view, aten.gelu]`` -> ``aten::gelu``.
     """
     if not ops:
         return None
+    triton = triton_ops(kernel_name) if kernel_name else None
+    if triton is not None and triton[0] not in _TEMPLATE_KINDS:
+        own = [op for op in ops if classify_operator(op) not in extern_classes]
+        ops = own or ops  # a kernel made only of such ops computes it (a decomposed small GEMM)
     ranked = sorted(enumerate(ops), key=lambda io: (
         io[1] in _VIEW_OPS, _CLASS_RANK[classify_operator(io[1])], io[1] not in _COMPOSITE_OPS, io[0]))
     return ranked[0][1]
@@ -125,20 +151,28 @@ def ops_from_kernel_name(name: str) -> tuple[str, ...]:
 _Resolver = Callable[[str], tuple[str, tuple[str, ...], str]]
 
 
-def make_resolver(fusions: Mapping[str, FusionRecord]) -> _Resolver:
+def extern_classes_of(calls: Iterable[InductorCall]) -> frozenset[OperatorClass]:
+    """The classes of work a compiled graph ran as library calls (all of them when unknown)."""
+    seen = {classify_operator(c.name) for c in calls if c.kind == "extern"}
+    return frozenset(seen & EXTERN_CLASSES) if seen else EXTERN_CLASSES
+
+
+def make_resolver(fusions: Mapping[str, FusionRecord],
+                  extern_classes: frozenset[OperatorClass] = EXTERN_CLASSES) -> _Resolver:
     """A cached ``kernel name -> (primary op, other fused ops, how we know)`` for one capture."""
     cache: dict[str, tuple[str, tuple[str, ...], str]] = {}
 
     def resolve(name: str) -> tuple[str, tuple[str, ...], str]:
         hit = cache.get(name)
         if hit is None:
-            hit = cache[name] = _resolve_generated(name, fusions)
+            hit = cache[name] = _resolve_generated(name, fusions, extern_classes)
         return hit
 
     return resolve
 
 
-def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord]) -> tuple[str, tuple[str, ...], str]:
+def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord],
+                       extern_classes: frozenset[OperatorClass]) -> tuple[str, tuple[str, ...], str]:
     rec = fusions.get(name)
     if rec and rec.aten_ops:
         ops = rec.aten_ops
@@ -146,7 +180,7 @@ def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord]) -> tuple[
     else:
         ops = ops_from_kernel_name(name)
         how = "ATen ops read from the generated kernel's name (no Inductor artifacts)"
-    prim = primary_op(ops) or name
+    prim = primary_op(ops, name, extern_classes) or name
     return prim, tuple(o for o in ops if o != prim), how
 
 
