@@ -118,6 +118,15 @@ class ProfileView:
             cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
         return cached
 
+    def gemm_kernel_ns(self, kernels: Iterable[Kernel] | None = None) -> int:
+        """Time of the GEMM kernels (by each kernel's own name) among ``kernels`` (all when None).
+
+        The denominator of "X% of all GEMM time": a cuDNN RNN's cell kernels or a Triton
+        epilogue are not GEMM time, whoever launched them.
+        """
+        ks = self.profile.kernels if kernels is None else kernels
+        return sum(k.duration_ns for k in ks if self.kernel_name_class(k) is OperatorClass.GEMM)
+
     def kernels_of(self, op: Operator) -> list[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""
         cached = self._kernels_of.get(op.key)

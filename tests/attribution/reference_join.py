@@ -51,6 +51,9 @@ _DEF_LINE = re.compile(r"^(?P<name>triton_\w+) = async_compile\.triton\('(?P=nam
 _LOG_PREFIX = re.compile(r"^[VIWE]\d{4} [\d:.]+ \d+ \S+\] (?:\[[^\]]*\] )*")
 
 
+_GPU_WORK = ("kernel", "gpu_memset", "gpu_memcpy")
+
+
 @dataclass(frozen=True)
 class ReferenceKernel:
     name: str
@@ -99,7 +102,7 @@ def original_aten_by_kernel(output_code: Path) -> dict[str, list[str]]:
 
 
 def reference_join(kineto: Path, output_code: Path | None) -> list[ReferenceKernel]:
-    """Every GPU kernel of the trace, in start order, with the operator the raw records give."""
+    """Every GPU kernel, memset and memcpy of the trace, in start order, with the operator the raw records give."""
     opener = gzip.open if kineto.suffix == ".gz" else open
     with opener(kineto, "rt", encoding="utf-8") as fh:
         events = json.load(fh)["traceEvents"]
@@ -115,7 +118,7 @@ def reference_join(kineto: Path, output_code: Path | None) -> list[ReferenceKern
         ops.sort(key=lambda e: e["ts"])
         starts_by_tid[tid] = [e["ts"] for e in ops]
     out = []
-    for k in sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"]):
+    for k in sorted((e for e in events if e.get("cat") in _GPU_WORK), key=lambda e: e["ts"]):
         launch = launches.get(k["args"].get("correlation"))
         if launch is None:
             out.append(ReferenceKernel(k["name"], k["ts"], None, "no launching call in the trace"))

@@ -25,7 +25,7 @@ def _output_code(run: Path) -> Path | None:
 def _disagreements(profile: Profile, kineto: Path, output_code: Path | None) -> tuple[list[str], int]:
     ref = reference_join(kineto, output_code)
     ops = {op.key: op for op in profile.operators}
-    kernels = sorted((k for k in profile.kernels if k.kind == "kernel"), key=lambda k: k.start_ns)
+    kernels = sorted(profile.kernels, key=lambda k: k.start_ns)
     assert len(kernels) == len(ref), "the profile and the raw trace hold different kernels"
     bad, checked = [], 0
     for k, r in zip(kernels, ref, strict=True):
