@@ -77,6 +77,9 @@ class Thresholds:
     cast_overhead_pct: float = _t(
         5.0, "Share of kernel time in dtype-cast kernels inside a compiled graph that licenses freezing.")
     # -- compare
+    workload_shape_overlap_min: float = _t(
+        0.3, "Two profiles sharing fewer of their operators' input shapes than this (over the smaller set) "
+             "measure different workloads.")
     clock_tolerance_pct: float = _t(
         2.0, "Two captures whose median SM clocks differ by more than this are not comparable.")
     unchanged_tolerance_pct: float = _t(
