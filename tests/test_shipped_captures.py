@@ -127,3 +127,17 @@ def test_demo_offline_writes_reports(tmp_path: Path) -> None:
     for name in ("gpt2", "sdpa_attention", "lstm_encoder", "lstm_encoder_unrolled"):
         html = (tmp_path / name / "report.html").read_text()
         assert "<svg" in html and name in html
+
+
+def test_the_optimized_attention_layer_is_host_bound(profiles: dict) -> None:
+    # 47 us of kernels per step in a step the host stretches to over a millisecond under the profiler
+    # (0.55 ms of wall time unprofiled): no kernel pass can move its end-to-end time
+    (f,) = diagnose(profiles["sdpa_attention/optimized"]).by_rule("host_bound")
+    prof = profiles["sdpa_attention/optimized"]
+    kernels = sorted(prof.kernels, key=lambda k: k.start_ns)
+    span = max(k.end_ns for k in kernels) - kernels[0].start_ns
+    assert f.symptom.startswith(f"the GPU is busy {100 * sum(k.duration_ns for k in kernels) / span:.1f}%")
+    assert f.transformation is not None and f.transformation.value == "cuda_graphs"
+    assert any("will not show in end-to-end time" in fact for fact in f.evidence.facts)
+    # a step that keeps the GPU busy is not called host-bound
+    assert not diagnose(profiles["gpt2/baseline"]).by_rule("host_bound")

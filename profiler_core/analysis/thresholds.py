@@ -65,6 +65,9 @@ class Thresholds:
         20, "Fewest kernels in a profile before launch overhead is judged at all.")
     launch_gap_max_us: float = _t(
         100.0, "Idle gaps between kernels longer than this (microseconds) are host work, not launch cost.")
+    # -- host-bound step -> cuda_graphs, fewer launches, larger batch
+    host_bound_busy_pct: float = _t(
+        25.0, "A measured step whose GPU is busy less than this share of it is host-bound.")
     # -- spills (note)
     spill_wavefronts_min: float = _t(
         0, "local_memory_wavefronts above this means registers spilled to local memory.")

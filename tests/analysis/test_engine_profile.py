@@ -36,6 +36,7 @@ def test_bias_epilogues_are_filed_under_their_own_work() -> None:
 def test_findings_on_the_engine_profile() -> None:
     report = diagnose(engine_profile())
     assert [f.rule_id for f in report.findings] == [
+        "host_bound",
         "launch_bound",
         "tensor_core_idle",
         "parallel_projections",

@@ -25,7 +25,7 @@ def test_profile_with_findings() -> None:
     base = pair_profile("base")
     text = render_markdown(base, findings=diagnose(base))
     assert "### Coverage by tier" in text and "| cupti_correlation | 158.5 | 100.0% |" in text
-    assert "## Findings" in text and "| 2 | Tensor Cores idle on FP32 GEMMs | bf16_promotion |" in text
+    assert "## Findings" in text and "| 3 | Tensor Cores idle on FP32 GEMMs | bf16_promotion |" in text
     assert "   - GEMM precision read from kernel names: fp32 x16" in text
 
 
