@@ -141,3 +141,43 @@ def test_the_optimized_attention_layer_is_host_bound(profiles: dict) -> None:
     assert any("will not show in end-to-end time" in fact for fact in f.evidence.facts)
     # a step that keeps the GPU busy is not called host-bound
     assert not diagnose(profiles["gpt2/baseline"]).by_rule("host_bound")
+
+
+def test_the_cudnn_lstm_is_limited_by_launch_latency(profiles: dict) -> None:
+    # 528 per-timestep kernels per layer; the GPU idles between them most of each call
+    from profiler_core.analysis.profile_view import ProfileView
+    from profiler_core.report.digest import top_operators
+
+    prof = profiles["lstm_encoder/baseline"]
+    view = ProfileView(prof)
+    rnn = next(line for line in top_operators(view, 3) if line.key.startswith("aten::_cudnn_rnn"))
+    ks = sorted(view.kernels_of(view.operators_by_key[rnn.key]), key=lambda k: k.start_ns)
+    span = ks[-1].end_ns - ks[0].start_ns
+    idle = 100 * (span - sum(k.duration_ns for k in ks)) / span
+    assert idle > 50 and rnn.bottleneck == f"launch latency (GPU idle {idle:.0f}% of its span)"
+    (f,) = diagnose(prof).by_rule("recurrent_region")
+    assert f.bottleneck.startswith(f"launch latency: the GPU idles {idle:.0f}% of each cuDNN RNN call")
+
+
+def test_ops_after_a_graph_break_are_eager(profiles: dict) -> None:
+    # the rerouted LSTM: Dynamo breaks the graph around the cuDNN call; the fill_/copy_ it runs there
+    # are inside "Torch-Compiled Region" but outside every "## Call CompiledFxGraph" call
+    import gzip
+
+    events = json.loads(gzip.open(CAPTURES / "lstm_encoder_unrolled" / "optimized" / "kineto.json.gz").read())
+    graphs = [(e["ts"], e["ts"] + e["dur"]) for e in events["traceEvents"]
+              if e.get("ph") == "X" and e["name"].startswith("## Call CompiledFxGraph")]
+    prof = profiles["lstm_encoder_unrolled/optimized"]
+    ops = {op.key: op for op in prof.operators}
+    by_ext = {e["args"]["External id"]: e for e in events["traceEvents"]
+              if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+    checked = 0
+    for op in prof.operators:
+        if op.op_id is None or op.op_id not in by_ext or op.name.startswith("aten::_cudnn_rnn"):
+            continue
+        ts = by_ext[op.op_id]["ts"]
+        inside = any(a <= ts <= b for a, b in graphs)
+        assert (ops[op.key].execution_context.value == "compiled_graph") == inside, op.key
+        checked += 1
+    eager = [op.name for op in prof.operators if op.execution_context.value == "eager"]
+    assert checked >= 8 and {"aten::fill_", "aten::copy_"} <= set(eager)

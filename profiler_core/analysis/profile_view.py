@@ -41,6 +41,32 @@ def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = 
     return aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
+def busy_and_span_ns(kernels: Iterable[Kernel]) -> tuple[int, int]:
+    """(time any kernel runs, first start to last end) over ``kernels``, in ns."""
+    busy = span_start = 0
+    cur_start = cur_end = None
+    last_end = 0
+    for k in sorted(kernels, key=lambda k: k.start_ns):
+        if cur_end is None:
+            span_start = k.start_ns
+        if cur_end is None or k.start_ns > cur_end:
+            if cur_end is not None and cur_start is not None:
+                busy += cur_end - cur_start
+            cur_start, cur_end = k.start_ns, k.end_ns
+        else:
+            cur_end = max(cur_end, k.end_ns)
+        last_end = max(last_end, k.end_ns)
+    if cur_end is not None and cur_start is not None:
+        busy += cur_end - cur_start
+    return busy, (last_end - span_start if cur_end is not None else 0)
+
+
+def idle_inside_pct(kernels: Iterable[Kernel]) -> float:
+    """How much of the span from the first to the last of ``kernels`` no kernel of them runs (0-100)."""
+    busy, span = busy_and_span_ns(kernels)
+    return pct(span - busy, span)
+
+
 class ProfileView:
     """Indexes over a Profile; the profile itself is never modified."""
 

@@ -20,7 +20,7 @@ from profiler_core.analysis.patterns import (
     parallel_projection_groups,
     same_shape_gemm_runs,
 )
-from profiler_core.analysis.profile_view import pct
+from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
 
@@ -190,6 +190,16 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         transformation = None
         last_fact = "rnn_reroute would change nothing: the recurrence is already on cuDNN"
         expected_shifts = None
+        idle = [idle_inside_pct(view.kernels_of(op)) for op in rnn_ops.values()]
+        if idle and min(idle) > t.launch_latency_idle_pct:
+            step_idle = view_idle_ns(view.profile.kernels)
+            inside = sum(view_idle_ns(view.kernels_of(op)) for op in rnn_ops.values())
+            low, high = round(min(idle)), round(max(idle))
+            spread = f"{low}%" if low == high else f"{low}-{high}%"
+            bottleneck = (f"launch latency: the GPU idles {spread} of each cuDNN RNN call "
+                          f"between its per-timestep kernels ({pct(inside, step_idle):.0f}% of the step's idle "
+                          "time sits inside them); graph passes cannot see inside, only fewer timesteps, a "
+                          "larger batch, CUDA graphs or precision can")
     else:
         title = "Recurrent region: route it to the fused cuDNN RNN"
         symptom = (("recurrent work runs as many tiny per-step GEMMs" if loop_ops
@@ -213,6 +223,12 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         counter_fields=_GEMM_FIELDS,
         expected_shifts=expected_shifts,
     )]
+
+
+def view_idle_ns(kernels: list[Kernel]) -> int:
+    """Idle time between the first and the last of ``kernels`` (none of them running)."""
+    busy, span = busy_and_span_ns(kernels)
+    return span - busy
 
 
 def _opaque_rnn(ctx: RuleContext, kernel: Kernel) -> bool:

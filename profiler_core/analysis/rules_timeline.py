@@ -12,34 +12,11 @@ time unprofiled, with 47 us of kernels (4% busy under the profiler, 9% without).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from profiler_core.analysis.findings import Finding, FindingKind, Transformation
-from profiler_core.analysis.profile_view import pct
+from profiler_core.analysis.profile_view import busy_and_span_ns, pct
 from profiler_core.analysis.rules import RuleContext, rule
-from profiler_core.schema import Kernel
 
 _GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
-
-
-def busy_and_span_ns(kernels: Iterable[Kernel]) -> tuple[int, int]:
-    """(time any kernel runs, first start to last end) over ``kernels``, in ns."""
-    busy = span_start = 0
-    cur_start = cur_end = None
-    last_end = 0
-    for k in sorted(kernels, key=lambda k: k.start_ns):
-        if cur_end is None:
-            span_start = k.start_ns
-        if cur_end is None or k.start_ns > cur_end:
-            if cur_end is not None and cur_start is not None:
-                busy += cur_end - cur_start
-            cur_start, cur_end = k.start_ns, k.end_ns
-        else:
-            cur_end = max(cur_end, k.end_ns)
-        last_end = max(last_end, k.end_ns)
-    if cur_end is not None and cur_start is not None:
-        busy += cur_end - cur_start
-    return busy, (last_end - span_start if cur_end is not None else 0)
 
 
 @rule("host_bound")

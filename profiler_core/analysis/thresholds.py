@@ -65,6 +65,9 @@ class Thresholds:
         20, "Fewest kernels in a profile before launch overhead is judged at all.")
     launch_gap_max_us: float = _t(
         100.0, "Idle gaps between kernels longer than this (microseconds) are host work, not launch cost.")
+    launch_latency_idle_pct: float = _t(
+        50.0, "An operator of many kernels whose GPU idles more than this share of its own span is limited "
+              "by launch latency (the bottleneck label and the opaque RNN's finding say so).")
     # -- host-bound step -> cuda_graphs, fewer launches, larger batch
     host_bound_busy_pct: float = _t(
         25.0, "A measured step whose GPU is busy less than this share of it is host-bound.")

@@ -57,6 +57,15 @@ _COMPOSITE_OPS = frozenset({
     "aten::silu", "aten::native_batch_norm", "aten::_native_batch_norm_legit_no_training",
 })
 _COMPILED_MARKERS = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction")
+# The compiled graph itself: ops inside one ran compiled. Dynamo's "Torch-Compiled Region" wraps the
+# whole frame, including the eager code it resumes after a graph break, so where a capture shows
+# graph calls, an op inside the region but outside every graph call ran eagerly.
+_GRAPH_CALL_MARKERS = ("## Call CompiledFxGraph", "CompiledFunction")
+
+
+def _compiled_markers(texts: Iterable[str]) -> tuple[str, ...]:
+    """The range names that mean "compiled" in this capture (see _GRAPH_CALL_MARKERS)."""
+    return _GRAPH_CALL_MARKERS if any(t.startswith(_GRAPH_CALL_MARKERS) for t in texts) else _COMPILED_MARKERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +210,7 @@ def correlation_claims(
             # DDP's reducer launches its allreduce inside ProcessGroupNCCL's own
             # "nccl:all_reduce" range only, which Kineto may file as a user annotation
             by_ext.setdefault(cpu_op.external_id, cpu_op)
-    compiled_spans = _compiled_spans(cpu_ops)
+    compiled_spans = _compiled_spans(cpu_ops, _compiled_markers(op.name for op in cpu_ops))
     out: list[Claim | None] = [None] * len(kernels)
     for j, ki in enumerate(kineto_index):
         if ki is None:
@@ -226,10 +235,10 @@ def correlation_claims(
     return out
 
 
-def _compiled_spans(cpu_ops: Sequence[CpuOp]) -> dict[int, tuple[list[int], list[int]]]:
+def _compiled_spans(cpu_ops: Sequence[CpuOp], markers: tuple[str, ...]) -> dict[int, tuple[list[int], list[int]]]:
     spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for op in cpu_ops:
-        if op.name.startswith(_COMPILED_MARKERS):
+        if op.name.startswith(markers):
             spans[op.tid].append((op.start_ns, op.end_ns))
     out = {}
     for tid, items in spans.items():
@@ -247,9 +256,10 @@ def _inside(spans: dict[int, tuple[list[int], list[int]]], tid: int, t_ns: int) 
     return any(ends[k] >= t_ns for k in range(i, max(i - 4, -1), -1))
 
 
-def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None]) -> tuple[int, NvtxOp, bool] | None:
-    """(depth, parsed range, inside a compiled region) of a stack's innermost operator range."""
-    compiled = any(t.startswith(_COMPILED_MARKERS) for t in stack)
+def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None],
+               markers: tuple[str, ...] = _COMPILED_MARKERS) -> tuple[int, NvtxOp, bool] | None:
+    """(depth, parsed range, inside a compiled graph) of a stack's innermost operator range."""
+    compiled = any(t.startswith(markers) for t in stack)
     for depth in range(len(stack) - 1, -1, -1):
         parsed = parse(stack[depth])
         if parsed is not None:
@@ -258,8 +268,8 @@ def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None]) ->
 
 
 @functools.lru_cache(maxsize=65536)
-def _innermost_op(stack: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
-    return _innermost(stack, parse_nvtx_op)
+def _innermost_op(stack: tuple[str, ...], markers: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
+    return _innermost(stack, parse_nvtx_op, markers)
 
 
 def _claim_from_stack(found: tuple[int, NvtxOp, bool] | None, tier: Tier, instance: tuple,
@@ -284,13 +294,14 @@ def ncu_nvtx_claims(
 ) -> list[Claim | None]:
     """Tier 2: the NVTX stack ncu recorded for the measured launch itself (never inherited)."""
     out: list[Claim | None] = [None] * len(row_index)
+    markers = _compiled_markers(t for r in rows for t in (r.nvtx_stack or ()))
     for j, ri in enumerate(row_index):
         if ri is None or not measured[j]:
             continue
         stack = rows[ri].nvtx_stack
         if stack:
-            out[j] = _claim_from_stack(_innermost_op(tuple(stack)), Tier.NCU_NVTX, ("op", rows[ri].ncu_id), resolve,
-                                       "ncu NVTX range")
+            out[j] = _claim_from_stack(_innermost_op(tuple(stack), markers), Tier.NCU_NVTX, ("op", rows[ri].ncu_id),
+                                       resolve, "ncu NVTX range")
     return out
 
 
@@ -324,6 +335,7 @@ def nsys_enclosure_claims(
         if launch is not None and launch.tid in by_tid:
             queries[launch.tid].append((launch.start_ns, j))
     out: list[Claim | None] = [None] * len(kernels)
+    markers = _compiled_markers(r.text for rs in by_tid.values() for r in rs)
     for tid, qs in queries.items():
         rs = sorted(by_tid[tid], key=lambda r: (r.start_ns, -r.end_ns))
         qs.sort()
@@ -337,7 +349,7 @@ def nsys_enclosure_claims(
             if not open_ranges:
                 continue
             inner = open_ranges[-1]
-            out[j] = _claim_from_stack(_innermost(tuple(r.text for r in open_ranges), parse), Tier.NSYS_NVTX,
+            out[j] = _claim_from_stack(_innermost(tuple(r.text for r in open_ranges), parse, markers), Tier.NSYS_NVTX,
                                        ("nvtx", tid, inner.start_ns), resolve,
                                        "nsys NVTX range enclosing the launch")
     return out
