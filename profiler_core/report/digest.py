@@ -134,6 +134,56 @@ def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESH
     return lines
 
 
+# Warnings that can change a conclusion drawn from the numbers (the rest are notes).
+_SERIOUS_PREFIXES = ("NOT COMPARABLE", "unverified", "totals are per measured iteration", "a profile holds no kernels")
+_SERIOUS_WORDS = ("partial", "mismatch", "diverge", "disagree", "could not", "not joined")
+
+
+def split_warnings(items: Iterable[str], profile: Profile | None = None) -> tuple[list[str], list[str]]:
+    """(warnings that can change a conclusion, harmless notes).
+
+    Serious: a comparison that does not hold, a partial join, disagreeing tiers, and for a
+    profile whose attribution is incomplete, everything it warns about.
+    """
+    incomplete = profile is not None and (profile.coverage.attributed_time_pct < 99.0
+                                          or profile.coverage.tier_disagreements > 0)
+    serious: list[str] = []
+    notes: list[str] = []
+    for w in items:
+        grave = incomplete or w.startswith(_SERIOUS_PREFIXES) or any(s in w.lower() for s in _SERIOUS_WORDS)
+        (serious if grave else notes).append(w)
+    return serious, notes
+
+
+def counter_provenance(profile: Profile) -> str:
+    """``counters: 18 of 508 launches measured, 490 inherited ...``: how many counters are first-hand."""
+    cov = profile.coverage
+    total = cov.kernel_count or len(profile.kernels)
+    measured, inherited, missing = (cov.counters_measured.kernel_count, cov.counters_inherited.kernel_count,
+                                    cov.counters_missing.kernel_count)
+    text = f"counters: {measured} of {total} launches measured"
+    if inherited:
+        text += (f", {inherited} inherited from a measured launch of the same kernel and launch "
+                 "configuration")
+    if missing:
+        text += f", {missing} without counters"
+    return text
+
+
+def findings_owner(findings: object, *profiles: Profile | None) -> Profile | None:
+    """Which of ``profiles`` a findings report was diagnosed from (by kernel count and kernel time)."""
+    for p in profiles:
+        if p is not None and getattr(findings, "kernel_count", None) == len(p.kernels) and getattr(
+                findings, "total_kernel_ns", None) == ProfileView(p).total_ns:
+            return p
+    return None
+
+
+def not_shown(shown: int, total: int, what: str) -> str:
+    """``"12 more operators not shown"`` when a list was cut, else ""."""
+    return f"{total - shown} more {what} not shown" if total > shown else ""
+
+
 def headline(profile: Profile) -> dict[str, str | int | float | None]:
     """Workload, GPU, iterations and totals, as reports print them at the top."""
     view = ProfileView(profile)
