@@ -228,11 +228,13 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
     meta = ""
     if profile is not None and cap is not None:
         view = ProfileView(profile)
-        meta = (f"{escape(cap.gpu_name or 'GPU ?')} ({escape(cap.chip or '?')}) &middot; "
-                f"{len(profile.kernels)} kernels &middot; {len(profile.operators)} operators &middot; "
-                f"{us(view.total_ns)} us profiled kernel time &middot; {cap.warmup_iterations} warmup + "
-                f"{cap.measured_iterations} measured iterations &middot; compile mode "
-                f"{escape(cap.compile_mode or '?')}")
+        # with a baseline, each section states its own profile's counts; the header only what both share
+        counts = "" if baseline is not None else (
+            f"{len(profile.kernels)} kernels &middot; {len(profile.operators)} operators &middot; "
+            f"{us(view.total_ns)} us profiled kernel time &middot; ")
+        meta = (f"{escape(cap.gpu_name or 'GPU ?')} ({escape(cap.chip or '?')}) &middot; {counts}"
+                f"{cap.warmup_iterations} warmup + {cap.measured_iterations} measured iterations &middot; "
+                f"compile mode {escape(cap.compile_mode or '?')}")
     body = [f"<h1>oprof report: {escape(name)}</h1><p class=\"meta\">{meta}</p>"]
     if comparison is not None:
         body.append(comparison_html(comparison, end_to_end=end_to_end))
