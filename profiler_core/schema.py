@@ -123,6 +123,7 @@ class SourceInfo(_Model):
 
 class CaptureMeta(_Model):
     workload: str | None = None
+    workload_identity: str | None = None  # which workload it measures (the same for a baseline and its plans)
     gpu_name: str | None = None
     chip: str | None = None
     sm_count: Annotated[int, Field(ge=1)] | None = None

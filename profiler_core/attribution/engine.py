@@ -26,6 +26,7 @@ from profiler_core.attribution.dedup import mark_repeated_layers
 from profiler_core.attribution.evidence import (
     Claim,
     correlation_claims,
+    extern_classes_of,
     fusion_claims,
     make_resolver,
     ncu_nvtx_claims,
@@ -138,7 +139,8 @@ def attribute(
         else None) for tk, ki in zip(timeline, kineto_index, strict=True)]
     in_graph_of = [r is not None for r in replay_of]
 
-    resolve = make_resolver(fusions)
+    graph_calls = [c for seq in inductor.call_sequences for c in seq] if inductor is not None else []
+    resolve = make_resolver(fusions, extern_classes_of(graph_calls))
     claims: list[list[Claim | None]] = []
     if kineto is not None:
         claims.append(correlation_claims(timeline, kineto_index, kineto_kernels, kineto.cpu_ops, resolve, graph_corr))

@@ -8,6 +8,7 @@ without a manifest the conventional names are looked up (``kineto.json[.gz]``,
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +72,8 @@ def find_run_artifacts(run_dir: PathLike) -> RunArtifacts:
     return RunArtifacts(manifest=manifest, **found)
 
 
-def capture_meta_from_manifest(manifest: RunManifest | None) -> CaptureMeta | None:
-    """The profile's capture metadata from a run manifest."""
+def capture_meta_from_manifest(manifest: RunManifest | None, run_dir: PathLike | None = None) -> CaptureMeta | None:
+    """The profile's capture metadata from a run manifest (``run_dir``: where it lies, for its plan)."""
     if manifest is None:
         return None
     clocks = [
@@ -82,6 +83,7 @@ def capture_meta_from_manifest(manifest: RunManifest | None) -> CaptureMeta | No
     wl = manifest.workload
     return CaptureMeta(
         workload=wl.path,
+        workload_identity=wl.identity or _identity_of_older_capture(wl.path, run_dir),
         gpu_name=manifest.gpu.name,
         chip=manifest.gpu.chip,
         sm_count=manifest.gpu.sm_count,
@@ -94,6 +96,24 @@ def capture_meta_from_manifest(manifest: RunManifest | None) -> CaptureMeta | No
         counter_mode=manifest.counters.mode,
         created_at=manifest.created_at,
     )
+
+
+def _identity_of_older_capture(path: str, run_dir: PathLike | None) -> str | None:
+    """The workload identity of a manifest written before manifests recorded one.
+
+    An optimized plan's capture measures ``workload_optimized.py``: the plan beside the capture
+    names the original. Without one the identity is unknown (compare then relies on shapes).
+    """
+    if Path(path).name != "workload_optimized.py":
+        return Path(path).name
+    plan = Path(run_dir) / "plan.json" if run_dir is not None else None
+    if plan is None or not plan.is_file():
+        return None
+    try:
+        original = json.loads(plan.read_text(encoding="utf-8")).get("workload")
+    except (OSError, ValueError):
+        return None
+    return Path(original).name if isinstance(original, str) and original else None
 
 
 def attribute_files(
@@ -154,5 +174,6 @@ def attribute_run(run_dir: PathLike, *, allow_partial: bool = False) -> Profile:
 
     module_map = Path(run_dir) / MODULE_MAP_NAME
     return attribute_files(kineto=art.kineto, nsys=art.nsys, ncu=art.ncu, inductor=art.inductor,
-                           capture=capture_meta_from_manifest(art.manifest), allow_partial=allow_partial,
-                           inductor_optional=True, modules=module_map if module_map.is_file() else None)
+                           capture=capture_meta_from_manifest(art.manifest, run_dir),
+                           allow_partial=allow_partial, inductor_optional=True,
+                           modules=module_map if module_map.is_file() else None)

@@ -74,6 +74,7 @@ class PhaseRecord(_Model):
 class WorkloadRecord(_Model):
     path: str
     sha256: str
+    identity: str | None = None  # which workload this measures (an optimized plan names its original's)
     compile_mode: Literal["eager", "default", "max-autotune", "reduce-overhead"]
     warmup_iterations: int
     measured_iterations: int
