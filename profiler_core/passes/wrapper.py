@@ -14,6 +14,7 @@ from pathlib import Path
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.passes.plan import OptimizationPlan
+from profiler_core.workload import workload_identity
 
 # Every value from outside (file names, pass names, modes, numbers) enters the generated
 # source only as a repr() literal assigned to a constant: never inside the docstring, a
@@ -35,6 +36,7 @@ from profiler_core.workload import import_workload_module
 ORIGINAL_NAME = {name!r}
 PLAN_FILE = {plan_file!r}
 PLAN_SUMMARY = {summary!r}
+WORKLOAD_IDENTITY = {identity!r}  # the workload this file measures, for `oprof compare`
 PASSES = {passes_list!r}
 COMPILE_MODE = {mode!r}
 COMPILER = {compiler!r}
@@ -73,7 +75,7 @@ def render_optimized_workload(path: Path, plan: OptimizationPlan) -> str:
     return _TEMPLATE.format(
         name=original.name, plan_file=Path(plan.artifacts.get("plan", "plan.json")).name, summary=summary,
         mode=plan.compile_mode, passes_list=list(plan.applied), compiler=plan.compiler,
-        relative=relative, absolute=str(original),
+        relative=relative, absolute=str(original), identity=workload_identity(original),
     )
 
 

@@ -30,6 +30,7 @@ from profiler_core.errors import (
     ToolFailedError,
     WorkloadError,
 )
+from profiler_core.metrics.catalog import COUNTER_FIELDS, FLOP_FIELDS
 from profiler_core.schema import Profile, read_profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
 from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
@@ -139,10 +140,13 @@ def test_default_capture_writes_every_artifact_and_an_honest_manifest(
     assert all(p.status is PhaseStatus.OK and p.exit_status == 0 and p.command for p in m.phases)
     assert all(p.clocks and p.clocks.samples >= 1 and p.clocks.sm_mhz_median == 1980 for p in m.phases)
     assert m.phases[0].harness["kernels"] == 44
-    # counters: per-config, K=1, kernel replay, 20 names for gh100
+    # counters: per-config, K=1, kernel replay, the 20 names for gh100 plus its FLOP counters
     c = m.counters
     assert (c.mode, c.replay_mode, c.launch_count, c.rows) == ("per-config", "kernel", 1, 14)
-    assert len(c.metrics) == 20 and all(row.available for row in c.availability)
+    twenty = [row for row in c.availability if row.field in COUNTER_FIELDS]
+    assert len(twenty) == 20 and all(row.available for row in twenty)
+    assert set(c.metrics) == {row.field for row in c.availability if row.available}
+    assert {row.field for row in c.availability if not row.available} <= set(FLOP_FIELDS)
     assert m.timeline_source == "nsys"
     assert m.determinism.checked and m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
     assert m.determinism.kernels == 44 and m.warnings == []
@@ -208,6 +212,19 @@ def test_nsys_failure_falls_back_to_kineto(
     assert m.status is RunStatus.COMPLETE and m.timeline_source == "kineto" and m.artifacts.timeline is None
     warning = next(w for w in m.warnings if w.startswith(f"nsys {stage} failed"))
     assert "libdw.so.1" in warning and "the Kineto trace is the timeline" in warning
+    assert "cannot load the system library libdw.so.1; apt-get install libdw1" in warning
+
+
+@pytest.mark.slow
+def test_nsys_that_records_but_cannot_import_names_the_library(
+    fakes: FakeLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NSYS_FAIL", "import")
+    m = pipeline.capture(WORKLOAD, _config(tmp_path)).manifest
+    assert m.status is RunStatus.COMPLETE and m.timeline_source == "kineto"
+    warning = next(w for w in m.warnings if w.startswith("nsys profile failed (exit 0"))
+    assert ("nsys recorded, but its report importer cannot load the system library libdw.so.1; "
+            "apt-get install libdw1 (Debian/Ubuntu) or dnf install elfutils-libs (RHEL/Fedora)") in warning
 
 
 @pytest.mark.slow
