@@ -246,8 +246,14 @@ def apply_passes(
     step: Step | None = None,
     compiler: str = "inductor",
     warmup: bool = True,
+    copy_model: bool = True,
 ) -> tuple[Any, PlanRecord]:
-    """Apply the named passes (and those ``findings`` name) to a copy of ``model``; return it compiled."""
+    """Apply the named passes (and those ``findings`` name) to a copy of ``model``; return it compiled.
+
+    ``copy_model=False`` transforms ``model`` itself: for a training workload whose optimizer
+    (in the inputs) must keep pointing at the parameters of the model that runs, and for
+    workload wrappers, whose original model serves nothing else.
+    """
     mode = compile_mode or "default"
     if mode not in COMPILE_MODES:
         raise PassError(f"unknown compile mode '{compile_mode}'; use one of {', '.join(COMPILE_MODES)}")
@@ -259,7 +265,7 @@ def apply_passes(
                         "transformation")
     notes: list[str] = []
     try:
-        work = copy.deepcopy(_unwrap(model, notes))
+        work = copy.deepcopy(_unwrap(model, notes)) if copy_model else _unwrap(model, notes)
     except Exception as err:
         raise PassError(f"the model cannot be copied ({type(err).__name__}: {err}); passes work on a copy "
                         "so the original stays the baseline") from err
