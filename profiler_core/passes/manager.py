@@ -273,14 +273,19 @@ def apply_passes(
     # A fresh Dynamo cache: earlier compiles of this model's code must not serve this plan.
     torch._dynamo.reset()
     planned: list[_Planned] = []
+    training = bool(getattr(work, "training", False))
     for spec, requested_by, found in requests:
-        ctx = PassContext(model=work, inputs=tuple(inputs), device=device, findings=found)
-        effect = _run_pass(spec, ctx)
+        ctx = PassContext(model=work, inputs=tuple(inputs), device=device, findings=found, compiler=compiler)
+        if spec.inference_only and training:
+            effect = PassEffect.not_applied(f"'{spec.name}' is for inference; the model is in train mode")
+        else:
+            effect = _run_pass(spec, ctx)
         log.info("%s (level %d %s): %s%s", spec.name, spec.level.number, spec.level.value,
                  "contributes" if effect.applied else "NOT APPLIED",
                  f" - {effect.reason}" if effect.reason else "")
         planned.append(_Planned(spec, effect, requested_by))
     active = [p.effect for p in planned if p.effect.applied]
+    compiler = next((e.compiler for e in reversed(active) if e.compiler), compiler)
     effect_modes = [e.compile_mode for e in active if e.compile_mode]
     if mode == "default" and effect_modes:
         mode = effect_modes[-1]
@@ -293,7 +298,7 @@ def apply_passes(
         post_grad_passes=[gp for e in active for gp in e.post_grad_passes],
         inductor_config=config, compile_mode=mode,
         matmul_precision=next((e.matmul_precision for e in reversed(active) if e.matmul_precision), None),
-        compiler=compiler, device=device, training=bool(getattr(work, "training", False)),
+        compiler=compiler, device=device, training=training,
         record_post_grad=warmup,  # without a first call nothing is reported: keep Inductor's caches on
     )
     compiled = _with_trace_config(torch.compile(work, backend=backend),

@@ -102,14 +102,16 @@ class StateSnapshot:
     """Parameters, buffers and optimizer state of one model, to be put back in place.
 
     In place, so compiled code (and CUDA graphs, which hold the parameters' addresses) keep
-    pointing at the same tensors; warm-up steps of a training plan are undone with it.
+    pointing at the same tensors; warm-up steps of a training plan are undone with it. The
+    optimizers' per-parameter state is restored, not their settings: a pass may have changed
+    those (a fused implementation) after the snapshot.
     """
 
     def __init__(self, model: Any, optimizers: list[torch.optim.Optimizer]) -> None:
         module = base_module(model)
         self._tensors = ([(t, t.detach().clone()) for t in list(module.parameters()) + list(module.buffers())]
                          if isinstance(module, torch.nn.Module) else [])
-        self._optimizers = [(opt, copy.deepcopy(opt.state_dict())) for opt in optimizers]
+        self._optimizers = [(opt, _copied_state(opt.state)) for opt in optimizers]
 
     def restore(self) -> None:
         with torch.no_grad():
@@ -118,7 +120,14 @@ class StateSnapshot:
                 if isinstance(live, torch.nn.Parameter):
                     live.grad = None
         for opt, state in self._optimizers:
-            opt.load_state_dict(copy.deepcopy(state))
+            opt.state.clear()
+            opt.state.update(_copied_state(state))
+
+
+def _copied_state(state: Any) -> dict[Any, dict[str, Any]]:
+    """An optimizer's per-parameter state with its values copied (the parameter keys kept)."""
+    return {p: {k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+                for k, v in entry.items()} for p, entry in state.items()}
 
 
 def run_step(step: Step, model: Any, inputs: tuple[Any, ...], *, seed: int = 0,
