@@ -22,6 +22,7 @@ import anyio
 from mcp.server import MCPServer
 
 from mcp_server.config import ServerConfig, ToolContext
+from mcp_server.results import OprofServer
 from mcp_server.tools import register_all
 from mcp_server.workspace import ENV_VAR, roots_from_env
 from profiler_core import __version__
@@ -54,7 +55,7 @@ def create_server(config: ServerConfig | None = None) -> MCPServer:
             # A capture must not outlive its server: stop its processes on the way out.
             await anyio.to_thread.run_sync(ctx.jobs.shutdown)
 
-    mcp = MCPServer(SERVER_NAME, title="operator-profiler", version=__version__, instructions=INSTRUCTIONS,
+    mcp = OprofServer(SERVER_NAME, title="operator-profiler", version=__version__, instructions=INSTRUCTIONS,
                     lifespan=lifespan, log_level="WARNING")
     register_all(mcp, ctx)
     logger.info("workspace roots: %s", ", ".join(str(r) for r in ctx.workspace.roots))

@@ -15,7 +15,7 @@ import json
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,6 +24,16 @@ from profiler_core.errors import SchemaError
 SCHEMA_VERSION: Final = 1
 _M = TypeVar("_M", bound=BaseModel)
 SCHEMA_PATH = Path(__file__).with_name("profile.schema.json")
+SCHEMA_ID: Final = ("https://raw.githubusercontent.com/operator-profiler/operator-profiler/main/"
+                    "profiler_core/profile.schema.json")
+JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"  # what pydantic emits
+
+# Bounds every reader can rely on: counts, ids, sizes and nanoseconds are never negative.
+Count = Annotated[int, Field(ge=0)]
+Nanoseconds = Annotated[int, Field(ge=0)]
+Dim = Annotated[int, Field(ge=1)]  # one of a grid's or a block's three dimensions
+MHz = Annotated[float, Field(ge=0)]
+Percent = Annotated[float, Field(ge=0, le=100)]
 
 
 class Tier(StrEnum):
@@ -94,11 +104,11 @@ class ClockSample(_Model):
     """Clocks observed (NVML) during one phase, or the locked values."""
 
     phase: str
-    sm_mhz_median: float | None = None
-    sm_mhz_min: float | None = None
-    sm_mhz_max: float | None = None
-    memory_mhz_median: float | None = None
-    samples: int = 0
+    sm_mhz_median: MHz | None = None
+    sm_mhz_min: MHz | None = None
+    sm_mhz_max: MHz | None = None
+    memory_mhz_median: MHz | None = None
+    samples: Count = 0
     basis: ClockBasis | None = None
 
 
@@ -115,10 +125,10 @@ class CaptureMeta(_Model):
     workload: str | None = None
     gpu_name: str | None = None
     chip: str | None = None
-    sm_count: int | None = None
+    sm_count: Annotated[int, Field(ge=1)] | None = None
     versions: ToolVersions = Field(default_factory=ToolVersions)
-    warmup_iterations: int | None = None
-    measured_iterations: int | None = None
+    warmup_iterations: Count | None = None
+    measured_iterations: Count | None = None
     compile_mode: str | None = None  # "eager" | "default" | "max-autotune" | "reduce-overhead"
     clock_policy: Literal["lock", "observe", "off", "unknown"] = "unknown"
     clocks: list[ClockSample] = Field(default_factory=list)
@@ -126,8 +136,8 @@ class CaptureMeta(_Model):
     timeline_source: Literal["nsys", "kineto"] | None = None
     sources: list[SourceInfo] = Field(default_factory=list)
     created_at: str | None = None  # ISO 8601, UTC
-    rank: int | None = None
-    world_size: int | None = None
+    rank: Count | None = None
+    world_size: Annotated[int, Field(ge=1)] | None = None
 
 
 class Evidence(_Model):
@@ -135,7 +145,7 @@ class Evidence(_Model):
 
     tier: Tier
     operator: str | None  # clean name, e.g. "aten::addmm"
-    op_id: int | None = None
+    op_id: Count | None = None
     detail: str | None = None
 
 
@@ -149,24 +159,24 @@ class Attribution(_Model):
 
 
 class Kernel(_Model):
-    id: int  # position in timeline order (0-based)
+    id: Count  # position in timeline order (0-based)
     name: str  # demangled or Triton name as the timeline spells it
     short_name: str | None = None
     kind: Literal["kernel", "memcpy", "memset"] = "kernel"
-    stream: int
-    device: int
-    start_ns: int
-    end_ns: int
-    duration_ns: int
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    registers_per_thread: int | None = None
-    static_smem_bytes: int | None = None
-    dynamic_smem_bytes: int | None = None
+    stream: Count
+    device: Count
+    start_ns: Nanoseconds
+    end_ns: Nanoseconds
+    duration_ns: Nanoseconds
+    grid: tuple[Dim, Dim, Dim] | None = None
+    block: tuple[Dim, Dim, Dim] | None = None
+    registers_per_thread: Count | None = None
+    static_smem_bytes: Count | None = None
+    dynamic_smem_bytes: Count | None = None
     counters: dict[str, float | None] = Field(default_factory=dict)  # field -> base-unit value
     counter_source: CounterSource = CounterSource.MISSING
-    ncu_id: int | None = None
-    inherited_from: int | None = None  # kernel id of the measured representative
+    ncu_id: Count | None = None
+    inherited_from: Count | None = None  # kernel id of the measured representative
     attribution: Attribution
     fused_with: list[str] = Field(default_factory=list)  # ATen ops Inductor fused into it
     graph_id: int | None = None  # CUDA graph that launched it (replay), when known
@@ -176,17 +186,17 @@ class Kernel(_Model):
 class Operator(_Model):
     key: str  # "<name>#<call_index>", unique in the profile
     name: str  # clean: "aten::addmm", never the NVTX text with sizes
-    call_index: int  # 0-based, per name, in launch order
-    op_id: int | None = None
+    call_index: Count  # 0-based, per name, in launch order
+    op_id: Count | None = None
     input_shapes: list | None = None
     op_class: OperatorClass = OperatorClass.OTHER
     execution_context: ExecutionContext = ExecutionContext.UNKNOWN
     is_fused: bool = False
     fused_with: list[str] = Field(default_factory=list)
     source_nodes: list[str] = Field(default_factory=list)
-    kernel_ids: list[int] = Field(default_factory=list)
-    kernel_count: int = 0
-    duration_ns: int = 0  # sum of its kernels' timeline durations
+    kernel_ids: list[Count] = Field(default_factory=list)
+    kernel_count: Count = 0
+    duration_ns: Nanoseconds = 0  # sum of its kernels' timeline durations
     metrics: dict[str, float | None] = Field(default_factory=dict)
     metric_null_reasons: dict[str, str] = Field(default_factory=dict)
     confidence: Confidence = Confidence.NONE  # the weakest confidence among its kernels
@@ -199,28 +209,28 @@ class Operator(_Model):
 
 
 class UnattributedKernel(_Model):
-    kernel_id: int
+    kernel_id: Count
     name: str
-    duration_ns: int
+    duration_ns: Nanoseconds
     reason: str
 
 
 class TierCoverage(_Model):
-    kernel_count: int = 0
-    duration_ns: int = 0
+    kernel_count: Count = 0
+    duration_ns: Nanoseconds = 0
 
 
 class Coverage(_Model):
-    kernel_count: int = 0
-    duration_ns: int = 0
+    kernel_count: Count = 0
+    duration_ns: Nanoseconds = 0
     by_tier: dict[str, TierCoverage] = Field(default_factory=dict)
     by_confidence: dict[str, TierCoverage] = Field(default_factory=dict)
     counters_measured: TierCoverage = Field(default_factory=TierCoverage)
     counters_inherited: TierCoverage = Field(default_factory=TierCoverage)
     counters_missing: TierCoverage = Field(default_factory=TierCoverage)
-    attributed_time_pct: float = 0.0  # high + medium confidence share of kernel time
-    tier_overlaps: int = 0  # kernels where two or more tiers spoke
-    tier_disagreements: int = 0
+    attributed_time_pct: Percent = 0.0  # high + medium confidence share of kernel time
+    tier_overlaps: Count = 0  # kernels where two or more tiers spoke
+    tier_disagreements: Count = 0
 
 
 class CounterAvailability(_Model):
@@ -260,8 +270,52 @@ def construct_trusted(cls: type[_M], values: dict[str, Any]) -> _M:
 
 
 def profile_json_schema() -> dict:
-    """The JSON Schema of profile.json (what ``profile.schema.json`` holds)."""
-    return Profile.model_json_schema()
+    """The JSON Schema of profile.json (what ``profile.schema.json`` holds).
+
+    JSON Schema cannot say that a kernel's ``operator_key`` names an operator of the same
+    file; :func:`check_references` does, and :func:`read_profile` runs it.
+    """
+    schema = Profile.model_json_schema()
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": SCHEMA_ID,
+            "description": f"operator-profiler profile.json, schema version {SCHEMA_VERSION}. Cross-references "
+                           "(operator keys, kernel ids) are checked by profiler_core.schema.check_references.",
+            **schema}
+
+
+def check_references(profile: Profile) -> None:
+    """Raise ``SchemaError`` at the first reference that points nowhere, or a kernel that ends before it starts.
+
+    Checks: operator keys and kernel ids are unique; every kernel's ``attribution.operator_key``
+    and every ``inherited_from`` name an operator (kernel) of this profile; every operator's
+    ``kernel_ids`` and every unattributed entry name a kernel of it.
+    """
+    keys: set[str] = set()
+    for op in profile.operators:
+        if op.key in keys:
+            raise SchemaError(f"operator key {op.key!r} appears twice; each operator needs its own key")
+        keys.add(op.key)
+    ids: set[int] = set()
+    for k in profile.kernels:
+        if k.id in ids:
+            raise SchemaError(f"kernel id {k.id} appears twice; kernel ids are positions in timeline order")
+        ids.add(k.id)
+        if k.end_ns < k.start_ns:
+            raise SchemaError(f"kernel {k.id} ends ({k.end_ns} ns) before it starts ({k.start_ns} ns)")
+        key = k.attribution.operator_key
+        if key is not None and key not in keys:
+            raise SchemaError(f"kernel {k.id} is attributed to operator {key!r}, which the profile does not list")
+    for k in profile.kernels:
+        if k.inherited_from is not None and k.inherited_from not in ids:
+            raise SchemaError(f"kernel {k.id} inherits counters from kernel {k.inherited_from}, which is not listed")
+    for op in profile.operators:
+        missing = next((i for i in op.kernel_ids if i not in ids), None)
+        if missing is not None:
+            raise SchemaError(f"operator {op.key!r} lists kernel {missing}, which the profile does not list")
+        if op.inherited_from is not None and op.inherited_from not in keys:
+            raise SchemaError(f"operator {op.key!r} inherits from operator {op.inherited_from!r}, which is not listed")
+    for u in profile.unattributed:
+        if u.kernel_id not in ids:
+            raise SchemaError(f"unattributed entry names kernel {u.kernel_id}, which the profile does not list")
 
 
 INDENT_MAX_KERNELS = 20_000  # above this, compact JSON: indentation doubles size and write time
@@ -306,6 +360,11 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
             f"(this oprof reads version {SCHEMA_VERSION}); re-run 'oprof attribute'"
         )
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as err:
         raise SchemaError(f"{p}: invalid profile, {first_error(err)}") from err
+    try:
+        check_references(profile)
+    except SchemaError as err:
+        raise SchemaError(f"{p}: invalid profile, {err}; re-run 'oprof attribute' to rewrite it") from err
+    return profile

@@ -13,6 +13,7 @@ from profiler_core.schema import (
     Attribution,
     Confidence,
     Kernel,
+    Operator,
     Profile,
     Tier,
     profile_json_schema,
@@ -37,7 +38,8 @@ def test_committed_schema_is_current() -> None:
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    prof = Profile(kernels=[_kernel(0), _kernel(1)])
+    prof = Profile(kernels=[_kernel(0), _kernel(1)],
+                   operators=[Operator(key="aten::add#0", name="aten::add", call_index=0, kernel_ids=[0, 1])])
     out = write_profile(tmp_path / "p.json", prof)
     back = read_profile(out)
     assert back == prof
@@ -89,3 +91,73 @@ def test_construct_trusted_matches_model_construct() -> None:
     slow = Kernel.model_construct(**_kernel(3).model_dump())
     assert fast.model_dump_json() == slow.model_dump_json()
     assert fast.model_fields_set == slow.model_fields_set
+
+
+REAL_PROFILE = Path(__file__).parent / "data" / "h200_joinable" / "expected" / "profile.json"
+
+
+def test_schema_declares_its_dialect_and_id() -> None:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"].startswith("https://") and schema["$id"].endswith("profile.schema.json")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(json.loads(REAL_PROFILE.read_text()), schema)  # a real H200 profile fits it
+
+
+def _mutated(tmp_path: Path, change) -> tuple[Path, dict]:
+    data = json.loads(REAL_PROFILE.read_text())
+    change(data)
+    out = tmp_path / "profile.json"
+    out.write_text(json.dumps(data))
+    return out, data
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    (lambda d: d["kernels"][0].update(duration_ns=-5), "kernels.0.duration_ns"),
+    (lambda d: d["kernels"][0].update(grid=[0, 1, 1]), "kernels.0.grid.0"),
+    (lambda d: d["operators"][0].update(kernel_count=-1), "operators.0.kernel_count"),
+    (lambda d: d["coverage"].update(attributed_time_pct=140.0), "coverage.attributed_time_pct"),
+], ids=["negative-duration", "zero-grid", "negative-count", "percent-over-100"])
+def test_bounds_are_in_the_schema_and_the_reader(tmp_path: Path, change, needle: str) -> None:
+    import jsonschema
+
+    path, data = _mutated(tmp_path, change)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
+    with pytest.raises(SchemaError, match="invalid profile") as info:
+        read_profile(path)
+    assert needle in str(info.value)
+
+
+def _dangle_key(d: dict) -> None:
+    d["kernels"][0]["attribution"]["operator_key"] = "aten::nothing#9"
+
+
+def _dangle_kernel(d: dict) -> None:
+    d["operators"][0]["kernel_ids"].append(10**9)
+
+
+def _duplicate_operator(d: dict) -> None:
+    d["operators"].append(d["operators"][0])
+
+
+def _backwards(d: dict) -> None:
+    d["kernels"][0]["end_ns"] = d["kernels"][0]["start_ns"] - 1
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    (_dangle_key, "attributed to operator 'aten::nothing#9', which the profile does not list"),
+    (_dangle_kernel, "lists kernel 1000000000, which the profile does not list"),
+    (_duplicate_operator, "appears twice"),
+    (_backwards, "before it starts"),
+], ids=["dangling-operator-key", "dangling-kernel-id", "duplicate-key", "ends-before-start"])
+def test_references_are_checked_beyond_json_schema(tmp_path: Path, change, needle: str) -> None:
+    import jsonschema
+
+    path, data = _mutated(tmp_path, change)
+    jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))  # JSON Schema cannot see these
+    with pytest.raises(SchemaError, match="re-run 'oprof attribute'") as info:
+        read_profile(path)
+    assert needle in str(info.value)

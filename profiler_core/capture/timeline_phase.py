@@ -13,7 +13,8 @@ from profiler_core.capture import phases
 from profiler_core.capture.clocks import locked_clocks
 from profiler_core.capture.config import ClockPolicy, HarnessPhase
 from profiler_core.capture.manifest import PhaseRecord, PhaseStatus
-from profiler_core.capture.runner import failure_summary
+from profiler_core.capture.nsys_import import import_failure_hint
+from profiler_core.capture.runner import ProcessResult, failure_summary
 from profiler_core.errors import ToolFailedError
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def run_timeline(cap: CaptureSession) -> None:
         return
     if res2.returncode != 0 or not sqlite.is_file():
         rec2.status = PhaseStatus.FAILED
-        _fall_back(cap, f"nsys export failed (exit {res2.returncode}: {failure_summary(res2)})")
+        _fall_back(cap, f"nsys export failed (exit {res2.returncode}: {failure_summary(res2)}){_hint(cap, res2)}")
         return
     cap.manifest.artifacts.timeline_report = report.name
     cap.manifest.artifacts.timeline = sqlite.name
@@ -85,9 +86,16 @@ def _profile(cap: CaptureSession, command: list[str]) -> PhaseRecord | None:
     report = cap.run_dir / "timeline.nsys-rep"
     if result.returncode != 0 or not report.is_file():
         record.status = PhaseStatus.FAILED
-        _fall_back(cap, f"nsys profile failed (exit {result.returncode}: {failure_summary(result)})")
+        _fall_back(cap, f"nsys profile failed (exit {result.returncode}: {failure_summary(result)})"
+                        f"{_hint(cap, result)}")
         return None
     return record
+
+
+def _hint(cap: CaptureSession, result: ProcessResult) -> str:
+    """``"; <what to install>"`` when nsys's importer lacks a system library, else ``""``."""
+    hint = import_failure_hint((result.stderr_path, result.stdout_path), cap.tools.nsys)
+    return f"; {hint}" if hint else ""
 
 
 def _fall_back(cap: CaptureSession, why: str) -> None:

@@ -3,8 +3,18 @@
 Each tool is looked up in order: its environment variable (``OPROF_NCU``, ``OPROF_NSYS``,
 ``OPROF_NVIDIA_SMI``), then ``PATH``, then the places NVIDIA installs it. nsys is also
 looked for inside Nsight Compute's own folder, which ships a copy at
-``<root>/host/target-linux-x64/nsys`` beside ``<root>/ncu``. A tool that cannot be found
-raises :class:`~profiler_core.errors.ToolNotFoundError` saying how to provide it.
+``<root>/host/target-linux-x64/nsys`` beside ``<root>/ncu``. The ``ncu`` on PATH is often
+not Nsight Compute itself but the CUDA toolkit's launcher script (``/usr/local/cuda/bin/ncu``
+-> ``/usr/local/cuda-13.0/bin/ncu``, which runs the newest ``/opt/nvidia/nsight-compute/<ver>/ncu``),
+so the folder is found by resolving links, then by the install folders the script names,
+then by NVIDIA's install locations::
+
+    /usr/local/cuda/bin/ncu                        launcher script (on PATH)
+    /opt/nvidia/nsight-compute/2025.3.1/ncu        Nsight Compute
+    /opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
+
+A tool that cannot be found raises :class:`~profiler_core.errors.ToolNotFoundError` saying
+how to provide it.
 """
 
 from __future__ import annotations
@@ -32,12 +42,23 @@ DEFAULT_NCU_GLOBS: tuple[str, ...] = (
 DEFAULT_NSYS_GLOBS: tuple[str, ...] = (
     "/usr/local/cuda/bin/nsys",
     "/opt/nvidia/nsight-systems/*/bin/nsys",
-    "/usr/local/cuda/nsight-systems-*/bin/nsys",
+    "/opt/nvidia/nsight-systems/*/target-linux-x64/nsys",
+    "/usr/local/cuda*/nsight-systems-*/bin/nsys",
+)
+# Nsight Compute's install folders (each holds ncu and host/), searched for the nsys it ships.
+NCU_INSTALL_GLOBS: tuple[str, ...] = (
+    "/opt/nvidia/nsight-compute/*",
+    "/opt/nvidia/nsight-compute",
+    "/usr/local/cuda*/nsight-compute-*",
 )
 # Relative to the folder holding the real ncu binary.
 NSYS_INSIDE_NCU = Path("host") / "target-linux-x64" / "nsys"
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*")
+_NUMBER = re.compile(r"\d+")
+# An absolute path in a launcher script that names an Nsight Compute folder (may hold * or $VAR).
+_NCU_PATH_IN_SCRIPT = re.compile(r"/[^\s\"'`;|&()<>]*nsight-compute[^\s\"'`;|&()<>]*", re.IGNORECASE)
+_SCRIPT_MAX_BYTES = 256 * 1024
 
 
 def _is_executable(path: Path) -> bool:
@@ -56,10 +77,18 @@ def _from_env(var: str, env: Mapping[str, str], what: str) -> Path | None:
     return path
 
 
+def _version_key(path: str) -> tuple[int, ...]:
+    """Sort key that orders version folders numerically (2025.10 after 2025.3)."""
+    return tuple(int(n) for n in _NUMBER.findall(path))
+
+
+def _newest_first(pattern: str) -> list[str]:
+    return sorted(glob.glob(pattern), key=_version_key, reverse=True)
+
+
 def _from_globs(patterns: Sequence[str]) -> Path | None:
     for pattern in patterns:
-        hits = sorted(glob.glob(pattern), reverse=True)  # newest version folder first
-        for hit in hits:
+        for hit in _newest_first(pattern):  # newest version folder first
             if _is_executable(Path(hit)):
                 return Path(hit)
     return None
@@ -84,25 +113,70 @@ def find_ncu(env: Mapping[str, str] | None = None, search_globs: Sequence[str] |
     return path
 
 
-def nsys_inside_ncu(ncu: Path) -> Path | None:
-    """The nsys that ships inside Nsight Compute's folder, if there is one."""
+def _folders_named_in_script(script: Path) -> list[Path]:
+    """Nsight Compute folders a launcher script names (``/opt/nvidia/nsight-compute/*``), newest first."""
+    try:
+        with script.open("rb") as f:
+            head = f.read(_SCRIPT_MAX_BYTES)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []  # a binary: nothing to read
+    found: list[Path] = []
+    for token in _NCU_PATH_IN_SCRIPT.findall(head.decode("utf-8", "replace")):
+        # keep the part before any shell expansion: "/opt/nvidia/nsight-compute/${VER}/ncu" -> ".../*"
+        parts = token.split("/")
+        cut = next((i for i, part in enumerate(parts) if "$" in part), None)
+        pattern = "/".join(parts[:cut] + ["*"]) if cut is not None else token
+        for hit in _newest_first(pattern.rstrip("/")):
+            folder = Path(hit)
+            folder = folder.parent if folder.name == "ncu" else folder
+            if folder.is_dir():
+                found.append(folder)
+    return found
+
+
+def nsight_compute_folders(ncu: Path, install_globs: Sequence[str] | None = None) -> list[Path]:
+    """Folders that may hold the Nsight Compute ``ncu`` runs, most likely first.
+
+    The real binary's folder (links resolved); the folders a launcher script names; the CUDA
+    toolkit's own ``nsight-compute-*`` beside its ``bin/``; NVIDIA's install folders.
+    """
     real = Path(os.path.realpath(ncu))
-    candidate = real.parent / NSYS_INSIDE_NCU
-    return candidate if _is_executable(candidate) else None
+    candidates = [real.parent, *_folders_named_in_script(real)]
+    candidates += [Path(p) for p in _newest_first(str(real.parent.parent / "nsight-compute-*"))]
+    for pattern in NCU_INSTALL_GLOBS if install_globs is None else install_globs:
+        candidates += [Path(p) for p in _newest_first(pattern)]
+    unique: list[Path] = []
+    for folder in candidates:
+        if folder.is_dir() and folder not in unique:
+            unique.append(folder)
+    return unique
+
+
+def nsys_inside_ncu(ncu: Path, install_globs: Sequence[str] | None = None) -> Path | None:
+    """The nsys that ships inside the folder of the Nsight Compute ``ncu`` runs, if there is one."""
+    for folder in nsight_compute_folders(ncu, install_globs):
+        candidate = folder / NSYS_INSIDE_NCU
+        if _is_executable(candidate):
+            return candidate
+    return None
 
 
 def find_nsys(env: Mapping[str, str] | None = None, *, ncu: Path | None = None,
-              search_globs: Sequence[str] | None = None) -> Path:
+              search_globs: Sequence[str] | None = None, ncu_install_globs: Sequence[str] | None = None) -> Path:
     """Nsight Systems' ``nsys``: $OPROF_NSYS, PATH, inside Nsight Compute, then install folders."""
     env = os.environ if env is None else env
     path = _from_env(ENV_NSYS, env, "nsys") or _which("nsys", env)
     if path is None and ncu is not None:
-        path = nsys_inside_ncu(ncu)
+        path = nsys_inside_ncu(ncu, ncu_install_globs)
     if path is None:
         path = _from_globs(DEFAULT_NSYS_GLOBS if search_globs is None else search_globs)
     if path is None:
+        looked = ", ".join(str(f) for f in nsight_compute_folders(ncu, ncu_install_globs)) if ncu else ""
         raise ToolNotFoundError(
-            f"nsys (Nsight Systems) not found on PATH, in ${ENV_NSYS} or inside Nsight Compute's folder; "
+            f"nsys (Nsight Systems) not found on PATH, in ${ENV_NSYS}, inside Nsight Compute's folder"
+            f"{f' ({looked})' if looked else ''} or in Nsight Systems' install folders; "
             f"install Nsight Systems and put nsys on PATH or set {ENV_NSYS}=/path/to/nsys "
             f"(without it the Kineto trace serves as the timeline)"
         )

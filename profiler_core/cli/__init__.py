@@ -2,8 +2,11 @@
 
 Each subcommand lives in its own module beside this one and registers itself on ``app``
 with :func:`command`, which turns a :class:`~profiler_core.errors.ProfilerError` into one
-line on stderr and exit status 2 (never a traceback for a user error). Human output goes
-to stderr through rich; ``--json`` output goes to stdout and nothing else does.
+line on stderr and exit status 2 (never a traceback for a user error). Streams: a command's
+result (tables, findings, the paths it wrote) goes to stdout through ``out_console``, or as
+JSON alone with ``--json``; progress, notes, warnings and errors go to stderr through
+``err_console``. ``NO_COLOR`` turns off every colour and style. The flag conventions are in
+docs/cli.md.
 """
 
 from __future__ import annotations
@@ -11,25 +14,61 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
+from typing import Any as _Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
 from profiler_core.errors import ProfilerError
 
+
+def _flags_take_no_value(params: list[_Any]) -> list[_Any]:
+    # typer shows every option's type; an on/off flag takes no value, so "--json", not "--json <bool>"
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx: _Any) -> list[_Any]:
+        return _flags_take_no_value(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    def get_params(self, ctx: _Any) -> list[_Any]:
+        return _flags_take_no_value(super().get_params(ctx))
+
+
 app = typer.Typer(
     name="oprof",
+    cls=_Group,
     help="Attribute NVIDIA hardware counters to PyTorch operators; diagnose, transform, re-measure.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     pretty_exceptions_enable=False,
 )
 
-# Without a terminal rich assumes 80 columns; tables of kernel names need more.
-err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 150)
+
+def no_color() -> bool:
+    """Whether ``NO_COLOR`` asks for output without colour (https://no-color.org: any non-empty value)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    # Without a terminal rich assumes 80 columns; tables of kernel names and paths need more.
+    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 200,
+                   no_color=no_color() or None, color_system=None if no_color() else "auto")
+
+
+err_console = _console(stderr=True)  # progress, notes, warnings, errors
+out_console = _console(stderr=False)  # the command's result
 
 
 @app.callback()
@@ -75,7 +114,7 @@ def command(name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
                 err_console.print("[bold red]interrupted[/]")
                 raise typer.Exit(130) from None
 
-        app.command(name, **kwargs)(wrapper)
+        app.command(name, cls=_Command, **kwargs)(wrapper)
         return fn
 
     return decorate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -9,11 +10,25 @@ import typer
 from rich.table import Table
 
 from profiler_core.attribution import attribute_files, attribute_run
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.distributed.attribute import MultiRankProfile, attribute_ranks
 from profiler_core.distributed.layout import RANKS_JSON, is_multi_rank
 from profiler_core.errors import ProfilerError
 from profiler_core.schema import Profile, write_profile
+
+ELSEWHERE = Path("oprof-runs") / "attribute"  # profiles of captures the user only asked to read
+
+
+def default_profile_path(run_dir: Path) -> Path:
+    """``<run_dir>/profile.json``, unless the run is a shipped capture or not writable: then under ./oprof-runs/."""
+    from profiler_core.cli.demo import CAPTURES
+
+    resolved = run_dir.resolve()
+    shipped = resolved.is_relative_to(CAPTURES.resolve())
+    if not shipped and os.access(resolved, os.W_OK):
+        return run_dir / "profile.json"
+    name = "-".join(resolved.relative_to(CAPTURES.resolve()).parts) if shipped else resolved.name
+    return ELSEWHERE / name / "profile.json"
 
 
 @command("attribute")
@@ -24,13 +39,17 @@ def attribute_cmd(
     ncu: Annotated[Path | None, typer.Option(help="Nsight Compute CSV (--page raw) or .ncu-rep.")] = None,
     inductor: Annotated[Path | None, typer.Option(
         help="TORCH_TRACE dir/.tgz or an output-code log.")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write profile.json.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Where to write profile.json (default: in the run directory, or ./profile.json; "
+                            "a shipped or read-only capture's goes under oprof-runs/attribute/).")] = None,
     allow_partial: Annotated[bool, typer.Option(
-        help="Keep launches that do not join as explicit holes instead of failing.")] = False,
+        "--allow-partial", help="Keep launches that do not join as explicit holes instead of failing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the coverage summary as JSON on stdout.")] = False,
-    top: Annotated[int, typer.Option(help="Operators to list.")] = 10,
+    top: Annotated[int, typer.Option("--top", min=1, help="Operators to list.")] = 10,
+    output_alias: Annotated[Path | None, typer.Option("--output", hidden=True)] = None,  # the old spelling
 ) -> None:
     """Attribute every kernel to its operator, with counters and evidence tiers."""
+    output = out or output_alias
     explicit = any(p is not None for p in (kineto, nsys, ncu, inductor))
     if run_dir is not None and explicit:
         raise ProfilerError("give either a run directory or --kineto/--nsys/--ncu/--inductor files, not both")
@@ -40,23 +59,26 @@ def attribute_cmd(
             emit_json(merged)
             return
         render_multi_rank(merged, top=top)
-        err_console.print(f"wrote {run_dir}/rank*/profile.json and {run_dir / RANKS_JSON}")
+        out_console.print(f"wrote {run_dir}/rank*/profile.json and {run_dir / RANKS_JSON}")
         return
     if run_dir is not None:
         profile = attribute_run(run_dir, allow_partial=allow_partial)
-        out = output or run_dir / "profile.json"
+        out = output or default_profile_path(run_dir)
     elif explicit:
         profile = attribute_files(kineto=kineto, nsys=nsys, ncu=ncu, inductor=inductor, allow_partial=allow_partial)
         out = output or Path("profile.json")
     else:
         raise ProfilerError("nothing to attribute: pass a run directory, or --kineto/--nsys with --ncu")
     write_profile(out, profile)
+    if output is None and run_dir is not None and out.parent != run_dir:
+        err_console.print(f"note: {run_dir} is a shipped or read-only capture; its profile goes to {out} "
+                          "(--out chooses another place)", markup=False, soft_wrap=True)
     if as_json:
         emit_json({"profile": str(out), "coverage": profile.coverage.model_dump(mode="json"),
                    "warnings": profile.warnings})
         return
     render_attribution_summary(profile, top=top)
-    err_console.print(f"wrote {out}")
+    out_console.print(f"wrote {out}")
 
 
 def render_attribution_summary(profile: Profile, *, top: int = 10) -> None:
@@ -70,8 +92,8 @@ def render_attribution_summary(profile: Profile, *, top: int = 10) -> None:
     t.add_column("time %", justify="right")
     for tier, tc in sorted(cov.by_tier.items(), key=lambda kv: -kv[1].duration_ns):
         t.add_row(tier, str(tc.kernel_count), f"{100 * tc.duration_ns / total:.2f}")
-    err_console.print(t)
-    err_console.print(
+    out_console.print(t)
+    out_console.print(
         f"counters: measured {cov.counters_measured.kernel_count}, inherited {cov.counters_inherited.kernel_count}, "
         f"missing {cov.counters_missing.kernel_count} kernels; tiers overlapped on {cov.tier_overlaps} kernels, "
         f"disagreed on {cov.tier_disagreements}")
@@ -83,7 +105,7 @@ def render_attribution_summary(profile: Profile, *, top: int = 10) -> None:
         ops.add_row(op.key, op.op_class.value, str(op.kernel_count), f"{op.duration_ns / 1e3:.1f}",
                     f"{100 * op.duration_ns / total:.1f}", _fmt(m.get("tensor_core_active_pct")),
                     _fmt(m.get("achieved_occupancy_pct")), _fmt(m.get("dram_throughput_pct")), op.confidence.value)
-    err_console.print(ops)
+    out_console.print(ops)
     for w in profile.warnings[:10]:
         err_console.print(f"[yellow]warning:[/] {w}")
 
@@ -101,7 +123,7 @@ def render_multi_rank(merged: MultiRankProfile, *, top: int = 10) -> None:
         share = r.overlap.overlap_share
         t.add_row(str(r.rank), str(r.kernels), f"{r.duration_ns / 1e3:.1f}", f"{r.communication_ns / 1e3:.1f}",
                   "n/a (no NCCL)" if share is None else f"{100 * share:.1f}", f"{r.attributed_time_pct:.1f}")
-    err_console.print(t)
+    out_console.print(t)
     ops = Table(title=f"top {top} operators by spread across ranks")
     for col in ("operator", "class", "min us", "median us", "max us", "slowest rank", "max/median"):
         ops.add_column(col, justify="left" if col in ("operator", "class") else "right")
@@ -109,4 +131,4 @@ def render_multi_rank(merged: MultiRankProfile, *, top: int = 10) -> None:
         ops.add_row(o.key, o.op_class.value, f"{o.min_ns / 1e3:.1f}", f"{o.median_ns / 1e3:.1f}",
                     f"{o.max_ns / 1e3:.1f}", str(o.slowest_rank),
                     "-" if o.straggler_factor is None else f"{o.straggler_factor:.2f}")
-    err_console.print(ops)
+    out_console.print(ops)

@@ -15,7 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from profiler_core.capture.config import CaptureConfig, ClockPolicy, CompileMode, CounterMode, ReplayMode
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, err_console, out_console
 
 
 class _PhaseProgress:
@@ -45,7 +45,8 @@ _Counters = Annotated[CounterMode, typer.Option("--counters", help="Which launch
 _Spot = Annotated[int, typer.Option("--spot-check", help="Launches sampled per configuration (per-config).")]
 _Dedup = Annotated[bool, typer.Option("--dedup-iterations", help="Full mode: first iteration only.")]
 _Replay = Annotated[ReplayMode, typer.Option("--replay-mode", help="auto: kernel, else application.")]
-_NoNsys = Annotated[bool, typer.Option("--no-nsys", help="Skip nsys; the Kineto trace is the timeline.")]
+_Nsys = Annotated[bool, typer.Option("--nsys/--no-nsys", help="Take the nsys timeline (--no-nsys: the Kineto "
+                                                              "trace is the timeline).")]
 _Clocks = Annotated[ClockPolicy, typer.Option("--clocks", help="Observe (NVML) or probe-and-lock clocks.")]
 _NcuClock = Annotated[str, typer.Option("--ncu-clock-control", help="ncu --clock-control: none | base.")]
 _Timeout = Annotated[float | None, typer.Option("--phase-timeout", help="Seconds allowed per phase.")]
@@ -66,7 +67,7 @@ def capture_command(
     spot_check: _Spot = 1,
     dedup_iterations: _Dedup = False,
     replay_mode: _Replay = ReplayMode.AUTO,
-    no_nsys: _NoNsys = False,
+    nsys: _Nsys = True,
     clocks: _Clocks = ClockPolicy.OBSERVE,
     ncu_clock_control: _NcuClock = "none",
     phase_timeout: _Timeout = None,
@@ -81,7 +82,7 @@ def capture_command(
     config = CaptureConfig(
         out_dir=out, compile_mode=compile_mode, warmup=warmup, iters=iters, counters=counters,
         spot_check=spot_check, dedup_iterations=dedup_iterations, replay_mode=replay_mode,
-        nsys=not no_nsys, clocks=clocks, ncu_clock_control=ncu_clock_control,
+        nsys=nsys, clocks=clocks, ncu_clock_control=ncu_clock_control,
         phase_timeout_s=phase_timeout, attribute=attribute,
     )
     if python:
@@ -95,7 +96,7 @@ def capture_command(
             run_dir = capture_ranks(workload, config, nproc_per_node, progress=_PhaseProgress(progress))
         if as_json:
             emit_json(read_ranks_manifest(run_dir))
-        err_console.print(f"run directory: {run_dir} ({nproc_per_node} ranks: rank0/ .. rank{nproc_per_node - 1}/)")
+        out_console.print(f"run directory: {run_dir} ({nproc_per_node} ranks: rank0/ .. rank{nproc_per_node - 1}/)")
         return
     with Progress(*columns, console=err_console, transient=False) as progress:
         result = capture(workload, config, progress=_PhaseProgress(progress))
@@ -110,7 +111,7 @@ def capture_command(
         sm = phase.clocks.sm_mhz_median if phase.clocks else None
         table.add_row(phase.name, phase.status.value, f"{phase.duration_s:.1f}",
                       "" if sm is None else f"{sm:.0f}")
-    err_console.print(table)
+    out_console.print(table)
     for warning in manifest.warnings:
         err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
-    err_console.print(f"run directory: {result.run_dir}")
+    out_console.print(f"run directory: {result.run_dir}")

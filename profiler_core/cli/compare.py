@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from profiler_core.analysis.compare import compare
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.cli.outputs import load_profile, write_output
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
@@ -56,7 +56,7 @@ def compare_command(
             err_console.print(w)
     else:
         for item in comparison_renderables(result):
-            err_console.print(item)
+            out_console.print(item)
     if fail_if_slower is not None and result.delta_pct > fail_if_slower:
         err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
                           f"(limit {fail_if_slower:g}%)")
@@ -73,10 +73,10 @@ def _compare_ranks(base: Path, opt: Path, *, as_json: bool, fail_if_slower: floa
         emit_json(result)
     else:
         for rank, comparison in result.per_rank.items():
-            err_console.print(f"[bold]rank {rank}[/]")
+            out_console.print(f"[bold]rank {rank}[/]")
             for item in comparison_renderables(comparison):
-                err_console.print(item)
-        err_console.print(
+                out_console.print(item)
+        out_console.print(
             f"slowest rank: {result.base_slowest_rank} -> {result.opt_slowest_rank}; its kernel time "
             f"{result.base_max_ns / 1e3:.1f} -> {result.opt_max_ns / 1e3:.1f} us ({result.max_delta_pct:+.1f}%); "
             f"spread {result.base_spread_ns / 1e3:.1f} -> {result.opt_spread_ns / 1e3:.1f} us")

@@ -17,11 +17,20 @@ import typer
 from rich.table import Table
 
 from profiler_core.atomic_write import write_text_atomic
-from profiler_core.cli import command, err_console
+from profiler_core.cli import command, err_console, out_console
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
+PACKAGED_EXAMPLES = "demo_examples"  # where a wheel carries examples/ (see pyproject's wheel target)
+
+
+def examples_dir() -> Path:
+    """``examples/``: the checkout's beside this package, else the copy a wheel install carries."""
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "examples"
+    return checkout if (checkout / "captures").is_dir() else package / PACKAGED_EXAMPLES
+
+
+EXAMPLES = examples_dir()
 CAPTURES = EXAMPLES / "captures" / "h200"
 
 
@@ -45,7 +54,8 @@ def _gpu_ready() -> str | None:
 @command("demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Where reports go.")] = Path("oprof-runs/demo"),
-    offline: Annotated[bool, typer.Option(help="Analyse the shipped H200 captures even on a GPU machine.")] = False,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Analyse the shipped H200 captures even on a GPU machine.")] = False,
     example: Annotated[str, typer.Option(help="Example optimized live (examples/<name>.py).")] = "sdpa_attention",
 ) -> None:
     """Run the closed loop live on a GPU, or its analysis half on the shipped H200 captures."""
@@ -60,20 +70,48 @@ def demo(
         err_console.print(f"live: optimizing {workload.name} on this GPU")
         result = optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"), progress=print_progress)
         render_result(result)
+        run = Path(result.run_dir)
+        _next_steps([
+            (f"oprof report {result.final_run_dir or run / 'baseline'} --baseline {run / 'baseline'}",
+             "the attributed profile of the best run against the baseline"),
+            ("oprof optimize your_workload.py --budget 3", "the same loop on your own model"),
+        ])
         return
     if not CAPTURES.is_dir():
-        raise ArtifactFormatError(f"{CAPTURES}: the shipped captures are missing; run oprof demo from a checkout")
+        raise ArtifactFormatError(f"{CAPTURES}: the shipped captures are missing; reinstall operator-profiler "
+                                  "from a complete wheel, or run oprof demo from a checkout")
     err_console.print(
         f"[bold]No live capture here[/] ({why_not or 'offline requested'}): live capture needs an NVIDIA GPU "
-        "with Nsight Compute. Analysing the real H200 captures in examples/captures/h200 instead.")
+        f"with Nsight Compute. Analysing the real H200 captures in {CAPTURES} instead.", soft_wrap=True)
     rows = [_analyse(d, out / d.name) for d in sorted(p for p in CAPTURES.iterdir() if (p / "baseline").is_dir())]
     table = Table(title="H200 captures: attribute -> diagnose -> compare (shipped optimize results)")
     for col in ("example", "kernels", "attributed", "top finding", "passes kept", "kernel time",
-                "end-to-end (30 it.)", "report"):
+                "end-to-end (30 it.)"):
         table.add_column(col)
     for r in rows:
-        table.add_row(*r)
-    err_console.print(table)
+        table.add_row(*r[:-1])
+    out_console.print(table)
+    # paths on lines of their own: a table column would cut them at any terminal width
+    out_console.print("HTML reports:", markup=False)
+    for r in rows:
+        out_console.print(f"  {r[0]}: {r[-1]}", markup=False, soft_wrap=True)
+    first = out / rows[0][0] if rows else out
+    _next_steps([
+        (f"oprof report {first / 'optimized.profile.json'} --baseline {first / 'baseline.profile.json'}",
+         "one example's operators, findings and deltas in the terminal"),
+        (f"oprof diagnose {first / 'baseline.profile.json'}",
+         "why its baseline is slow, and the pass each finding licenses"),
+        ("oprof capture your_workload.py --attribute", "on a machine with an NVIDIA GPU and Nsight Compute"),
+        ("oprof optimize your_workload.py --budget 3", "the whole loop on your own model"),
+    ])
+
+
+def _next_steps(steps: list[tuple[str, str]]) -> None:
+    """The commands to run next, each with what it shows (the demo's last lines)."""
+    out_console.print("Next:", markup=False)
+    for cmd, why in steps:
+        out_console.print(f"  {cmd}", markup=False, soft_wrap=True)
+        out_console.print(f"      {why}", markup=False, soft_wrap=True, style="dim")
 
 
 def _example_names() -> str:

@@ -9,7 +9,7 @@ import typer
 
 from profiler_core.analysis.diagnose import diagnose
 from profiler_core.analysis.thresholds import parse_threshold_overrides, thresholds_with
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, out_console
 from profiler_core.cli.outputs import PROFILE_HELP, load_profile, write_output
 from profiler_core.report.terminal import findings_renderables, profile_renderables
 
@@ -32,6 +32,6 @@ def diagnose_command(
         emit_json(report)
         return
     for item in [*profile_renderables(prof, top_k=5), *findings_renderables(report)]:
-        err_console.print(item)
+        out_console.print(item)
     if out is not None:
-        err_console.print(f"findings written to {out}", markup=False)
+        out_console.print(f"findings written to {out}", markup=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from profiler_core.cli import command, err_console
+from profiler_core.cli import command, out_console
 from profiler_core.cli.outputs import PROFILE_HELP, load_profile
 from profiler_core.report.frames import write_csv
 
@@ -19,4 +19,4 @@ def export_cmd(
 ) -> None:
     """Write the profile as two CSV tables: one row per kernel, one per operator."""
     kernels, operators = write_csv(load_profile(profile), out)
-    err_console.print(f"wrote {kernels} and {operators}")
+    out_console.print(f"wrote {kernels} and {operators}")

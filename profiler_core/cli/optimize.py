@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from profiler_core.capture.config import CaptureConfig, CompileMode, CounterMode
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.optimize import OptimizeConfig, OptimizeResult, optimize
 
 
@@ -53,7 +53,7 @@ def print_progress(phase: str, step: int, total: int, message: str) -> None:
 
 
 def render_result(result: OptimizeResult) -> None:
-    """The trials and the before/after figures as rich tables on stderr."""
+    """The trials and the before/after figures as rich tables on stdout."""
     t = Table(title=f"{Path(result.workload).name}: trials")
     for col in ("pass", "outcome", "kernel us", "speedup", "max abs err", "reason"):
         t.add_column(col)
@@ -61,7 +61,7 @@ def render_result(result: OptimizeResult) -> None:
         t.add_row(tr.transformation, tr.outcome, "-" if tr.kernel_ns is None else f"{tr.kernel_ns / 1e3:.1f}",
                   "-" if tr.speedup_vs_best is None else f"{tr.speedup_vs_best:.2f}x",
                   "-" if tr.max_abs_err is None else f"{tr.max_abs_err:.2g}", tr.reason[:80])
-    err_console.print(t)
+    out_console.print(t)
     wall = result.wall_time
     wall_line = ""
     if "baseline" in wall and "optimized" in wall:
@@ -73,7 +73,7 @@ def render_result(result: OptimizeResult) -> None:
         wall_line = f"; end-to-end median {wall['baseline']['median_ms']:.3f} ms (nothing kept to compare)"
     for line in result.notes:
         err_console.print(f"[yellow]note:[/] {line}")
-    err_console.print(
+    out_console.print(
         f"kept: {', '.join(result.kept_passes) or 'nothing'}; profiled kernel time "
         f"{result.baseline_kernel_ns / 1e3:.1f} -> {result.optimized_kernel_ns / 1e3:.1f} us "
         f"({result.kernel_speedup:.2f}x){wall_line}; report {Path(result.run_dir) / 'report.html'}")

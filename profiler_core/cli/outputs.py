@@ -10,9 +10,18 @@ from profiler_core.schema import Profile
 
 
 def write_output(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically; an OS error becomes a ProfilerError naming the path."""
+    """Write ``text`` to ``path`` atomically; an OS error becomes a ProfilerError naming the path.
+
+    Missing parent folders are created, and said so on stderr (a typo in a path shows at once).
+    """
+    missing = next((p for p in reversed(path.parents) if not p.exists()), None)
     try:
-        return write_text_atomic(path, text)
+        written = write_text_atomic(path, text)
+        if missing is not None:
+            from profiler_core.cli import err_console
+
+            err_console.print(f"note: created the folder {missing} for {path}", markup=False, soft_wrap=True)
+        return written
     except OSError as err:
         raise ProfilerError(f"{path}: cannot write ({err.strerror or err}); choose a writable path") from err
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, out_console
 from profiler_core.errors import PassError, ValidationFailedError
 from profiler_core.passes import apply_pass_plan, list_passes
 from profiler_core.passes.plan import OptimizationPlan, PassRecord, PassStatus, PlanStatus
@@ -57,19 +57,19 @@ def _render(plan: OptimizationPlan) -> None:
         level = f"{record.level.number} {record.level.value}" + (" (structural)" if record.structural else "")
         status = f"[{styles[record.status]}]{record.status.value}[/]"
         table.add_row(record.name, level, status, summarize(record))
-    err_console.print(table)
+    out_console.print(table)
     v = plan.validation
     if v is not None:
         verdict = "[green]passed[/]" if v.passed else "[bold red]FAILED[/]"
         tol = next((o.tolerance for o in v.outputs if o.tolerance is not None), None)
         tol_text = f", rtol {tol.rtol:g} atol {tol.atol:g}" if tol is not None else ""
-        err_console.print(f"validation {verdict}: max abs err {_num(v.max_abs_err)}, max rel err "
+        out_console.print(f"validation {verdict}: max abs err {_num(v.max_abs_err)}, max rel err "
                           f"{_num(v.max_rel_err)} ({v.compute_precision} tolerance{tol_text})"
                           + (f"; furthest apart: {v.worst}" if v.worst else ""), soft_wrap=True)
         for line in v.notes:
-            err_console.print(f"  {line}", soft_wrap=True)
+            out_console.print(f"  {line}", soft_wrap=True)
     for kind, path in plan.artifacts.items():
-        err_console.print(f"wrote {kind}: {path}", soft_wrap=True)
+        out_console.print(f"wrote {kind}: {path}", soft_wrap=True)
 
 
 @command("apply-pass")
@@ -139,4 +139,4 @@ def passes_command(
     for spec in specs:
         level = f"{spec.level.number} {spec.level.value}" + (" (structural)" if spec.structural else "")
         table.add_row(spec.name, level, spec.symptom, spec.description)
-    err_console.print(table)
+    out_console.print(table)

@@ -10,7 +10,7 @@ import typer
 
 from profiler_core.analysis.compare import compare
 from profiler_core.analysis.diagnose import diagnose
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, out_console
 from profiler_core.cli.outputs import PROFILE_HELP, load_profile, write_output
 from profiler_core.report.digest import headline
 from profiler_core.report.html import render_html
@@ -33,9 +33,11 @@ def report_command(
     summary: Annotated[bool, typer.Option(
         "--summary", help="Print the compact summary (a few KB of JSON) on stdout.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print findings (and comparison) as JSON.")] = False,
-    top_k: Annotated[int, typer.Option("--top-k", min=1, help="Operators to list.")] = 10,
+    top: Annotated[int, typer.Option("--top", min=1, help="Operators to list.")] = 10,
+    top_k_alias: Annotated[int | None, typer.Option("--top-k", min=1, hidden=True)] = None,  # the old spelling
 ) -> None:
     """Report a profile: where the time went, why, and (with --baseline) what changed."""
+    top_k = top_k_alias or top
     prof = load_profile(profile)
     base = load_profile(baseline) if baseline is not None else None
     findings = diagnose(prof)
@@ -62,6 +64,6 @@ def report_command(
     items = [*(comparison_renderables(comparison) if comparison else []),
              *profile_renderables(prof, top_k=top_k), *findings_renderables(findings)]
     for item in items:
-        err_console.print(item)
+        out_console.print(item)
     for kind, path in written.items():
-        err_console.print(f"{kind} written to {path}", markup=False)
+        out_console.print(f"{kind} written to {path}", markup=False)

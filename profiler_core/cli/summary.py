@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from profiler_core.cli import command, emit_json, err_console
+from profiler_core.cli import command, emit_json, out_console
 from profiler_core.cli.outputs import PROFILE_HELP, load_profile
 
 
@@ -28,4 +28,4 @@ def summary(
     table.add_column("time (us)", justify="right")
     for op in sorted(prof.operators, key=lambda o: -o.duration_ns)[:10]:
         table.add_row(op.key, f"{op.duration_ns / 1e3:.1f}")
-    err_console.print(table)
+    out_console.print(table)

@@ -1,7 +1,9 @@
 """profile.json as pandas DataFrames: one row per kernel, one per operator (for notebooks and CSV).
 
 Columns carry units in their names (``duration_ns``, ``dram_bytes_read``); every counter of
-the catalog is a column, null where the profile has null. ::
+the catalog is a column, null where the profile has null. Ids, nanoseconds and counted
+counters (bytes, cycles, instructions) are nullable integers (``Int64``), so CSV holds
+``1048576``, not ``1048576.0``, and an empty cell for null. ::
 
     kernels, operators = profile_frames(read_profile("profile.json"))
     operators.groupby("op_class")["duration_ns"].sum()
@@ -14,8 +16,27 @@ from pathlib import Path
 import pandas as pd
 
 from profiler_core.atomic_write import write_text_atomic
-from profiler_core.metrics.catalog import COUNTER_FIELDS
+from profiler_core.metrics.catalog import CATALOG, COUNTER_FIELDS, Aggregation
 from profiler_core.schema import Profile
+
+# Counters that count something (summed or a per-launch maximum): integers wherever ncu gave integers.
+_COUNT_UNITS = {"ns", "byte", "cycle", "inst", "wavefront", "register/thread", "byte/block"}
+COUNT_COUNTERS = tuple(s.field for s in CATALOG
+                       if s.unit in _COUNT_UNITS and s.aggregation in (Aggregation.SUM, Aggregation.MAX))
+KERNEL_INT_COLUMNS = ("kernel_id", "stream", "device", "start_ns", "duration_ns", "inherited_from")
+OPERATOR_INT_COLUMNS = ("call_index", "op_id", "kernel_count", "duration_ns")
+
+
+def _integer_columns(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+    """``columns`` as nullable integers (``Int64``) where every value present is a whole number."""
+    for col in columns:
+        if col not in frame.columns:
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce")
+        present = values.dropna()
+        if len(present) == frame[col].notna().sum() and bool((present % 1 == 0).all()):
+            frame[col] = values.astype("Int64")
+    return frame
 
 
 def kernel_frame(profile: Profile) -> pd.DataFrame:
@@ -34,7 +55,7 @@ def kernel_frame(profile: Profile) -> pd.DataFrame:
         }
         row.update({f: k.counters.get(f) for f in COUNTER_FIELDS})
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _integer_columns(pd.DataFrame(rows), KERNEL_INT_COLUMNS + COUNT_COUNTERS)
 
 
 def operator_frame(profile: Profile) -> pd.DataFrame:
@@ -52,7 +73,7 @@ def operator_frame(profile: Profile) -> pd.DataFrame:
         }
         row.update({f: op.metrics.get(f) for f in COUNTER_FIELDS})
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _integer_columns(pd.DataFrame(rows), OPERATOR_INT_COLUMNS + COUNT_COUNTERS)
 
 
 def profile_frames(profile: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -45,8 +45,8 @@ def test_diagnose_json_and_out(pair: tuple[Path, Path], tmp_path: Path) -> None:
 def test_diagnose_terminal_and_threshold(pair: tuple[Path, Path]) -> None:
     result = runner.invoke(app, ["diagnose", str(pair[0]), "--threshold", "tensor_core_idle_pct=0.001"])
     assert result.exit_code == 0, result.output
-    assert "manual_attention" in result.stderr and "tensor_core_idle" not in result.stderr
-    assert result.stdout == ""  # human output goes to stderr
+    assert "manual_attention" in result.stdout and "tensor_core_idle" not in result.stdout
+    assert result.stderr == ""  # the result goes to stdout; stderr is for progress and warnings
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_incomparable_profiles_warn_everywhere(tmp_path: Path) -> None:
     for extra in (["--json"], []):
         result = runner.invoke(app, ["compare", *map(str, paths), "--markdown", str(md), *extra])
         assert result.exit_code == 0
-        assert "NOT COMPARABLE: chip differs" in result.stderr
+        assert "NOT COMPARABLE: chip differs" in result.output  # stdout, or stderr beside --json
     assert "NOT COMPARABLE: chip differs" in md.read_text()
     result = runner.invoke(app, ["compare", *map(str, paths), "--json"])
     assert any("chip" in w for w in json.loads(result.stdout)["warnings"])

@@ -84,4 +84,5 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeLog:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(tools, "DEFAULT_NCU_GLOBS", ())
     monkeypatch.setattr(tools, "DEFAULT_NSYS_GLOBS", ())
+    monkeypatch.setattr(tools, "NCU_INSTALL_GLOBS", ())
     return FakeLog(tmp_path / "calls.jsonl")

@@ -208,6 +208,19 @@ def test_nsys_failure_falls_back_to_kineto(
     assert m.status is RunStatus.COMPLETE and m.timeline_source == "kineto" and m.artifacts.timeline is None
     warning = next(w for w in m.warnings if w.startswith(f"nsys {stage} failed"))
     assert "libdw.so.1" in warning and "the Kineto trace is the timeline" in warning
+    assert "cannot load the system library libdw.so.1; apt-get install libdw1" in warning
+
+
+@pytest.mark.slow
+def test_nsys_that_records_but_cannot_import_names_the_library(
+    fakes: FakeLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NSYS_FAIL", "import")
+    m = pipeline.capture(WORKLOAD, _config(tmp_path)).manifest
+    assert m.status is RunStatus.COMPLETE and m.timeline_source == "kineto"
+    warning = next(w for w in m.warnings if w.startswith("nsys profile failed (exit 0"))
+    assert ("nsys recorded, but its report importer cannot load the system library libdw.so.1; "
+            "apt-get install libdw1 (Debian/Ubuntu) or dnf install elfutils-libs (RHEL/Fedora)") in warning
 
 
 @pytest.mark.slow

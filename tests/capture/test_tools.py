@@ -118,3 +118,103 @@ def test_tool_version_runs_the_tool(tmp_path: Path) -> None:
     )
     assert tools.tool_version(exe) == "2024.6.2.225"
     assert tools.tool_version(tmp_path / "absent") is None
+
+
+# The H200 image's layout: CUDA's bin/ncu is a launcher script (reached through the cuda ->
+# cuda-13.0 link) that runs the newest Nsight Compute under /opt/nvidia/nsight-compute/<ver>/,
+# whose nsys lives in host/target-linux-x64/ and its importer in host/linux-desktop-glibc_2_11_3-x64/.
+def _h200_tree(tmp_path: Path, script_names_folder: bool = True, versions=("2024.3.0", "2025.3.1")) -> dict:
+    opt = tmp_path / "opt" / "nvidia" / "nsight-compute"
+    roots = {}
+    for version in versions:
+        root = opt / version
+        _exe(root / "ncu", f"#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler'\n"
+                           f"echo 'Version {version}.0 (build 1) (public-release)'\n")
+        roots[version] = root
+    newest = roots[versions[-1]]
+    nsys = _exe(newest / "host" / "target-linux-x64" / "nsys")
+    importer = _exe(newest / "host" / "linux-desktop-glibc_2_11_3-x64" / "QdstrmImporter")
+    cuda = tmp_path / "usr" / "local" / "cuda-13.0"
+    picker = (f'NCU_ROOT=$(ls -d {opt}/*/ 2>/dev/null | sort -V | tail -n 1)' if script_names_folder
+              else 'NCU_ROOT=$(cat "$HOME/.ncu-root")')
+    wrapper = _exe(cuda / "bin" / "ncu", "#!/bin/sh\n# Runs the newest Nsight Compute installed on this machine.\n"
+                                         f'{picker}\nexec "${{NCU_ROOT}}ncu" "$@"\n')
+    (tmp_path / "usr" / "local" / "cuda").symlink_to(cuda)
+    return {"path": tmp_path / "usr" / "local" / "cuda" / "bin", "wrapper": wrapper, "nsys": nsys,
+            "importer": importer, "opt": opt, "newest": newest}
+
+
+def test_the_wrapper_layout_is_real(tmp_path: Path) -> None:
+    tree = _h200_tree(tmp_path)
+    ncu = tools.find_ncu({"PATH": str(tree["path"])}, search_globs=())
+    assert ncu == tree["path"] / "ncu" and ncu.resolve() == tree["wrapper"]
+    assert tools.tool_version(ncu) == "2025.3.1.0"  # the launcher runs the newest Nsight Compute
+    assert not (ncu.resolve().parent / tools.NSYS_INSIDE_NCU).exists()  # nothing beside the script
+
+
+def test_nsys_found_through_the_cuda_launcher_script(tmp_path: Path) -> None:
+    tree = _h200_tree(tmp_path)
+    ncu = tools.find_ncu({"PATH": str(tree["path"])}, search_globs=())
+    found = tools.find_nsys({"PATH": str(tree["path"])}, ncu=ncu, search_globs=(), ncu_install_globs=())
+    assert found == tree["nsys"]
+    assert tools.nsight_compute_folders(ncu, install_globs=())[:2] == [tree["wrapper"].parent, tree["newest"]]
+
+
+def test_nsys_found_in_nsight_compute_install_folders_when_the_script_names_none(tmp_path: Path) -> None:
+    tree = _h200_tree(tmp_path, script_names_folder=False, versions=("2025.3.1", "2025.10.0"))
+    ncu = tools.find_ncu({"PATH": str(tree["path"])}, search_globs=())
+    with pytest.raises(ToolNotFoundError, match="inside Nsight Compute's folder"):
+        tools.find_nsys({"PATH": str(tree["path"])}, ncu=ncu, search_globs=(), ncu_install_globs=())
+    found = tools.find_nsys({"PATH": str(tree["path"])}, ncu=ncu, search_globs=(),
+                            ncu_install_globs=(str(tree["opt"] / "*"),))
+    assert found == tree["nsys"] and "2025.10.0" in str(found)  # 2025.10 is newer than 2025.3
+
+
+def test_nsys_in_nsight_systems_install_folder_sorted_by_version(tmp_path: Path) -> None:
+    older = _exe(tmp_path / "nsight-systems" / "2025.9.1" / "bin" / "nsys")
+    newer = _exe(tmp_path / "nsight-systems" / "2025.10.2" / "bin" / "nsys")
+    found = tools.find_nsys({"PATH": ""}, search_globs=(str(tmp_path / "nsight-systems" / "*" / "bin" / "nsys"),))
+    assert found == newer != older
+
+
+def test_importer_of_the_nsys_inside_nsight_compute(tmp_path: Path) -> None:
+    from profiler_core.capture.nsys_import import importer_of
+
+    tree = _h200_tree(tmp_path)
+    assert importer_of(tree["nsys"]) == tree["importer"]
+
+
+def test_import_failure_hint_from_the_loader_error(tmp_path: Path) -> None:
+    from profiler_core.capture.nsys_import import import_failure_hint
+
+    log = tmp_path / "timeline.stderr"
+    log.write_text("Collecting data...\n/opt/nvidia/nsight-compute/2025.3.1/host/linux-desktop-glibc_2_11_3-x64/"
+                   "QdstrmImporter: error while loading shared libraries: libdw.so.1: cannot open shared object "
+                   "file: No such file or directory\n")
+    hint = import_failure_hint([log, tmp_path / "absent.stdout"], None)
+    assert hint is not None and "libdw.so.1" in hint and "apt-get install libdw1" in hint
+    clean = tmp_path / "ok.stderr"
+    clean.write_text("Generated: timeline.nsys-rep\n")
+    assert import_failure_hint([clean], None) is None
+
+
+def test_import_failure_hint_asks_ldd_when_the_log_is_silent(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from profiler_core.capture import nsys_import
+
+    tree = _h200_tree(tmp_path)
+    seen = []
+
+    def fake_ldd(cmd, **kw):
+        seen.append(cmd)
+        out = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibdw.so.1 => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x7f)\n"
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    monkeypatch.setattr(nsys_import.subprocess, "run", fake_ldd)
+    silent = tmp_path / "silent.stderr"
+    silent.write_text("")
+    hint = nsys_import.import_failure_hint([silent], tree["nsys"])
+    assert seen == [["ldd", str(tree["importer"])]]
+    assert hint is not None and "dnf install elfutils-libs" in hint

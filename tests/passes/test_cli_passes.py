@@ -29,10 +29,10 @@ def test_passes_json_lists_every_pass_with_level_and_symptom() -> None:
     assert rows["rnn_reroute"]["structural"] is True
 
 
-def test_passes_table_goes_to_stderr() -> None:
+def test_passes_table_goes_to_stdout() -> None:
     result = _invoke("passes")
     assert result.exit_code == 0
-    assert result.stdout == "" and "qkv_fusion" in result.stderr
+    assert result.stderr == "" and "qkv_fusion" in result.stdout
 
 
 def test_apply_pass_eager_writes_plan_and_wrapper(small_examples: Path, tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_apply_pass_inductor_all_levels(small_examples: Path, tmp_path: Path) ->
                      "-p", "sdpa", "-p", "bf16_promotion", "-p", "freezing", "--device", "cpu",
                      "--out", str(tmp_path))
     assert result.exit_code == 0, result.stderr
-    assert "validation passed" in result.stderr
+    assert "validation passed" in result.stdout
     plan = read_plan(tmp_path / "plan.json")
     assert plan.applied == ["qkv_fusion", "sdpa", "bf16_promotion", "freezing"]
     assert plan.inductor_config["freezing"] is True

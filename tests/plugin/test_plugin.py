@@ -1,10 +1,11 @@
-"""The Claude Code plugin: manifests, frontmatter, tool names against the live server, and the real CLI."""
+"""The Claude Code plugin: manifests, frontmatter, the launcher, tool names on the live server, the real CLI."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ from mcp import Client
 from mcp_server.server import SERVER_NAME, ServerConfig, create_server
 
 REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "plugin"
+LAUNCHER = PLUGIN / "bin" / "oprof-mcp-launcher"
 CLAUDE = REPO / "node_modules" / ".bin" / "claude"
 TOOL_PREFIX = "mcp__plugin_"
 # Claude Code's name for a plugin's MCP tool; characters outside [A-Za-z0-9_-] become "_".
@@ -22,7 +25,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _plugin() -> dict:
-    return json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    return json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
 
 
 def full_tool_name(tool: str) -> str:
@@ -49,8 +52,8 @@ def listed_tools(fields: dict[str, str], key: str) -> list[str]:
     return [t.strip() for t in fields.get(key, "").split(",") if t.strip()]
 
 
-COMMANDS = sorted((REPO / "commands").glob("*.md"))
-AGENTS = sorted((REPO / "agents").glob("*.md"))
+COMMANDS = sorted((PLUGIN / "commands").glob("*.md"))
+AGENTS = sorted((PLUGIN / "agents").glob("*.md"))
 
 
 def test_manifests() -> None:
@@ -66,12 +69,78 @@ def test_manifests() -> None:
     assert market["owner"]["name"]
 
 
-def test_mcp_json_launches_the_users_oprof_mcp() -> None:
-    servers = json.loads((REPO / ".mcp.json").read_text())["mcpServers"]
+def test_marketplace_entry_is_the_plugin_folder_only() -> None:
+    # A source of "./" would copy the whole checkout, its .venv included, into the plugin cache.
+    [entry] = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())["plugins"]
+    assert (REPO / entry["source"]).resolve() == PLUGIN
+    assert not (PLUGIN / "pyproject.toml").exists() and not (PLUGIN / ".venv").exists()
+
+
+def test_plugin_mcp_json_starts_the_launcher() -> None:
+    servers = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]
     assert list(servers) == [SERVER_NAME]
-    server = servers[SERVER_NAME]
-    assert server["command"].endswith("oprof-mcp}") or server["command"] == "oprof-mcp"
-    assert server["args"] == ["--root", "${CLAUDE_PROJECT_DIR}"]
+    assert servers[SERVER_NAME]["command"] == "${CLAUDE_PLUGIN_ROOT}/bin/oprof-mcp-launcher"
+    assert servers[SERVER_NAME]["args"] == ["--root", "${CLAUDE_PROJECT_DIR}"]
+    assert os.access(LAUNCHER, os.X_OK)
+
+
+def test_developer_mcp_json_needs_no_claude_variables() -> None:
+    # Claude Code does not define CLAUDE_PROJECT_DIR for a project's own .mcp.json: an unexpanded
+    # ${CLAUDE_PROJECT_DIR} there is a "Missing environment variables" error and no server.
+    text = (REPO / ".mcp.json").read_text()
+    assert "${" not in text
+    server = json.loads(text)["mcpServers"][SERVER_NAME]
+    assert (REPO / server["command"]).resolve() == LAUNCHER  # relative to the project directory
+    assert server["args"] == []  # the root defaults to the working directory, the project
+
+
+def _launch(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
+    return subprocess.run([str(LAUNCHER), *args], env={**base, **env}, cwd=cwd, capture_output=True,
+                          text=True, timeout=30)
+
+
+def _fake_server(path: Path) -> Path:
+    """An executable that prints its own path and arguments, standing in for oprof-mcp."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('#!/bin/sh\necho "$0 $*"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_launcher_without_oprof_mcp_names_the_fix_in_one_line(tmp_path: Path) -> None:
+    run = _launch({"CLAUDE_PROJECT_DIR": str(tmp_path)}, "--root", str(tmp_path), cwd=tmp_path)
+    assert run.returncode == 127 and run.stdout == ""
+    [line] = run.stderr.splitlines()
+    assert "pip install operator-profiler" in line and "OPROF_MCP_COMMAND" in line
+    assert str(tmp_path / ".venv") in line  # says where it looked
+
+
+@pytest.mark.parametrize("where", ["path", "virtual_env", "project_venv", "cwd_venv", "command"])
+def test_launcher_finds_oprof_mcp(tmp_path: Path, where: str) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    env = {"CLAUDE_PROJECT_DIR": str(project)}
+    cwd = elsewhere
+    if where == "path":
+        server = _fake_server(tmp_path / "bin" / "oprof-mcp")
+        env["PATH"] = f"{server.parent}:/usr/bin:/bin"
+    elif where == "virtual_env":
+        server = _fake_server(tmp_path / "env" / "bin" / "oprof-mcp")
+        env["VIRTUAL_ENV"] = str(tmp_path / "env")
+    elif where == "project_venv":
+        server = _fake_server(project / ".venv" / "bin" / "oprof-mcp")
+    elif where == "cwd_venv":  # the developer .mcp.json: no CLAUDE_PROJECT_DIR, cwd is the project
+        server = _fake_server(project / ".venv" / "bin" / "oprof-mcp")
+        env, cwd = {}, project
+    else:
+        server = _fake_server(tmp_path / "other" / "serve")
+        env["OPROF_MCP_COMMAND"] = f"{server} --log-level INFO"
+    cwd.mkdir(exist_ok=True)
+    run = _launch(env, "--root", "/x y", cwd=cwd)
+    assert run.returncode == 0, run.stderr
+    extra = " --log-level INFO" if where == "command" else ""
+    assert run.stdout.strip() == f"{server}{extra} --root /x y"
 
 
 @pytest.mark.parametrize("path", COMMANDS + AGENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -86,10 +155,24 @@ def test_frontmatter(path: Path) -> None:
 
 
 def test_optimize_takes_the_workload_argument() -> None:
-    text = (REPO / "commands" / "optimize.md").read_text()
+    text = (PLUGIN / "commands" / "optimize.md").read_text()
     assert "$ARGUMENTS" in text
     for step in ("capture", "attribute", "diagnose", "apply_pass", "validation", "compare", "report"):
         assert step in text
+    allowed = listed_tools(frontmatter(PLUGIN / "commands" / "optimize.md"), "allowed-tools")
+    assert "Agent" in allowed and "Task" not in allowed  # Task is only an alias of Agent now
+
+
+def test_rounds_say_what_they_reapply_and_compare_against() -> None:
+    text = " ".join((PLUGIN / "commands" / "optimize.md").read_text().split())
+    rounds = text[text.index("## Rounds after the first"):text.index("## 9.")]
+    assert "apply_pass(workload=<the user's original workload file>, passes=[<kept passes>..., <new pass>]" in rounds
+    assert "compare(baseline=<best run's profile.json>, optimized=<this round's profile.json>)" in rounds
+    assert "compare(baseline=<baseline profile.json>, optimized=<best run's profile.json>)" in rounds
+    engineer = " ".join((PLUGIN / "agents" / "backend-engineer.md").read_text().split())
+    assert "still the user's original workload file" in engineer and "the passes kept in earlier rounds" in engineer
+    gate = " ".join((PLUGIN / "agents" / "validation-agent.md").read_text().split())
+    assert "`baseline` is the best run so far" in gate
 
 
 @pytest.mark.anyio
@@ -103,7 +186,7 @@ async def test_every_listed_mcp_tool_exists_on_the_server(tmp_path: Path) -> Non
         assert mcp_tools, f"{path.name} lists no oprof tools"
         unknown = sorted(set(mcp_tools) - served)
         assert not unknown, f"{path.name} lists tools the server lacks: {unknown}"
-    command_tools = set(listed_tools(frontmatter(REPO / "commands" / "optimize.md"), "allowed-tools"))
+    command_tools = set(listed_tools(frontmatter(PLUGIN / "commands" / "optimize.md"), "allowed-tools"))
     assert served <= command_tools, "/optimize pre-approves every oprof tool"
 
 
@@ -124,20 +207,41 @@ needs_cli = pytest.mark.skipif(
     reason="Claude Code CLI not installed (npm install @anthropic-ai/claude-code in the repository root)")
 
 
-def _claude(args: list[str], home: Path, extra_path: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
+def _claude(args: list[str], home: Path, extra_path: Path | None = None,
+            cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CLAUDE", "ANTHROPIC", "OPROF_")) and k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     env["HOME"] = str(home)
+    # no oprof-mcp but the shim's: the launcher must not find this checkout's own environment
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not (Path(p) / "oprof-mcp").exists())
     if extra_path is not None:
-        env["PATH"] = f"{extra_path}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run([str(CLAUDE), *args], cwd=REPO, env=env, capture_output=True, text=True,
+        env["PATH"] = f"{extra_path}{os.pathsep}{env['PATH']}"
+    return subprocess.run([str(CLAUDE), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=120)
+
+
+def _shim(tmp_path: Path) -> Path:
+    """A folder holding an ``oprof-mcp`` that runs this checkout's server, as pip's script would."""
+    shim_dir = tmp_path / "bin"
+    shim_dir.mkdir()
+    shim = shim_dir / "oprof-mcp"
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m mcp_server \"$@\"\n")
+    shim.chmod(0o755)
+    return shim_dir
+
+
+def _server_line(run: subprocess.CompletedProcess[str], prefix: str) -> str:
+    line = next((ln for ln in run.stdout.splitlines() if ln.startswith(prefix)), None)
+    assert line is not None, run.stdout + run.stderr
+    return line
 
 
 @needs_cli
 @pytest.mark.slow
-@pytest.mark.parametrize("target", [".", ".claude-plugin/plugin.json"], ids=["marketplace", "plugin"])
+@pytest.mark.parametrize("target", [".", "plugin"], ids=["marketplace", "plugin"])
 def test_claude_plugin_validate_strict(tmp_path: Path, target: str) -> None:
-    # "." checks the marketplace; the plugin manifest path also checks commands/ and agents/.
+    # "." checks the marketplace; the plugin folder also checks commands/ and agents/.
     run = _claude(["plugin", "validate", target, "--strict"], tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Validation passed" in run.stdout
@@ -146,17 +250,65 @@ def test_claude_plugin_validate_strict(tmp_path: Path, target: str) -> None:
 @needs_cli
 @pytest.mark.slow
 def test_claude_mcp_list_connects_the_bundled_server(tmp_path: Path) -> None:
-    shim_dir = tmp_path / "bin"
-    shim_dir.mkdir()
-    shim = shim_dir / "oprof-mcp"
-    # The package is not installed here: a shim runs it from this checkout, as pip's script would.
-    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m mcp_server \"$@\"\n")
-    shim.chmod(0o755)
     home = tmp_path / "home"
     home.mkdir()
-    run = _claude(["--plugin-dir", ".", "mcp", "list"], home, extra_path=shim_dir)
-    prefix = f"plugin:operator-profiler:{SERVER_NAME}:"
-    line = next((ln for ln in run.stdout.splitlines() if ln.startswith(prefix)), None)
-    assert line is not None, run.stdout + run.stderr
+    run = _claude(["--plugin-dir", "plugin", "mcp", "list"], home, extra_path=_shim(tmp_path))
+    line = _server_line(run, f"plugin:operator-profiler:{SERVER_NAME}:")
     assert "Connected" in line, line
     assert f"--root {REPO}" in line  # ${CLAUDE_PROJECT_DIR} became the project directory
+
+
+def _checkout(dest: Path, with_venv: bool) -> Path:
+    """This checkout's tracked files (working-tree state) in ``dest``, optionally with a fake .venv."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    if with_venv:
+        (dest / ".venv" / "lib").mkdir(parents=True)
+        (dest / ".venv" / "lib" / "torch_stand_in.so").write_bytes(b"\0" * 1024)
+    return dest
+
+
+@needs_cli
+@pytest.mark.slow
+@pytest.mark.parametrize("with_venv", [False, True], ids=["clean", "with-venv"])
+def test_marketplace_install_copies_only_the_plugin_and_connects(tmp_path: Path, with_venv: bool) -> None:
+    checkout = _checkout(tmp_path / "checkout", with_venv)
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    for args in (["plugin", "marketplace", "add", str(checkout)],
+                 ["plugin", "install", "operator-profiler@operator-profiler"]):
+        run = _claude(args, home, cwd=project)
+        assert run.returncode == 0, run.stdout + run.stderr
+    [install] = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())[
+        "plugins"]["operator-profiler@operator-profiler"]
+    cache = Path(install["installPath"])
+    copied = sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file())
+    shipped = sorted(p.relative_to(checkout / "plugin").as_posix()
+                     for p in (checkout / "plugin").rglob("*") if p.is_file())
+    assert copied == shipped  # the plugin folder and nothing else: no .venv, no sources, no tests
+    prefix = f"plugin:operator-profiler:{SERVER_NAME}:"
+    line = _server_line(_claude(["mcp", "list"], home, extra_path=_shim(tmp_path), cwd=project), prefix)
+    assert "Connected" in line and f"--root {project}" in line, line
+    # Without oprof-mcp anywhere: failed, and the launcher's one line says why (Claude Code's MCP log).
+    line = _server_line(_claude(["mcp", "list"], home, cwd=project), prefix)
+    assert "Failed" in line, line
+    logs = "".join(p.read_text() for p in (home / ".cache").rglob("*.jsonl"))
+    assert "pip install operator-profiler" in logs
+
+
+@needs_cli
+@pytest.mark.slow
+def test_developer_mcp_json_connects_without_claude_project_dir(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    # the approval a developer gives once in the session's dialog
+    (home / ".claude" / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    run = _claude(["mcp", "list"], home, extra_path=_shim(tmp_path))
+    line = _server_line(run, f"{SERVER_NAME}: ")
+    assert "Connected" in line, line
+    assert "Missing environment variables" not in run.stdout + run.stderr
