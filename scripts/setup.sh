@@ -35,7 +35,3 @@ if ! .venv/bin/python -c "import profiler_core, mcp, torch, pytest, hypothesis" 
   echo "setup: installing operator-profiler and its dev tools into .venv" >&2
   .venv/bin/python -m pip install -q -e ".[dev]"
 fi
-# The tests on real model outputs use transformers (see .ci/run for why torchvision is left out).
-if ! .venv/bin/python -c "import transformers" >/dev/null 2>&1; then
-  .venv/bin/python -m pip install -q "transformers>=4.56"
-fi
