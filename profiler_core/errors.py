@@ -55,6 +55,10 @@ class ComparabilityError(ProfilerError):
     """Two profiles cannot be compared (different GPU, iteration counts, ...)."""
 
 
+class WorkloadMismatchError(ComparabilityError):
+    """Two profiles measure different workloads: a ratio of their times is no speedup."""
+
+
 class WorkspaceError(ProfilerError):
     """A path lies outside the allowed workspace roots."""
 

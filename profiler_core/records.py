@@ -60,6 +60,20 @@ class CpuOp:
 
 
 @dataclass(frozen=True, slots=True)
+class ModuleSpan:
+    """One ``nn.Module`` call as torch.profiler's Python tracer (``with_stack``) recorded it.
+
+    ``name`` is the tracer's instance label, class name and per-class index in first-call
+    order (``Linear_4``); a module map from the capture turns it into the module's path.
+    """
+
+    name: str
+    start_ns: int
+    end_ns: int
+    tid: int
+
+
+@dataclass(frozen=True, slots=True)
 class RuntimeCall:
     """A CUDA runtime/driver API call on the host (e.g. ``cudaLaunchKernel``)."""
 
@@ -132,6 +146,7 @@ class KinetoTrace:
     cpu_ops: list[CpuOp]
     runtime_calls: list[RuntimeCall]
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    module_spans: list[ModuleSpan] = field(default_factory=list)  # with_stack traces only
 
 
 @dataclass(frozen=True)
@@ -166,3 +181,6 @@ class InductorArtifacts:
     source: str  # "provenance" | "output_code" | "both"
     # the launch order of each compiled graph's call(): what a CUDA-graph replay repeats
     call_sequences: tuple[tuple[InductorCall, ...], ...] = ()
+    # every kernel call (``triton_poi_fused_add_3:7``, ``extern_kernels.mm:2``) of every compiled
+    # graph in call() order, with the nn.Module path it computes for (provenance + pre-grad graph)
+    call_modules: tuple[tuple[str, str | None], ...] = ()

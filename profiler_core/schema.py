@@ -123,6 +123,7 @@ class SourceInfo(_Model):
 
 class CaptureMeta(_Model):
     workload: str | None = None
+    workload_identity: str | None = None  # which workload it measures (the same for a baseline and its plans)
     gpu_name: str | None = None
     chip: str | None = None
     sm_count: Annotated[int, Field(ge=1)] | None = None
@@ -181,6 +182,7 @@ class Kernel(_Model):
     fused_with: list[str] = Field(default_factory=list)  # ATen ops Inductor fused into it
     graph_id: int | None = None  # CUDA graph that launched it (replay), when known
     library: str | None = None  # "cublas", "cudnn", "nccl", ... when a vendor library ran it
+    module_path: str | None = None  # nn.Module it ran under ("h.3.attn"; "" the model itself), when known
 
 
 class Operator(_Model):
@@ -203,6 +205,7 @@ class Operator(_Model):
     library: str | None = None  # vendor library behind its kernels (cuBLAS, cuDNN RNN, NCCL)
     layer_role: Literal["representative", "duplicate"] | None = None
     inherited_from: str | None = None  # operator key whose counters a duplicate inherits
+    module_path: str | None = None  # deepest nn.Module enclosing all its kernels, when known
     # training steps only (attribution/step_phase.py): which part of the step launched it;
     # left out of the file when unknown, so inference profiles read as before
     phase: Literal["forward", "backward", "optimizer"] | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -77,6 +78,24 @@ def last_frame(err: BaseException) -> str:
         return ""
     last = frames[-1]
     return f" (at {Path(last.filename).name}:{last.lineno})"
+
+
+_IDENTITY_LINE = re.compile(r"""^WORKLOAD_IDENTITY = (['"])(?P<identity>[^'"]+)\1(?:\s*#.*)?$""", re.M)
+
+
+def workload_identity(path: str | Path) -> str:
+    """Which workload a file measures: the ``WORKLOAD_IDENTITY`` it declares, else its file name.
+
+    A plan's ``workload_optimized.py`` declares its original's identity, so a baseline and every
+    optimized trial of it are one workload for ``oprof compare``; a file that cannot be read
+    is known by its name.
+    """
+    p = Path(path)
+    try:
+        found = _IDENTITY_LINE.search(p.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        found = None
+    return found.group("identity") if found else p.name
 
 
 def checked_workload_path(workload: str | Path) -> Path:

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.analysis import compare, diagnose
+from profiler_core.analysis.operator_class import overhead_kind
 from profiler_core.attribution import attribute_run
 from profiler_core.cli import load_commands
 from profiler_core.schema import Tier
@@ -67,8 +68,12 @@ def test_freezing_folds_gpt2s_bf16_weight_casts(profiles: dict) -> None:
     assert freezing["status"] == "APPLIED" and freezing["details"]["parameters_frozen"] > 0
     cmp = compare(profiles["gpt2/optimized"], profiles["gpt2/freezing"])
     assert cmp.verdict == "faster" and cmp.comparability.comparable
+    # the casts themselves (not the layout copies that stay, filed under cast/copy too)
+    def cast_ns(prof: object) -> int:
+        return sum(k.duration_ns for k in prof.kernels if overhead_kind(k.name, k.fused_with) == "cast")
+    assert cast_ns(profiles["gpt2/freezing"]) < 0.2 * cast_ns(profiles["gpt2/optimized"])
     casts = next(row for row in cmp.classes if row.op_class.value == "cast_copy")
-    assert casts.opt_ns < 0.2 * casts.base_ns
+    assert casts.opt_ns < 0.3 * casts.base_ns
     assert profiles["gpt2/freezing"].coverage.kernel_count < profiles["gpt2/optimized"].coverage.kernel_count
 
 
@@ -122,3 +127,57 @@ def test_demo_offline_writes_reports(tmp_path: Path) -> None:
     for name in ("gpt2", "sdpa_attention", "lstm_encoder", "lstm_encoder_unrolled"):
         html = (tmp_path / name / "report.html").read_text()
         assert "<svg" in html and name in html
+
+
+def test_the_optimized_attention_layer_is_host_bound(profiles: dict) -> None:
+    # 47 us of kernels per step in a step the host stretches to over a millisecond under the profiler
+    # (0.55 ms of wall time unprofiled): no kernel pass can move its end-to-end time
+    (f,) = diagnose(profiles["sdpa_attention/optimized"]).by_rule("host_bound")
+    prof = profiles["sdpa_attention/optimized"]
+    kernels = sorted(prof.kernels, key=lambda k: k.start_ns)
+    span = max(k.end_ns for k in kernels) - kernels[0].start_ns
+    assert f.symptom.startswith(f"the GPU is busy {100 * sum(k.duration_ns for k in kernels) / span:.1f}%")
+    assert f.transformation is not None and f.transformation.value == "cuda_graphs"
+    assert any("will not show in end-to-end time" in fact for fact in f.evidence.facts)
+    # a step that keeps the GPU busy is not called host-bound
+    assert not diagnose(profiles["gpt2/baseline"]).by_rule("host_bound")
+
+
+def test_the_cudnn_lstm_is_limited_by_launch_latency(profiles: dict) -> None:
+    # 528 per-timestep kernels per layer; the GPU idles between them most of each call
+    from profiler_core.analysis.profile_view import ProfileView
+    from profiler_core.report.digest import top_operators
+
+    prof = profiles["lstm_encoder/baseline"]
+    view = ProfileView(prof)
+    rnn = next(line for line in top_operators(view, 3) if line.key.startswith("aten::_cudnn_rnn"))
+    ks = sorted(view.kernels_of(view.operators_by_key[rnn.key]), key=lambda k: k.start_ns)
+    span = ks[-1].end_ns - ks[0].start_ns
+    idle = 100 * (span - sum(k.duration_ns for k in ks)) / span
+    assert idle > 50 and rnn.bottleneck == f"launch latency (GPU idle {idle:.0f}% of its span)"
+    (f,) = diagnose(prof).by_rule("recurrent_region")
+    assert f.bottleneck.startswith(f"launch latency: the GPU idles {idle:.0f}% of each cuDNN RNN call")
+
+
+def test_ops_after_a_graph_break_are_eager(profiles: dict) -> None:
+    # the rerouted LSTM: Dynamo breaks the graph around the cuDNN call; the fill_/copy_ it runs there
+    # are inside "Torch-Compiled Region" but outside every "## Call CompiledFxGraph" call
+    import gzip
+
+    events = json.loads(gzip.open(CAPTURES / "lstm_encoder_unrolled" / "optimized" / "kineto.json.gz").read())
+    graphs = [(e["ts"], e["ts"] + e["dur"]) for e in events["traceEvents"]
+              if e.get("ph") == "X" and e["name"].startswith("## Call CompiledFxGraph")]
+    prof = profiles["lstm_encoder_unrolled/optimized"]
+    ops = {op.key: op for op in prof.operators}
+    by_ext = {e["args"]["External id"]: e for e in events["traceEvents"]
+              if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+    checked = 0
+    for op in prof.operators:
+        if op.op_id is None or op.op_id not in by_ext or op.name.startswith("aten::_cudnn_rnn"):
+            continue
+        ts = by_ext[op.op_id]["ts"]
+        inside = any(a <= ts <= b for a, b in graphs)
+        assert (ops[op.key].execution_context.value == "compiled_graph") == inside, op.key
+        checked += 1
+    eager = [op.name for op in prof.operators if op.execution_context.value == "eager"]
+    assert checked >= 8 and {"aten::fill_", "aten::copy_"} <= set(eager)

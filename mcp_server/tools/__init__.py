@@ -18,6 +18,7 @@ TOOL_MODULES = (
     "mcp_server.tools.runs",
     "mcp_server.tools.profile",
     "mcp_server.tools.analysis",
+    "mcp_server.tools.roofline",
     "mcp_server.tools.passes",
 )
 

@@ -1,8 +1,9 @@
-"""Can two profiles be compared at all? Same GPU and chip, same iterations, same clocks, same sources.
+"""Can two profiles be compared at all? Same workload, GPU and chip, iterations, clocks and sources.
 
 Kernel durations move with the SM clock, so two captures whose clocks differ by more than
 ``clock_tolerance_pct`` (unless both were locked to one value) do not support a speedup
-claim; neither do different GPUs, different iteration counts or different sources. Each
+claim; neither do two different workloads (the identity the manifests record, and the input
+shapes the operators saw), different GPUs, different iteration counts or different sources. Each
 check is ``ok``, ``mismatch`` or ``unknown`` (not recorded); every mismatch and every unknown
 required check becomes a warning that each output of ``oprof compare`` repeats.
 """
@@ -14,9 +15,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from profiler_core.schema import CaptureMeta, ClockSample
+from profiler_core.schema import CaptureMeta, ClockSample, Profile
 
 Status = Literal["ok", "mismatch", "unknown"]
+# The checks that say the two profiles measure different workloads (``oprof compare`` refuses them).
+WORKLOAD_CHECKS = ("workload", "operator_shapes")
 # Conditions whose absence alone is worth a warning (the rest only warn on a mismatch).
 _MUST_KNOW = frozenset({"gpu_name", "sm_clock", "measured_iterations"})
 
@@ -40,6 +43,10 @@ class Comparability(BaseModel):
     comparable: bool = True
     checks: list[ComparabilityCheck] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+
+    def workload_mismatches(self) -> list[ComparabilityCheck]:
+        """The failed checks that say the two profiles measure different workloads."""
+        return [c for c in self.checks if c.name in WORKLOAD_CHECKS and c.status == "mismatch"]
 
 
 def _equal_check(name: str, base: object, opt: object, why: str, required: bool = True) -> ComparabilityCheck:
@@ -94,10 +101,40 @@ def _sources(capture: CaptureMeta) -> str | None:
     return "+".join(kinds) if kinds else None
 
 
+def shape_signature(profile: Profile) -> frozenset[tuple[int, ...]]:
+    """The input shapes the profile's operators saw: what a workload's tensors look like.
+
+    Passes change how a model computes, rarely the shapes it computes on: a baseline and its
+    optimized plan share most of these, two different models share few.
+    """
+    return frozenset(tuple(shape) for op in profile.operators for shape in (op.input_shapes or [])
+                     if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape))
+
+
+def shape_check(base: Profile, opt: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ComparabilityCheck:
+    """Whether two profiles' operators ran on the same tensor shapes (overlap over the smaller set)."""
+    a, b = shape_signature(base), shape_signature(opt)
+    if not a or not b:
+        return ComparabilityCheck(name="operator_shapes", status="unknown", detail=(
+            "no operator input shapes recorded in " + ("both profiles" if not a and not b else "one profile")))
+    overlap = len(a & b) / min(len(a), len(b))
+    ok = overlap >= thresholds.workload_shape_overlap_min
+    return ComparabilityCheck(
+        name="operator_shapes", status="ok" if ok else "mismatch", base=f"{len(a)} shapes", opt=f"{len(b)} shapes",
+        detail=f"{overlap:.0%} of the operators' input shapes are shared" + (
+            "" if ok else f" (at least {thresholds.workload_shape_overlap_min:.0%} for one workload): "
+                          "the profiles measure different models or inputs"))
+
+
 def check_comparability(base: CaptureMeta, opt: CaptureMeta,
-                        thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Comparability:
-    """Compare the measurement conditions of two captures."""
+                        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                        extra: tuple[ComparabilityCheck, ...] = ()) -> Comparability:
+    """Compare the measurement conditions of two captures (``extra``: checks made on the profiles)."""
     checks = [
+        _equal_check("workload", base.workload_identity, opt.workload_identity,
+                     "the profiles measure different workloads: a ratio of their times is no speedup",
+                     required=True),
+        *extra,
         _equal_check("gpu_name", base.gpu_name, opt.gpu_name, "kernel times differ across GPU models"),
         _equal_check("chip", base.chip, opt.chip, "kernel times differ across chips"),
         _equal_check("warmup_iterations", base.warmup_iterations, opt.warmup_iterations,

@@ -17,7 +17,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
-from profiler_core.analysis.comparability import Comparability, check_comparability
+from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
 from profiler_core.analysis.counter_format import Direction, direction, shift_text
 from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.operator_class import OverheadKind, overhead_kind
@@ -291,7 +291,7 @@ def compare(base: Profile, opt: Profile, *, thresholds: Thresholds = DEFAULT_THR
     groups = align_operators(bv, ov, attention_window=t.attention_window_ops)
     only_base, only_opt = _kernel_only(bv, ov, scale)
     overhead = _new_overhead(bv, ov, scale)
-    comparability = check_comparability(base.capture, opt.capture, t)
+    comparability = check_comparability(base.capture, opt.capture, t, extra=(shape_check(base, opt, t),))
     findings = base_findings if base_findings is not None else diagnose(base, t)
     warnings = list(comparability.warnings)
     if per_iteration:

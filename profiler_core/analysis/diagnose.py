@@ -20,8 +20,12 @@ _KIND_ORDER = {FindingKind.OPTIMIZATION: 0, FindingKind.STRUCTURAL: 1, FindingKi
 
 
 def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
-             rules: Iterable[str] | None = None) -> FindingsReport:
-    """Findings for ``profile``, sorted by gain bound (largest first); ``rules`` limits which run."""
+             rules: Iterable[str] | None = None, roofline: bool = False) -> FindingsReport:
+    """Findings for ``profile``, sorted by gain bound (largest first); ``rules`` limits which run.
+
+    ``roofline``: also flag operators far below both roofs, and cap precision-change bounds by the
+    target precision's roofline where that is tighter (analysis/rules_roofline.py).
+    """
     selected = list(RULES) if rules is None else list(rules)
     unknown = [r for r in selected if r not in RULES]
     if unknown:
@@ -35,6 +39,13 @@ def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
                     or finding.rule_id in ("high_unattributed", "counters_missing"))
             if keep:
                 findings.append(finding)
+    if roofline:
+        from profiler_core.analysis.roofline import roofline as roofline_of
+        from profiler_core.analysis.rules_roofline import ROOFLINE_RULE, far_below_roofline, tighten_gain_bounds
+
+        findings.extend(f for f in far_below_roofline(ctx) if f.evidence.share_pct >= thresholds.min_finding_share_pct)
+        tighten_gain_bounds(findings, roofline_of(profile, measured_roofs=True), view.total_ns)
+        selected = [*selected, ROOFLINE_RULE]
     findings.sort(key=lambda f: (-f.gain_bound_pct, _KIND_ORDER[f.kind], f.rule_id))
     warnings = list(profile.warnings)
     if not profile.kernels:

@@ -67,10 +67,19 @@ def gemm_signature(view: ProfileView, op: Operator) -> tuple | None:
 
 def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, min_size: int,
                                max_size: int) -> list[list[int]]:
-    """Runs of projection GEMMs with one input signature, only views/copies between them."""
+    """Runs of projection GEMMs with one input signature, of any size from ``min_size`` to ``max_size``.
+
+    Between two members only views, copies and bias epilogues may run, or the score half of an
+    attention that the earlier members feed: a hand-written attention launches Q and K, its
+    score GEMM and softmax, and only then V, which reads the same input. The value GEMM (a
+    batched GEMM after the softmax) ends the run: what follows it reads the attention's output.
+
+        mm(x)  mm(x)  bmm  softmax  mm(x)  bmm  mm(y)   -> [[0, 1, 4]]
+    """
     groups: list[list[int]] = []
     run: list[int] = []
     signature: tuple | None = None
+    score_path = softmax_seen = False
 
     def close() -> None:
         if min_size <= len(run) <= max_size:
@@ -83,13 +92,19 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
                 run.append(i)
                 continue
             close()
-            run, signature = [i], sig
+            run, signature, score_path, softmax_seen = [i], sig, False, False
             continue
         cls = view.work_class(op)
         if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(op, cls):
             continue
+        if run and is_batched_gemm(op.name, op.fused_with) and not softmax_seen:
+            score_path = True  # the score GEMM of the attention the members feed
+            continue
+        if score_path and cls is not OperatorClass.ATTENTION and not is_batched_gemm(op.name, op.fused_with):
+            softmax_seen = softmax_seen or is_softmax(op.name, op.fused_with)
+            continue  # scale, mask, softmax between the score GEMM and the value GEMM
         close()
-        run, signature = [], None
+        run, signature, score_path, softmax_seen = [], None, False, False
     close()
     return groups
 

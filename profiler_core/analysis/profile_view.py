@@ -41,6 +41,32 @@ def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = 
     return aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
+def busy_and_span_ns(kernels: Iterable[Kernel]) -> tuple[int, int]:
+    """(time any kernel runs, first start to last end) over ``kernels``, in ns."""
+    busy = span_start = 0
+    cur_start = cur_end = None
+    last_end = 0
+    for k in sorted(kernels, key=lambda k: k.start_ns):
+        if cur_end is None:
+            span_start = k.start_ns
+        if cur_end is None or k.start_ns > cur_end:
+            if cur_end is not None and cur_start is not None:
+                busy += cur_end - cur_start
+            cur_start, cur_end = k.start_ns, k.end_ns
+        else:
+            cur_end = max(cur_end, k.end_ns)
+        last_end = max(last_end, k.end_ns)
+    if cur_end is not None and cur_start is not None:
+        busy += cur_end - cur_start
+    return busy, (last_end - span_start if cur_end is not None else 0)
+
+
+def idle_inside_pct(kernels: Iterable[Kernel]) -> float:
+    """How much of the span from the first to the last of ``kernels`` no kernel of them runs (0-100)."""
+    busy, span = busy_and_span_ns(kernels)
+    return pct(span - busy, span)
+
+
 class ProfileView:
     """Indexes over a Profile; the profile itself is never modified."""
 
@@ -117,6 +143,15 @@ class ProfileView:
         if cached is None:
             cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
         return cached
+
+    def gemm_kernel_ns(self, kernels: Iterable[Kernel] | None = None) -> int:
+        """Time of the GEMM kernels (by each kernel's own name) among ``kernels`` (all when None).
+
+        The denominator of "X% of all GEMM time": a cuDNN RNN's cell kernels or a Triton
+        epilogue are not GEMM time, whoever launched them.
+        """
+        ks = self.profile.kernels if kernels is None else kernels
+        return sum(k.duration_ns for k in ks if self.kernel_name_class(k) is OperatorClass.GEMM)
 
     def kernels_of(self, op: Operator) -> list[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""

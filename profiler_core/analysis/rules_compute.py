@@ -20,6 +20,7 @@ from profiler_core.analysis.patterns import (
     parallel_projection_groups,
     same_shape_gemm_runs,
 )
+from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
 
@@ -49,9 +50,8 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         return []
     kernels = ctx.view.kernels_of_ops(idle)
     agg = ctx.view.counters_of(kernels, _GEMM_FIELDS)
-    all_gemm_ns = sum(ctx.view.op_duration_ns(op) for op in ctx.ops
-                      if ctx.view.work_class(op) is OperatorClass.GEMM)
-    idle_ns = sum(k.duration_ns for k in kernels)
+    all_gemm_ns = ctx.view.gemm_kernel_ns()
+    idle_ns = ctx.view.gemm_kernel_ns(kernels)
     precision_text = ", ".join(f"{p} x{n}" for p, n in precisions.most_common())
     return [ctx.finding(
         "tensor_core_idle",
@@ -66,7 +66,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         alternatives=[Transformation.TF32],
         facts=[
             f"GEMM precision read from kernel names: {precision_text}",
-            f"these GEMMs hold {idle_ns / max(all_gemm_ns, 1) * 100:.1f}% of all GEMM time",
+            f"these GEMMs hold {pct(idle_ns, all_gemm_ns):.1f}% of all GEMM-kernel time",
             f"registers per thread up to {counter(agg, 'registers_per_thread') or 0:.0f}",
         ],
         counter_fields=_GEMM_FIELDS,
@@ -80,7 +80,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     t = ctx.thresholds
     groups = parallel_projection_groups(ctx.view, ctx.ops, min_size=t.min_parallel_projections,
                                         max_size=t.max_parallel_projections)
-    chosen, facts = [], []
+    chosen, facts, sizes = [], [], Counter[int]()
     for group in groups:
         ops = [ctx.ops[i] for i in group]
         agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _GEMM_FIELDS)
@@ -88,20 +88,23 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
         if occupancy is None or occupancy >= t.low_occupancy_pct:
             continue
         chosen.extend(ops)
+        sizes[len(ops)] += 1
         shapes = ops[0].input_shapes
         facts.append(f"{' + '.join(op.key for op in ops)}: one input signature"
                      f"{f' {shapes}' if shapes else ''}, occupancy {fmt_pct(occupancy)}")
     if not chosen:
         return []
     n_groups = len(facts)
-    facts = [f"{n_groups} group(s) of parallel projections; shared input inferred from identical "
-             "input shapes (or identical launches)", *facts[:6]]
+    size_text = (f"{n_groups} group(s) of {next(iter(sizes))}" if len(sizes) == 1 else f"{n_groups} groups ("
+                 + ", ".join(f"{n} of {size}" for size, n in sorted(sizes.items(), reverse=True)) + ")")
+    facts = [f"{size_text} parallel projections; shared input inferred from "
+             "identical input shapes (or identical launches)", *facts[:6]]
     agg = ctx.view.counters_of(ctx.view.kernels_of_ops(chosen), _GEMM_FIELDS)
     return [ctx.finding(
         "parallel_projections",
         title="Low occupancy on parallel projection GEMMs",
         kind=FindingKind.OPTIMIZATION,
-        symptom=(f"{len(chosen)} projection GEMMs in {n_groups} group(s) read one input at "
+        symptom=(f"{len(chosen)} projection GEMMs in {size_text} read one input at "
                  f"achieved occupancy {fmt_pct(counter(agg, 'achieved_occupancy_pct'))} "
                  f"(< {t.low_occupancy_pct:g}%)"),
         bottleneck="each projection is too narrow to fill the SMs; launched separately they never overlap",
@@ -187,6 +190,16 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         transformation = None
         last_fact = "rnn_reroute would change nothing: the recurrence is already on cuDNN"
         expected_shifts = None
+        idle = [idle_inside_pct(view.kernels_of(op)) for op in rnn_ops.values()]
+        if idle and min(idle) > t.launch_latency_idle_pct:
+            step_idle = view_idle_ns(view.profile.kernels)
+            inside = sum(view_idle_ns(view.kernels_of(op)) for op in rnn_ops.values())
+            low, high = round(min(idle)), round(max(idle))
+            spread = f"{low}%" if low == high else f"{low}-{high}%"
+            bottleneck = (f"launch latency: the GPU idles {spread} of each cuDNN RNN call "
+                          f"between its per-timestep kernels ({pct(inside, step_idle):.0f}% of the step's idle "
+                          "time sits inside them); graph passes cannot see inside, only fewer timesteps, a "
+                          "larger batch, CUDA graphs or precision can")
     else:
         title = "Recurrent region: route it to the fused cuDNN RNN"
         symptom = (("recurrent work runs as many tiny per-step GEMMs" if loop_ops
@@ -210,6 +223,12 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         counter_fields=_GEMM_FIELDS,
         expected_shifts=expected_shifts,
     )]
+
+
+def view_idle_ns(kernels: list[Kernel]) -> int:
+    """Idle time between the first and the last of ``kernels`` (none of them running)."""
+    busy, span = busy_and_span_ns(kernels)
+    return span - busy
 
 
 def _opaque_rnn(ctx: RuleContext, kernel: Kernel) -> bool:

@@ -65,6 +65,12 @@ class Thresholds:
         20, "Fewest kernels in a profile before launch overhead is judged at all.")
     launch_gap_max_us: float = _t(
         100.0, "Idle gaps between kernels longer than this (microseconds) are host work, not launch cost.")
+    launch_latency_idle_pct: float = _t(
+        50.0, "An operator of many kernels whose GPU idles more than this share of its own span is limited "
+              "by launch latency (the bottleneck label and the opaque RNN's finding say so).")
+    # -- host-bound step -> cuda_graphs, fewer launches, larger batch
+    host_bound_busy_pct: float = _t(
+        25.0, "A measured step whose GPU is busy less than this share of it is host-bound.")
     # -- spills (note)
     spill_wavefronts_min: float = _t(
         0, "local_memory_wavefronts above this means registers spilled to local memory.")
@@ -89,6 +95,9 @@ class Thresholds:
     optimizer_min_kernels: int = _t(
         20, "Fewest small kernels under the optimizer's step, per iteration, that license a fused optimizer.")
     # -- compare
+    workload_shape_overlap_min: float = _t(
+        0.3, "Two profiles sharing fewer of their operators' input shapes than this (over the smaller set) "
+             "measure different workloads.")
     clock_tolerance_pct: float = _t(
         2.0, "Two captures whose median SM clocks differ by more than this are not comparable.")
     unchanged_tolerance_pct: float = _t(

@@ -17,30 +17,36 @@ million kernels aggregate in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from profiler_core.metrics.catalog import CATALOG, Aggregation
+from profiler_core.metrics.catalog import CATALOG, FLOP_CATALOG, Aggregation, CounterSpec
 from profiler_core.schema import Kernel
 
 FIELDS: tuple[str, ...] = tuple(spec.field for spec in CATALOG)
-_COL = {f: i for i, f in enumerate(FIELDS)}
 
 
-def counter_matrix(kernels: Sequence[Kernel]) -> np.ndarray:
-    """Kernels x counters (catalog order), NaN where a counter is missing."""
-    out = np.full((len(kernels), len(FIELDS)), np.nan)
+def counter_matrix(kernels: Sequence[Kernel], specs: Sequence[CounterSpec] = CATALOG) -> np.ndarray:
+    """Kernels x counters (``specs`` order, the catalog's by default), NaN where a counter is missing."""
+    fields = [spec.field for spec in specs]
+    out = np.full((len(kernels), len(fields)), np.nan)
     for i, k in enumerate(kernels):
         if k.counters:
-            out[i] = [np.nan if (v := k.counters.get(f)) is None else v for f in FIELDS]
+            out[i] = [np.nan if (v := k.counters.get(f)) is None else v for f in fields]
     return out
 
 
 def aggregate_groups(
-    matrix: np.ndarray, durations_ns: np.ndarray, groups: Sequence[Sequence[int]]
+    matrix: np.ndarray, durations_ns: np.ndarray, groups: Sequence[Sequence[int]],
+    specs: Sequence[CounterSpec] = CATALOG,
 ) -> list[tuple[dict[str, float | None], dict[str, str]]]:
-    """Aggregate ``matrix`` rows per group of kernel indices; (metrics, reasons) per group."""
+    """Aggregate ``matrix`` rows per group of kernel indices; (metrics, reasons) per group.
+
+    ``specs`` names the matrix columns in order; it starts with the catalog's 20 (the weights).
+    """
+    fields = tuple(spec.field for spec in specs)
+    col_of = {f: i for i, f in enumerate(fields)}
     n_groups = len(groups)
     if n_groups == 0:
         return []
@@ -52,8 +58,8 @@ def aggregate_groups(
     values: dict[str, np.ndarray] = {}
     partial: dict[str, np.ndarray] = {}
     missing: dict[str, np.ndarray] = {}
-    for spec in CATALOG:
-        col = m[:, _COL[spec.field]]
+    for spec in specs:
+        col = m[:, col_of[spec.field]]
         have = ~np.isnan(col)
         count = np.bincount(grp, weights=have, minlength=n_groups)
         filled = np.where(have, col, 0.0)
@@ -65,21 +71,21 @@ def aggregate_groups(
             np.maximum.at(res, grp, np.where(have, col, -np.inf))
             res[count < sizes] = np.nan
         else:
-            res = _weighted(spec.aggregation, m, col, have, filled, dur, grp, n_groups)
+            res = _weighted(spec.aggregation, m, col_of, col, have, filled, dur, grp, n_groups)
         values[spec.field] = res
         partial[spec.field] = (count > 0) & (count < sizes)
         missing[spec.field] = count == 0
     # plain Python lists: indexing numpy scalars one by one is the slow part at scale
-    vals = {f: [None if v != v else v for v in values[f].tolist()] for f in FIELDS}  # NaN -> None
-    miss = {f: missing[f].tolist() for f in FIELDS}
-    part = {f: partial[f].tolist() for f in FIELDS}
+    vals = {f: [None if v != v else v for v in values[f].tolist()] for f in fields}  # NaN -> None
+    miss = {f: missing[f].tolist() for f in fields}
+    part = {f: partial[f].tolist() for f in fields}
     size_list = sizes.tolist()
     out = []
     for g in range(n_groups):
-        metrics: dict[str, float | None] = {f: vals[f][g] for f in FIELDS}
+        metrics: dict[str, float | None] = {f: vals[f][g] for f in fields}
         reasons: dict[str, str] = {}
         n = size_list[g]
-        for spec in CATALOG:
+        for spec in specs:
             f = spec.field
             if miss[f][g]:
                 reasons[f] = "no kernel of this operator has this counter"
@@ -91,12 +97,12 @@ def aggregate_groups(
     return out
 
 
-def _weighted(rule: Aggregation, m: np.ndarray, col: np.ndarray, have: np.ndarray, filled: np.ndarray,
-              dur: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarray:
+def _weighted(rule: Aggregation, m: np.ndarray, col_of: dict[str, int], col: np.ndarray, have: np.ndarray,
+              filled: np.ndarray, dur: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarray:
     if rule is Aggregation.INSTRUCTION_WEIGHTED:
-        w = m[:, _COL["executed_instructions"]]
+        w = m[:, col_of["executed_instructions"]]
     elif rule is Aggregation.ACTIVE_CYCLE_WEIGHTED:
-        w = m[:, _COL["sm_active_cycles"]]
+        w = m[:, col_of["sm_active_cycles"]]
     else:
         w = dur
     w_missing = have & np.isnan(w)
@@ -113,10 +119,21 @@ def _weighted(rule: Aggregation, m: np.ndarray, col: np.ndarray, have: np.ndarra
         return np.where(den > 0, num / den, np.nan)
 
 
-def aggregate_counters(kernels: Sequence[Kernel]) -> tuple[dict[str, float | None], dict[str, str]]:
+def specs_with_flops(fields_present: Iterable[str]) -> tuple[CounterSpec, ...]:
+    """The 20, plus the FLOP counters among ``fields_present`` (profiles from captures without them
+    keep exactly the 20)."""
+    present = frozenset(fields_present)
+    return CATALOG + tuple(spec for spec in FLOP_CATALOG if spec.field in present)
+
+
+def aggregate_counters(kernels: Sequence[Kernel], specs: Sequence[CounterSpec] | None = None,
+                       ) -> tuple[dict[str, float | None], dict[str, str]]:
     """Aggregate one operator's kernels; returns (metrics, reasons for nulls or partial values)."""
+    if specs is None:
+        specs = specs_with_flops(f for k in kernels for f in k.counters)
+    fields = [spec.field for spec in specs]
     if not kernels:
-        return dict.fromkeys(FIELDS), dict.fromkeys(FIELDS, "operator has no kernels")  # type: ignore[arg-type]
-    matrix = counter_matrix(kernels)
+        return dict.fromkeys(fields), dict.fromkeys(fields, "operator has no kernels")  # type: ignore[arg-type]
+    matrix = counter_matrix(kernels, specs)
     durations = np.array([k.duration_ns for k in kernels], dtype=float)
-    return aggregate_groups(matrix, durations, [list(range(len(kernels)))])[0]
+    return aggregate_groups(matrix, durations, [list(range(len(kernels)))], specs)[0]

@@ -20,12 +20,13 @@ from typing import Literal
 import numpy as np
 
 from profiler_core.analysis.operator_class import classify_operator
-from profiler_core.attribution.aggregate import FIELDS, aggregate_groups
+from profiler_core.attribution.aggregate import aggregate_groups, specs_with_flops
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
 from profiler_core.attribution.dedup import mark_repeated_layers
 from profiler_core.attribution.evidence import (
     Claim,
     correlation_claims,
+    extern_classes_of,
     fusion_claims,
     make_resolver,
     ncu_nvtx_claims,
@@ -38,7 +39,7 @@ from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.availability import chip_from_name
-from profiler_core.metrics.catalog import CATALOG, field_for_ncu_name
+from profiler_core.metrics.catalog import CATALOG, FLOP_CATALOG, CounterSpec, field_for_ncu_name
 from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
 from profiler_core.schema import (
     Attribution,
@@ -143,7 +144,8 @@ def attribute(
         else None) for tk, ki in zip(timeline, kineto_index, strict=True)]
     in_graph_of = [r is not None for r in replay_of]
 
-    resolve = make_resolver(fusions)
+    graph_calls = [c for seq in inductor.call_sequences for c in seq] if inductor is not None else []
+    resolve = make_resolver(fusions, extern_classes_of(graph_calls))
     claims: list[list[Claim | None]] = []
     if kineto is not None:
         claims.append(correlation_claims(timeline, kineto_index, kineto_kernels, kineto.cpu_ops, resolve, graph_corr))
@@ -157,8 +159,11 @@ def attribute(
         claims.append(graph_replay_claims(timeline, replay_of, inductor.call_sequences, resolve))
 
     rows = ncu.rows if ncu is not None else []
-    row_counters = [_row_counters(r.metrics) for r in rows]
-    empty_counters: dict[str, float | None] = dict.fromkeys(FIELDS)
+    # the 20, plus the FLOP counters when ncu returned any (older captures keep exactly the 20)
+    specs = specs_with_flops(f for name in (ncu.metrics_returned if ncu else ()) if (f := field_for_ncu_name(name)))
+    fields = tuple(spec.field for spec in specs)
+    row_counters = [_row_counters(r.metrics, fields) for r in rows]
+    empty_counters: dict[str, float | None] = dict.fromkeys(fields)
     library_of = functools.lru_cache(maxsize=None)(kernel_library)
 
     # 1. per kernel: what each tier said, and the winner
@@ -210,17 +215,17 @@ def attribute(
             "ncu_id": rows[ri].ncu_id if ri is not None else None, "inherited_from": inherited_of[j],
             "attribution": attribution,
             "fused_with": sorted({op for c in said for op in c.fused_with}) if said else [],
-            "graph_id": tk.graph_id, "library": library_of(tk.name),
+            "graph_id": tk.graph_id, "library": library_of(tk.name), "module_path": None,
         }))
     graph_kernels = sum(in_graph_of)
     # 4. counters per operator, vectorised over all operators
-    matrix = np.full((len(timeline), len(FIELDS)), np.nan)
+    matrix = np.full((len(timeline), len(fields)), np.nan)
     if rows:
-        row_matrix = np.array([[np.nan if (v := rc[f]) is None else v for f in FIELDS] for rc in row_counters])
+        row_matrix = np.array([[np.nan if (v := rc[f]) is None else v for f in fields] for rc in row_counters])
         measured = np.array([ri is not None for ri in row_of])
         matrix[measured] = row_matrix[[ri for ri in row_of if ri is not None]]
     durations = np.array([k.duration_ns for k in kernels], dtype=float)
-    aggregated = aggregate_groups(matrix, durations, list(groups.values()))
+    aggregated = aggregate_groups(matrix, durations, list(groups.values()), specs)
     operators = [
         _operator(key, said_of[members[0]][0], [kernels[j] for j in members], members, metrics, reasons,
                   any(in_graph_of[j] for j in members), operator_phase([phase_of[j] for j in members]))
@@ -243,7 +248,7 @@ def attribute(
                           "reason": k.attribution.reason or "no evidence"})
                       for k in kernels if k.attribution.tier is Tier.UNATTRIBUTED],
         coverage=_coverage(kernels),
-        counters=_availability(ncu, meta.chip),
+        counters=_availability(ncu, meta.chip, specs),
         warnings=warnings,
     )
     return profile
@@ -265,12 +270,12 @@ def _unattributed_reason(tk: TimelineKernel, in_graph: bool, have_kineto: bool, 
     return "no PyTorch operator was open when it was launched (outside any operator, or an opaque library path)"
 
 
-def _row_counters(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
+def _row_counters(metrics: Mapping[str, float | None], fields: Sequence[str]) -> dict[str, float | None]:
     """One ncu row's counters by profile field; one dict per row, shared by the launches inheriting it."""
-    out: dict[str, float | None] = dict.fromkeys(FIELDS)
+    out: dict[str, float | None] = dict.fromkeys(fields)
     for name, value in metrics.items():
         fld = field_for_ncu_name(name)
-        if fld is not None:
+        if fld is not None and fld in out:
             out[fld] = value
     return out
 
@@ -298,7 +303,8 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
         "kernel_count": len(members), "duration_ns": sum(k.duration_ns for k in ks), "metrics": metrics,
         "metric_null_reasons": reasons,
         "confidence": min({k.attribution.confidence for k in ks}, key=_CONF_RANK.__getitem__),
-        "library": ", ".join(libraries) or None, "layer_role": None, "inherited_from": None, "phase": phase,
+        "library": ", ".join(libraries) or None, "layer_role": None, "inherited_from": None,
+        "module_path": None, "phase": phase,
     })
 
 
@@ -351,16 +357,18 @@ def _coverage(kernels: Sequence[Kernel]) -> Coverage:
     )
 
 
-def _availability(ncu: NcuReport | None, chip: str | None) -> list[CounterAvailability]:
+def _availability(ncu: NcuReport | None, chip: str | None,
+                  specs: Sequence[CounterSpec] = CATALOG) -> list[CounterAvailability]:
     out = []
-    for spec in CATALOG:
+    if len(specs) > len(CATALOG):  # FLOP counters were asked for: say which of them came back
+        specs = CATALOG + FLOP_CATALOG
+    for spec in specs:
         name = spec.ncu_name_for(chip)
         if ncu is None:
             out.append(CounterAvailability(field=spec.field, ncu_name=name, available=False,
                                            reason="no counter run was given"))
             continue
-        returned = name in ncu.metrics_returned or spec.ncu_name in ncu.metrics_returned or (
-            spec.ncu_name_gb20x in ncu.metrics_returned)
+        returned = name in ncu.metrics_returned or any(n in ncu.metrics_returned for n in spec.ncu_names)
         out.append(CounterAvailability(
             field=spec.field, ncu_name=name, available=returned,
             reason=None if returned else f"ncu returned no '{name}' (not offered on {chip or 'this chip'}, "

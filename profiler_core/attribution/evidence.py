@@ -19,10 +19,10 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.analysis.operator_class import classify_operator, triton_ops
 from profiler_core.attribution.collective import collective_operator
 from profiler_core.attribution.names import (
     NvtxOp,
@@ -31,12 +31,22 @@ from profiler_core.attribution.names import (
     is_operator_name,
     parse_nvtx_op,
 )
-from profiler_core.records import CounterRow, CpuOp, FusionRecord, NvtxRange, RuntimeCall, TimelineKernel
+from profiler_core.records import (
+    CounterRow,
+    CpuOp,
+    FusionRecord,
+    InductorCall,
+    NvtxRange,
+    RuntimeCall,
+    TimelineKernel,
+)
 from profiler_core.schema import OperatorClass, Tier
 
+# Ops that only reinterpret a tensor's layout: they launch no kernel of their own, so a fused
+# kernel is filed under one only when nothing else is in it (clone and contiguous do copy).
 _VIEW_OPS = frozenset({
     "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::t", "aten::transpose", "aten::permute",
-    "aten::expand", "aten::clone", "aten::squeeze", "aten::unsqueeze", "aten::slice", "aten::select",
+    "aten::expand", "aten::squeeze", "aten::unsqueeze", "aten::slice", "aten::select",
     "aten::as_strided", "aten::alias", "aten::detach", "aten::split", "aten::split_with_sizes",
 })
 # Composite ops Inductor decomposes: when one is in a fusion it names the kernel better than
@@ -47,6 +57,15 @@ _COMPOSITE_OPS = frozenset({
     "aten::silu", "aten::native_batch_norm", "aten::_native_batch_norm_legit_no_training",
 })
 _COMPILED_MARKERS = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction")
+# The compiled graph itself: ops inside one ran compiled. Dynamo's "Torch-Compiled Region" wraps the
+# whole frame, including the eager code it resumes after a graph break, so where a capture shows
+# graph calls, an op inside the region but outside every graph call ran eagerly.
+_GRAPH_CALL_MARKERS = ("## Call CompiledFxGraph", "CompiledFunction")
+
+
+def _compiled_markers(texts: Iterable[str]) -> tuple[str, ...]:
+    """The range names that mean "compiled" in this capture (see _GRAPH_CALL_MARKERS)."""
+    return _GRAPH_CALL_MARKERS if any(t.startswith(_GRAPH_CALL_MARKERS) for t in texts) else _COMPILED_MARKERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,15 +89,31 @@ _CLASS_RANK = {c: i for i, c in enumerate((
 ))}
 
 
-def primary_op(ops: Sequence[str]) -> str | None:
-    """The op a fused kernel is filed under.
+# Classes whose compute Inductor leaves to a library (cuBLAS, cuDNN, the SDPA kernels) unless it
+# writes a template for it: a pointwise or reduction kernel naming such an op holds its epilogue.
+EXTERN_CLASSES = frozenset({OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.ATTENTION,
+                            OperatorClass.RNN})
+_TEMPLATE_KINDS = frozenset({"tem", "mm", "bmm"})  # triton_tem_fused_addmm_0: the GEMM runs here
 
-    The most significant class wins (attention > GEMM > ... > elementwise > copies), ties go
-    to Inductor's topological order, and views come last:
-    ``[aten.mul, aten.amax, aten.sub, aten.exp, aten._softmax]`` -> ``aten::_softmax``.
+
+def primary_op(ops: Sequence[str], kernel_name: str | None = None,
+               extern_classes: frozenset[OperatorClass] = EXTERN_CLASSES) -> str | None:
+    """The op a fused kernel is filed under: the one doing the kernel's work.
+
+    Ops whose compute ran in another kernel are left out first: a pointwise or reduction
+    Triton kernel (not a template) that names ``aten::addmm`` holds the bias add of a GEMM
+    that cuBLAS ran (``extern_classes``: the classes the graph ran as library calls). Of the
+    rest, the most significant class wins (attention > GEMM > ... > elementwise > copies),
+    ties go to composites and then Inductor's topological order, and views come last:
+    ``[aten.mul, aten.amax, aten.sub, aten.exp, aten._softmax]`` -> ``aten::_softmax``;
+    ``triton_poi_fused_addmm_gelu_view_6`` with ``[aten.addmm, aten.view, aten.gelu]`` -> ``aten::gelu``.
     """
     if not ops:
         return None
+    triton = triton_ops(kernel_name) if kernel_name else None
+    if triton is not None and triton[0] not in _TEMPLATE_KINDS:
+        own = [op for op in ops if classify_operator(op) not in extern_classes]
+        ops = own or ops  # a kernel made only of such ops computes it (a decomposed small GEMM)
     ranked = sorted(enumerate(ops), key=lambda io: (
         io[1] in _VIEW_OPS, _CLASS_RANK[classify_operator(io[1])], io[1] not in _COMPOSITE_OPS, io[0]))
     return ranked[0][1]
@@ -125,20 +160,28 @@ def ops_from_kernel_name(name: str) -> tuple[str, ...]:
 _Resolver = Callable[[str], tuple[str, tuple[str, ...], str]]
 
 
-def make_resolver(fusions: Mapping[str, FusionRecord]) -> _Resolver:
+def extern_classes_of(calls: Iterable[InductorCall]) -> frozenset[OperatorClass]:
+    """The classes of work a compiled graph ran as library calls (all of them when unknown)."""
+    seen = {classify_operator(c.name) for c in calls if c.kind == "extern"}
+    return frozenset(seen & EXTERN_CLASSES) if seen else EXTERN_CLASSES
+
+
+def make_resolver(fusions: Mapping[str, FusionRecord],
+                  extern_classes: frozenset[OperatorClass] = EXTERN_CLASSES) -> _Resolver:
     """A cached ``kernel name -> (primary op, other fused ops, how we know)`` for one capture."""
     cache: dict[str, tuple[str, tuple[str, ...], str]] = {}
 
     def resolve(name: str) -> tuple[str, tuple[str, ...], str]:
         hit = cache.get(name)
         if hit is None:
-            hit = cache[name] = _resolve_generated(name, fusions)
+            hit = cache[name] = _resolve_generated(name, fusions, extern_classes)
         return hit
 
     return resolve
 
 
-def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord]) -> tuple[str, tuple[str, ...], str]:
+def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord],
+                       extern_classes: frozenset[OperatorClass]) -> tuple[str, tuple[str, ...], str]:
     rec = fusions.get(name)
     if rec and rec.aten_ops:
         ops = rec.aten_ops
@@ -146,7 +189,7 @@ def _resolve_generated(name: str, fusions: Mapping[str, FusionRecord]) -> tuple[
     else:
         ops = ops_from_kernel_name(name)
         how = "ATen ops read from the generated kernel's name (no Inductor artifacts)"
-    prim = primary_op(ops) or name
+    prim = primary_op(ops, name, extern_classes) or name
     return prim, tuple(o for o in ops if o != prim), how
 
 
@@ -167,7 +210,7 @@ def correlation_claims(
             # DDP's reducer launches its allreduce inside ProcessGroupNCCL's own
             # "nccl:all_reduce" range only, which Kineto may file as a user annotation
             by_ext.setdefault(cpu_op.external_id, cpu_op)
-    compiled_spans = _compiled_spans(cpu_ops)
+    compiled_spans = _compiled_spans(cpu_ops, _compiled_markers(op.name for op in cpu_ops))
     out: list[Claim | None] = [None] * len(kernels)
     for j, ki in enumerate(kineto_index):
         if ki is None:
@@ -192,10 +235,10 @@ def correlation_claims(
     return out
 
 
-def _compiled_spans(cpu_ops: Sequence[CpuOp]) -> dict[int, tuple[list[int], list[int]]]:
+def _compiled_spans(cpu_ops: Sequence[CpuOp], markers: tuple[str, ...]) -> dict[int, tuple[list[int], list[int]]]:
     spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for op in cpu_ops:
-        if op.name.startswith(_COMPILED_MARKERS):
+        if op.name.startswith(markers):
             spans[op.tid].append((op.start_ns, op.end_ns))
     out = {}
     for tid, items in spans.items():
@@ -213,9 +256,10 @@ def _inside(spans: dict[int, tuple[list[int], list[int]]], tid: int, t_ns: int) 
     return any(ends[k] >= t_ns for k in range(i, max(i - 4, -1), -1))
 
 
-def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None]) -> tuple[int, NvtxOp, bool] | None:
-    """(depth, parsed range, inside a compiled region) of a stack's innermost operator range."""
-    compiled = any(t.startswith(_COMPILED_MARKERS) for t in stack)
+def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None],
+               markers: tuple[str, ...] = _COMPILED_MARKERS) -> tuple[int, NvtxOp, bool] | None:
+    """(depth, parsed range, inside a compiled graph) of a stack's innermost operator range."""
+    compiled = any(t.startswith(markers) for t in stack)
     for depth in range(len(stack) - 1, -1, -1):
         parsed = parse(stack[depth])
         if parsed is not None:
@@ -224,8 +268,8 @@ def _innermost(stack: tuple[str, ...], parse: Callable[[str], NvtxOp | None]) ->
 
 
 @functools.lru_cache(maxsize=65536)
-def _innermost_op(stack: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
-    return _innermost(stack, parse_nvtx_op)
+def _innermost_op(stack: tuple[str, ...], markers: tuple[str, ...]) -> tuple[int, NvtxOp, bool] | None:
+    return _innermost(stack, parse_nvtx_op, markers)
 
 
 def _claim_from_stack(found: tuple[int, NvtxOp, bool] | None, tier: Tier, instance: tuple,
@@ -250,13 +294,14 @@ def ncu_nvtx_claims(
 ) -> list[Claim | None]:
     """Tier 2: the NVTX stack ncu recorded for the measured launch itself (never inherited)."""
     out: list[Claim | None] = [None] * len(row_index)
+    markers = _compiled_markers(t for r in rows for t in (r.nvtx_stack or ()))
     for j, ri in enumerate(row_index):
         if ri is None or not measured[j]:
             continue
         stack = rows[ri].nvtx_stack
         if stack:
-            out[j] = _claim_from_stack(_innermost_op(tuple(stack)), Tier.NCU_NVTX, ("op", rows[ri].ncu_id), resolve,
-                                       "ncu NVTX range")
+            out[j] = _claim_from_stack(_innermost_op(tuple(stack), markers), Tier.NCU_NVTX, ("op", rows[ri].ncu_id),
+                                       resolve, "ncu NVTX range")
     return out
 
 
@@ -290,6 +335,7 @@ def nsys_enclosure_claims(
         if launch is not None and launch.tid in by_tid:
             queries[launch.tid].append((launch.start_ns, j))
     out: list[Claim | None] = [None] * len(kernels)
+    markers = _compiled_markers(r.text for rs in by_tid.values() for r in rs)
     for tid, qs in queries.items():
         rs = sorted(by_tid[tid], key=lambda r: (r.start_ns, -r.end_ns))
         qs.sort()
@@ -303,7 +349,7 @@ def nsys_enclosure_claims(
             if not open_ranges:
                 continue
             inner = open_ranges[-1]
-            out[j] = _claim_from_stack(_innermost(tuple(r.text for r in open_ranges), parse), Tier.NSYS_NVTX,
+            out[j] = _claim_from_stack(_innermost(tuple(r.text for r in open_ranges), parse, markers), Tier.NSYS_NVTX,
                                        ("nvtx", tid, inner.start_ns), resolve,
                                        "nsys NVTX range enclosing the launch")
     return out

@@ -11,7 +11,11 @@ import re
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl", re.compile(r"nccl", re.I)),
     ("cudnn", re.compile(r"cudnn|RNN|elemWiseRNNcell|LSTM_elementWise|persistRNN", re.I)),
-    ("flash-attention", re.compile(r"flash|fmha", re.I)),
+    # attention by kernel family: PyTorch's memory-efficient kernels (from xformers, on CUTLASS) are
+    # fmha_cutlassF/B; FlashAttention's are flash_fwd/bwd; cuDNN's (named "..._sdpa_..._flash_fprop")
+    # matched cuDNN above
+    ("mem-efficient-attention", re.compile(r"fmha_cutlass|mem_eff|efficient_attention", re.I)),
+    ("flash-attention", re.compile(r"flash", re.I)),
     ("cutlass", re.compile(r"cutlass", re.I)),
     ("cublas", re.compile(r"cublas|xmma_gemm|nvjet|gemv|gemmk1|splitKreduce|sm\d+_xmma|gemm_|ampere_\w*gemm", re.I)),
 )

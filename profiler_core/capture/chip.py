@@ -225,15 +225,15 @@ class CounterSelection:
 
 
 def select_counters(chip: str | None, available: frozenset[str] | None, *,
-                    ncu_version: str | None = None) -> CounterSelection:
-    """Resolve the 20-counter set for ``chip`` against ncu's metric list.
+                    ncu_version: str | None = None, flop_counters: bool = True) -> CounterSelection:
+    """Resolve the 20-counter set (plus the FLOP counters) for ``chip`` against ncu's metric list.
 
     ``launch__*`` names are launch attributes, not listed by --query-metrics, and always
     reported. With ``available`` None (the chip is unknown) every name is kept unverified.
     """
     chosen: dict[str, str] = {}
     rows: list[CounterAvailability] = []
-    for field, name in ncu_names_for_chip(chip).items():
+    for field, name in ncu_names_for_chip(chip, flop_counters=flop_counters).items():
         base = name.split(".", 1)[0]
         if available is None or base.startswith("launch__") or base in available:
             chosen[field] = name

@@ -71,6 +71,7 @@ class CaptureConfig:
     spot_check: int = 1  # launches sampled per configuration in per-config mode
     dedup_iterations: bool = False  # full mode: measure only the first measured iteration
     replay_mode: ReplayMode = ReplayMode.AUTO
+    flop_counters: bool = True  # ncu's FLOP counters (SASS instruction + tensor-op counts) for the roofline
     nsys: bool = True
     clocks: ClockPolicy = ClockPolicy.OBSERVE
     ncu_clock_control: str = "none"  # ncu --clock-control: "none" leaves the GPU's clocks alone

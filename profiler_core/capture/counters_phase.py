@@ -10,6 +10,8 @@ only the first measured iteration with ``--dedup-iterations``.
 from __future__ import annotations
 
 import os
+import re
+import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,16 @@ if TYPE_CHECKING:
 
 REPORT_BASE = "counters"
 CSV_NAME = "counters.csv"
+_PASSES = re.compile(r"^==PROF== Profiling .* - (\d+) pass(?:es)?\s*$")
+
+
+def replay_passes(log: Path) -> list[int]:
+    """Replay passes per profiled kernel, from ncu's ``==PROF== Profiling "k" - 0: ...100% - 9 passes`` lines."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [int(m.group(1)) for line in text.splitlines() if (m := _PASSES.match(line.strip()))]
 
 
 def replay_attempts(requested: ReplayMode) -> list[str]:
@@ -75,7 +87,8 @@ def _select(cap: CaptureSession) -> list[str]:
         manifest.warnings.append(
             f"no ncu chip name known for compute capability {manifest.gpu.compute_capability}; "
             "counter names were not checked (ncu drops names it does not know)")
-    selection = select_counters(chip, available, ncu_version=manifest.versions.ncu)
+    selection = select_counters(chip, available, ncu_version=manifest.versions.ncu,
+                                flop_counters=cap.config.flop_counters)
     manifest.counters.metrics = dict(selection.ncu_names)
     manifest.counters.availability = list(selection.availability)
     if not selection.metrics:
@@ -110,6 +123,10 @@ def run_counters(cap: CaptureSession) -> None:
         if why is None:
             record.status = PhaseStatus.OK
             record_c.replay_mode = replay  # type: ignore[assignment]
+            passes = replay_passes(result.stdout_path) or replay_passes(result.stderr_path)
+            if passes:
+                record_c.replay_passes_max = max(passes)
+                record_c.replay_passes_median = float(statistics.median(passes))
             if reasons:
                 record_c.replay_fallback_reason = "; ".join(reasons)
             break

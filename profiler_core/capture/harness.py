@@ -16,6 +16,7 @@ clock probing; no workload). A workload that breaks the contract prints one line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import random
@@ -65,6 +66,49 @@ def workload_error_line(text: str) -> str | None:
 
 
 # ---------------------------------------------------------------- child side
+
+MODULE_MAP_NAME = "modules.json"
+
+
+class ModuleOrder:
+    """While active, the order in which the model's modules are first called, for ``modules.json``.
+
+    torch.profiler's Python tracer labels a module call ``<Class>_<n>``, n counting the instances
+    of that class in first-call order; recording the same order with a global forward pre-hook
+    turns each label into the module's path in the model (``h.3.attn``)::
+
+        {"modules": [["GPT2", 0, ""], ["Block", 0, "h.0"], ["LayerNorm", 0, "h.0.ln_1"], ...]}
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.paths = {id(m): name for name, m in model.named_modules()}
+        self.order: list[tuple[str, int, str]] = []
+        self.count: dict[str, int] = {}
+        self.seen: set[int] = set()
+        self.handle: Any = None
+
+    def _pre_hook(self, module: Any, _args: Any) -> None:
+        key = id(module)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        cls = type(module).__name__
+        index = self.count.get(cls, 0)
+        self.count[cls] = index + 1
+        self.order.append((cls, index, self.paths.get(key, f"<unnamed {cls}>")))
+
+    def __enter__(self) -> ModuleOrder:
+        from torch.nn.modules.module import register_module_forward_pre_hook
+
+        self.handle = register_module_forward_pre_hook(self._pre_hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps({"modules": [list(row) for row in self.order]}) + "\n")
 
 
 def _seed(seed: int) -> None:
@@ -290,7 +334,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         activities = [ProfilerActivity.CPU]
         if device.startswith("cuda"):
             activities.append(ProfilerActivity.CUDA)
-        with profile(activities=activities, record_shapes=True) as prof:
+        # eager code: the Python tracer records every nn.Module call (module_map names them); a
+        # compiled graph's module paths come from Inductor's provenance instead
+        eager_modules = mode is CompileMode.EAGER and isinstance(model, torch.nn.Module)
+        seen = ModuleOrder(model) if eager_modules else None
+        with profile(activities=activities, record_shapes=True, with_stack=eager_modules,
+                     with_modules=eager_modules) as prof, seen or contextlib.nullcontext():
             for _ in range(args.iters):
                 guarded("the measured iterations")
             sync()
@@ -300,6 +349,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         prof.export_chrome_trace(str(out))
+        if seen is not None:
+            seen.write(out.with_name(MODULE_MAP_NAME))
         kernels = _count_kernels(out)
         result["kernels"] = kernels
         if device.startswith("cuda") and kernels == 0:

@@ -74,6 +74,7 @@ class PhaseRecord(_Model):
 class WorkloadRecord(_Model):
     path: str
     sha256: str
+    identity: str | None = None  # which workload this measures (an optimized plan names its original's)
     compile_mode: Literal["eager", "default", "max-autotune", "reduce-overhead"]
     warmup_iterations: int
     measured_iterations: int
@@ -124,6 +125,9 @@ class CounterRecord(_Model):
     availability: list[CounterAvailability] = Field(default_factory=list)
     spot_check_spread: SpotCheckRecord | None = None
     rows: int | None = None
+    # replay passes ncu needed per measured kernel (from its "- N passes" lines): what the counter set costs
+    replay_passes_max: int | None = None
+    replay_passes_median: float | None = None
 
 
 class DeterminismRecord(_Model):

@@ -66,7 +66,7 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.schema import ToolVersions
-from profiler_core.workload import checked_workload_path
+from profiler_core.workload import checked_workload_path, workload_identity
 
 ProgressFn = Callable[[str, int, int, str], None]
 
@@ -165,6 +165,7 @@ class CaptureSession:
             created_at=_utc_now(),
             workload=WorkloadRecord(
                 path=str(workload), sha256=hashlib.sha256(workload.read_bytes()).hexdigest(),
+                identity=workload_identity(workload),
                 compile_mode=config.compile_mode.value, warmup_iterations=config.warmup,
                 measured_iterations=config.iters, device=config.device, seed=config.seed,
                 python=config.python,

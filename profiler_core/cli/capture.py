@@ -53,6 +53,8 @@ _Timeout = Annotated[float | None, typer.Option("--phase-timeout", help="Seconds
 _Python = Annotated[str | None, typer.Option("--python", help="Interpreter that runs the workload.")]
 _Attribute = Annotated[bool, typer.Option("--attribute", help="Also attribute the run (profile.json).")]
 _Json = Annotated[bool, typer.Option("--json", help="Print the manifest as JSON on stdout.")]
+_NoFlops = Annotated[bool, typer.Option("--no-flop-counters",
+                                        help="Skip ncu's FLOP counters (fewer replay passes, no measured roofline).")]
 _Nproc = Annotated[int | None, typer.Option("--nproc-per-node", help="Ranks to launch through torchrun (GPUs).")]
 
 
@@ -75,6 +77,7 @@ def capture_command(
     attribute: _Attribute = False,
     as_json: _Json = False,
     nproc_per_node: _Nproc = None,
+    no_flop_counters: _NoFlops = False,
 ) -> None:
     """Capture a workload: Kineto + Inductor artifacts, nsys timeline, ncu counters, checked."""
     from profiler_core.capture.pipeline import capture
@@ -83,7 +86,7 @@ def capture_command(
         out_dir=out, compile_mode=compile_mode, warmup=warmup, iters=iters, counters=counters,
         spot_check=spot_check, dedup_iterations=dedup_iterations, replay_mode=replay_mode,
         nsys=nsys, clocks=clocks, ncu_clock_control=ncu_clock_control,
-        phase_timeout_s=phase_timeout, attribute=attribute,
+        phase_timeout_s=phase_timeout, attribute=attribute, flop_counters=not no_flop_counters,
     )
     if python:
         config = dataclasses.replace(config, python=python)

@@ -1,7 +1,8 @@
 """``oprof compare BASE.json OPT.json``: time and counter deltas, a verdict, and a CI gate.
 
 Exit status: 0 when the gate passes (or none is set), 1 when ``--fail-if-slower PCT`` trips,
-2 for a user error (missing or invalid profile). Comparability warnings go to stderr in every
+2 for a user error (missing or invalid profile, or two different workloads:
+``WorkloadMismatchError``, which ``--force`` overrides). Comparability warnings go to stderr in every
 mode, and into the JSON and markdown outputs.
 """
 
@@ -15,6 +16,7 @@ import typer
 from profiler_core.analysis.compare import compare
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.cli.outputs import load_profile, write_output
+from profiler_core.errors import WorkloadMismatchError
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
@@ -34,6 +36,8 @@ def compare_command(
     fail_if_slower: Annotated[float | None, typer.Option(
         "--fail-if-slower", min=0.0, metavar="PCT",
         help="Exit 1 when the optimized run is more than PCT percent slower.")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Compare even when the two profiles measure different workloads.")] = False,
 ) -> None:
     """Compare an optimized profile with its baseline: per class, per operator, per counter.
 
@@ -46,6 +50,13 @@ def compare_command(
         return
     base_profile, opt_profile = load_profile(base), load_profile(opt)
     result = compare(base_profile, opt_profile, base_label=str(base), opt_label=str(opt))
+    mismatches = result.comparability.workload_mismatches()
+    if mismatches and not force:
+        raise WorkloadMismatchError(
+            f"{base} and {opt} measure different workloads ("
+            + "; ".join(f"workload {c.base} vs {c.opt}" if c.name == "workload" else
+                        f"operator input shapes: {c.detail.split(' (', 1)[0]}" for c in mismatches)
+            + "): pass the baseline of the same workload, or --force to compare anyway")
     if markdown is not None:
         write_output(markdown, render_markdown(comparison=result))
     if html is not None:

@@ -124,6 +124,7 @@ def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
     from profiler_core.attribution import attribute_run
     from profiler_core.passes.plan import read_plan
     from profiler_core.report import render_html
+    from profiler_core.report.end_to_end import read_end_to_end
     from profiler_core.schema import write_profile
 
     baseline = attribute_run(example_dir / "baseline")
@@ -146,7 +147,8 @@ def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
     report = out / "report.html"
     write_text_atomic(report, render_html(optimized or baseline, findings=findings, comparison=comparison,
                                           baseline=baseline if optimized else None,
-                                          title=f"{example_dir.name} on an H200"))
+                                          title=f"{example_dir.name} on an H200",
+                                          end_to_end=read_end_to_end(example_dir, example_dir / "optimized")))
     kept, wall = "-", "-"
     summary = example_dir / "optimize.json"
     plan = example_dir / "optimized" / "plan.json"

@@ -68,7 +68,8 @@ def read_inductor(path: str | os.PathLike[str]) -> InductorArtifacts:
     sequences: list = []
     for _origin, text in _texts(source_path):  # a second, cheap pass: the launch order of call()
         sequences.extend(parse_call_sequences(text))
-    return dataclasses.replace(merged, call_sequences=tuple(dict.fromkeys(sequences)))
+    return dataclasses.replace(merged, call_sequences=tuple(dict.fromkeys(sequences)),
+                               call_modules=tuple(contents.call_modules))
 
 
 def _parse_text(origin: str, text: io.TextIOBase, contents: TraceContents) -> None:

@@ -90,6 +90,7 @@ def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
         cpu_ops=sorted(found.cpu_ops, key=attrgetter("start_ns")),
         runtime_calls=sorted(found.runtime_calls, key=attrgetter("start_ns")),
         metadata=metadata,
+        module_spans=sorted(found.module_spans, key=attrgetter("start_ns")),
     )
 
 

@@ -20,12 +20,13 @@ from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.record_factory import record_factory
-from profiler_core.records import CpuOp, Dim3, RuntimeCall, TimelineKernel
+from profiler_core.records import CpuOp, Dim3, ModuleSpan, RuntimeCall, TimelineKernel
 
 _GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
 _RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 _NO_ARGS: dict[str, Any] = {}
+_MODULE_PREFIX = "nn.Module: "  # the Python tracer's label for a module call (with_stack=True)
 _REQUIRED = frozenset({"stream", "device", "tid"})
 # Type sets for C-speed checks: ``_INT.issuperset(map(type, values))``. bool is excluded on purpose.
 _INT = frozenset({int})
@@ -52,6 +53,7 @@ class EventRecords:
     kernels: list[TimelineKernel] = field(default_factory=list)
     cpu_ops: list[CpuOp] = field(default_factory=list)
     runtime_calls: list[RuntimeCall] = field(default_factory=list)
+    module_spans: list[ModuleSpan] = field(default_factory=list)
     event_count: int = 0
 
 
@@ -72,6 +74,8 @@ def collect_events(path: Path, events: Iterable[Any], base_ns: int) -> EventReco
                 cpu_ops.append(_cpu_op(event, category, base_ns))
             elif category in _RUNTIME_CATEGORIES:
                 runtime_calls.append(_runtime_call(event, base_ns))
+            elif category == "python_function" and event["name"].startswith(_MODULE_PREFIX):
+                found.module_spans.append(_module_span(event, base_ns))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError, ArithmeticError) as err:
             raise _malformed(path, index, event, err) from err
     found.event_count = index + 1
@@ -123,6 +127,14 @@ def _runtime_call(event: dict[str, Any], base_ns: int) -> RuntimeCall:
         _integers(name=name, tid=tid, correlation=correlation, external=external)
     start_ns = base_ns + us_to_ns(event["ts"])
     return _make_call(name, start_ns, start_ns + us_to_ns(event["dur"]), tid, correlation, external)
+
+
+def _module_span(event: dict[str, Any], base_ns: int) -> ModuleSpan:
+    name, tid = event["name"][len(_MODULE_PREFIX):], event["tid"]
+    if type(tid) is not int:
+        _integers(name=name, tid=tid)
+    start_ns = base_ns + us_to_ns(event["ts"])
+    return ModuleSpan(name, start_ns, start_ns + us_to_ns(event["dur"]), tid)
 
 
 def us_to_ns(value: Any) -> int:

@@ -38,7 +38,8 @@ _POST_GRAD = "inductor_post_grad_graph"
 _NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
 _STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 _OUTPUT_CODE = "inductor_output_code"
-_WANTED = frozenset({_POST_GRAD, _NODE_MAPPINGS, _STACK_TRACES, _OUTPUT_CODE})
+_PRE_GRAD = "before_pre_grad_graph"
+_WANTED = frozenset({_POST_GRAD, _NODE_MAPPINGS, _STACK_TRACES, _OUTPUT_CODE, _PRE_GRAD})
 
 
 def is_trace_line(line: str) -> bool:
@@ -53,6 +54,8 @@ class TraceContents:
     provenance: dict[str, FusionRecord] = field(default_factory=dict)
     output_code: dict[str, FusionRecord] = field(default_factory=dict)
     envelopes: int = 0
+    # every kernel call of every compiled graph in call() order, with the module it ran under
+    call_modules: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def parse_torch_trace(lines: Iterable[str], origin: str, into: TraceContents | None = None) -> TraceContents:
@@ -82,6 +85,7 @@ class _TraceReader:
         self.payload: list[str] = []
         self.targets: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> post-grad node -> op
         self.last_handles: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> handle -> record key
+        self.node_modules: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> pre-grad node -> module
 
     def start(self, envelope_text: str) -> None:
         self.contents.envelopes += 1
@@ -110,6 +114,8 @@ class _TraceReader:
         self.kind, self.payload = None, []
         if kind == _POST_GRAD:
             self.targets[self.compile_key] = _graph_targets(payload)
+        elif kind == _PRE_GRAD:
+            self.node_modules[self.compile_key] = pre_grad_node_modules(payload)
         elif kind == _OUTPUT_CODE:
             for name, record in parse_output_code(payload).items():
                 self.contents.output_code[name] = union_fusion_records(self.contents.output_code.get(name), record)
@@ -148,6 +154,12 @@ class _TraceReader:
             )
             self.contents.provenance[key] = union_fusion_records(self.contents.provenance.get(key), record)
         self.last_handles[self.compile_key] = handles
+        modules = self.node_modules.get(self.compile_key)
+        if modules is not None:
+            for handle in sorted(kernel_to_post, key=_call_position):
+                pre = [p for node in kernel_to_post[handle] for p in post_to_pre.get(node, ())]
+                paths = [modules[p] for p in pre if p in modules]
+                self.contents.call_modules.append((handle, common_module(paths) if paths else None))
 
     def _stack_traces(self, data: dict[str, Any]) -> None:
         handles = self.last_handles.get(self.compile_key, {})
@@ -161,6 +173,80 @@ class _TraceReader:
                 kernel_name=record.kernel_name, aten_ops=record.aten_ops, source_nodes=record.source_nodes,
                 source=record.source, post_grad_nodes=record.post_grad_nodes, stack_traces=merged,
             )
+
+
+_MODULE_TOKEN = re.compile(r"\b[lL]_self_(\w+)")
+_MODULE_PART = re.compile(r"(?:^|_)(modules|parameters|buffers)_")
+_NODE_LINE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = (.+)$")
+
+
+def module_of_token(token: str) -> str | None:
+    """``modules_h_modules_0_modules_attn_modules_q_proj_parameters_weight_`` -> ``h.0.attn.q_proj``.
+
+    Dynamo names a lifted parameter or buffer after its attribute path
+    (``L['self']._modules['h']._modules['0'] ... ._parameters['weight']``).
+    """
+    parts = _MODULE_PART.split(token)
+    if len(parts) < 3 or parts[0]:
+        return None
+    names = [parts[i + 1] for i in range(1, len(parts) - 1, 2) if parts[i] == "modules"]
+    if not any(parts[i] in ("parameters", "buffers") for i in range(1, len(parts), 2)):
+        return None
+    return ".".join(names)
+
+
+def common_module(paths: Iterable[str]) -> str:
+    """The deepest module enclosing all of ``paths`` (``h.0.attn.q_proj``, ``h.0.mlp`` -> ``h.0``)."""
+    split = [p.split(".") if p else [] for p in paths]
+    if not split:
+        return ""
+    prefix = split[0]
+    for parts in split[1:]:
+        n = 0
+        while n < min(len(prefix), len(parts)) and prefix[n] == parts[n]:
+            n += 1
+        prefix = prefix[:n]
+    return ".".join(prefix)
+
+
+def pre_grad_node_modules(payload: Iterable[str]) -> dict[str, str]:
+    """Each pre-grad FX node's module path, from the parameters and buffers it reads.
+
+    A node that reads none (a matmul, a softmax, a residual add) ran in the deepest module
+    enclosing its neighbours': the nearest parameter-reading nodes before and after it in
+    graph order (``att @ v`` between ``v_proj`` and ``c_proj`` -> ``h.0.attn``).
+    """
+    order: list[tuple[str, str | None]] = []
+    for line in payload:
+        match = _NODE_LINE.match(line)
+        if match is None or match.group(1).startswith(("l_self_", "L_")):
+            continue  # placeholders: a lifted parameter aliased to its input name
+        found = [m for tok in _MODULE_TOKEN.findall(match.group(2)) if (m := module_of_token(tok)) is not None]
+        order.append((match.group(1), common_module(found) if found else None))
+    out: dict[str, str] = {}
+    before: list[str | None] = []
+    last: str | None = None
+    for _, module in order:
+        last = module if module is not None else last
+        before.append(last)
+    after: list[str | None] = [None] * len(order)
+    nxt: str | None = None
+    for i in range(len(order) - 1, -1, -1):
+        nxt = order[i][1] if order[i][1] is not None else nxt
+        after[i] = nxt
+    for i, (node, module) in enumerate(order):
+        if module is not None:
+            out[node] = module
+        else:
+            near = [m for m in (before[i], after[i]) if m is not None]
+            if near:
+                out[node] = common_module(near)
+    return out
+
+
+def _call_position(handle: str) -> int:
+    tail = handle.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else 0
 
 
 def record_key(handle: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.metrics.catalog import CATALOG
+from profiler_core.metrics.catalog import ALL_SPECS, CATALOG
 from profiler_core.schema import CounterAvailability
 
 _ROLLUPS = frozenset({"sum", "avg", "min", "max"})
@@ -85,9 +85,10 @@ def load_chip_metric_list(path: str | Path) -> ChipMetricList:
 
 
 def metrics_for_chip(
-    chip: str, available: ChipMetricList | Iterable[str] | None = None
+    chip: str, available: ChipMetricList | Iterable[str] | None = None, *, flop_counters: bool = False,
 ) -> list[CounterAvailability]:
-    """The 20 counters under ``chip``'s ncu names, each marked available or not, with the reason.
+    """The 20 counters (and the FLOP counters if asked) under ``chip``'s ncu names, each marked
+    available or not, with the reason.
 
     ``available`` is the chip's metric list, or a set of names ncu offered or returned (full or
     base names); ``None`` resolves names only and marks every counter available.
@@ -97,7 +98,7 @@ def metrics_for_chip(
         raise ArtifactFormatError(f"the metric list is for {available.chip}, not {chip}")
     names = None if available is None or isinstance(available, ChipMetricList) else frozenset(available)
     result: list[CounterAvailability] = []
-    for spec in CATALOG:
+    for spec in ALL_SPECS if flop_counters else CATALOG:
         ncu_name = spec.ncu_name_for(chip)
         if isinstance(available, ChipMetricList):
             reason = available.why_not(ncu_name)

@@ -29,12 +29,25 @@ class CounterSpec:
     aggregation: Aggregation
     description: str
     ncu_name_gb20x: str | None = None
+    # (chip, name) pairs for counters NVIDIA spells differently per chip (tensor-op paths)
+    ncu_names_by_chip: tuple[tuple[str, str], ...] = ()
 
     def ncu_name_for(self, chip: str | None) -> str:
         """The ncu metric name on ``chip`` (e.g. ``gh100``, ``gb202``)."""
-        if chip and chip.lower().startswith("gb20") and self.ncu_name_gb20x:
-            return self.ncu_name_gb20x
+        if chip:
+            chip = chip.lower()
+            for chip_name, name in self.ncu_names_by_chip:
+                if chip == chip_name:
+                    return name
+            if chip.startswith("gb20") and self.ncu_name_gb20x:
+                return self.ncu_name_gb20x
         return self.ncu_name
+
+    @property
+    def ncu_names(self) -> tuple[str, ...]:
+        """Every spelling of this counter, on any chip."""
+        names = [self.ncu_name, self.ncu_name_gb20x, *(name for _, name in self.ncu_names_by_chip)]
+        return tuple(dict.fromkeys(n for n in names if n))
 
 
 _A = Aggregation
@@ -84,10 +97,47 @@ CATALOG: tuple[CounterSpec, ...] = (
                 _A.MAX, "dynamic shared memory per block"),
 )
 
-_BY_FIELD = {spec.field: spec for spec in CATALOG}
-_BY_NCU = {name: spec for spec in CATALOG for name in (spec.ncu_name, spec.ncu_name_gb20x) if name}
-
 COUNTER_FIELDS: tuple[str, ...] = tuple(spec.field for spec in CATALOG)
+
+
+
+def _sass(op: str, what: str) -> CounterSpec:
+    return CounterSpec(f"inst_{op}", f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum", "inst", _A.SUM,
+                       f"{what} thread instructions executed, predicate on")
+
+
+def _tensor(field: str, name: str, what: str, by_chip: tuple[tuple[str, str], ...] = ()) -> CounterSpec:
+    return CounterSpec(field, f"sm__ops_path_tensor_src_{name}.sum", "op", _A.SUM,
+                       f"tensor-core math ops, {what}", ncu_names_by_chip=by_chip)
+
+
+# Floating-point work (docs/roofline.md). Non-tensor FLOPs come from SASS thread-instruction counts
+# (an FMA is 2 FLOPs), which ncu collects by instrumenting the kernel's SASS; tensor-core work comes
+# from the tensor-path op counters, one math op per FLOP. ncu spells the fp16 and fp8 paths per chip
+# (checked against ``ncu --query-metrics`` for ga100, gh100, gb100, ad102 and gb202): gh100 counts both
+# fp16 accumulators in one counter, and has fp8 in one; ga100 has no fp8 path (null with the reason).
+FLOP_CATALOG: tuple[CounterSpec, ...] = (
+    _sass("ffma", "FP32 FMA"), _sass("fadd", "FP32 add"), _sass("fmul", "FP32 multiply"),
+    _sass("hfma", "FP16 FMA"), _sass("hadd", "FP16 add"), _sass("hmul", "FP16 multiply"),
+    _sass("dfma", "FP64 FMA"), _sass("dadd", "FP64 add"), _sass("dmul", "FP64 multiply"),
+    CounterSpec("tensor_inst", "sm__inst_executed_pipe_tensor.sum", "inst", _A.SUM,
+                "warp instructions executed by the tensor pipe (any precision)"),
+    _tensor("tensor_ops_fp16", "fp16_dst_fp32", "fp16 inputs, fp32 accumulate (gh100: either accumulator)",
+            (("gh100", "sm__ops_path_tensor_src_fp16.sum"),)),
+    _tensor("tensor_ops_fp16_acc16", "fp16_dst_fp16", "fp16 inputs, fp16 accumulate (gh100: in tensor_ops_fp16)"),
+    _tensor("tensor_ops_bf16", "bf16_dst_fp32", "bf16 inputs"),
+    _tensor("tensor_ops_tf32", "tf32_dst_fp32", "tf32 inputs"),
+    _tensor("tensor_ops_fp64", "fp64", "fp64 inputs"),
+    _tensor("tensor_ops_fp8", "fp8", "fp8 inputs (Blackwell: fp32 accumulate)", (
+        ("gb202", "sm__ops_path_tensor_src_fp8_dst_fp32.sum"),
+        ("gb100", "sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32.sum"))),
+    _tensor("tensor_ops_fp8_acc16", "fp8_dst_fp16", "fp8 inputs, fp16 accumulate (Blackwell only)", (
+        ("gb100", "sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp16.sum"),)),
+)
+FLOP_FIELDS: tuple[str, ...] = tuple(spec.field for spec in FLOP_CATALOG)
+ALL_SPECS: tuple[CounterSpec, ...] = CATALOG + FLOP_CATALOG  # the 20, then the FLOP counters
+_BY_FIELD = {spec.field: spec for spec in ALL_SPECS}
+_BY_NCU = {name: spec for spec in ALL_SPECS for name in spec.ncu_names}
 
 
 def spec_for_field(field: str) -> CounterSpec:
@@ -100,6 +150,7 @@ def field_for_ncu_name(ncu_name: str) -> str | None:
     return spec.field if spec else None
 
 
-def ncu_names_for_chip(chip: str | None) -> dict[str, str]:
-    """Profile field -> ncu metric name on ``chip``."""
-    return {spec.field: spec.ncu_name_for(chip) for spec in CATALOG}
+def ncu_names_for_chip(chip: str | None, *, flop_counters: bool = False) -> dict[str, str]:
+    """Profile field -> ncu metric name on ``chip`` (the 20; with the FLOP counters if asked)."""
+    specs = ALL_SPECS if flop_counters else CATALOG
+    return {spec.field: spec.ncu_name_for(chip) for spec in specs}

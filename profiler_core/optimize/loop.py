@@ -185,6 +185,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
     from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
     from profiler_core.passes import apply_pass_plan, get_pass
     from profiler_core.report import render_html
+    from profiler_core.report.end_to_end import EndToEnd
 
     config = config or OptimizeConfig()
     cap = dataclasses.replace(config.capture, device=config.device)
@@ -316,8 +317,17 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
     # compare's figure, so optimize.json and comparison.json agree (it scales by iteration counts)
     result.kernel_speedup = comparison.speedup if comparison.speedup is not None else 1.0
     write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
-    write_text_atomic(out / "report.html", render_html(best, findings=findings, comparison=comparison,
-                                                       baseline=baseline, title=f"{path.name}: optimization"))
+    def write_report() -> None:
+        wall = {side: result.wall_time.get(side, {}).get("median_ms") for side in ("baseline", "optimized")}
+        end_to_end = EndToEnd(
+            base_wall_ms=float(wall["baseline"]) if wall["baseline"] is not None else None,
+            opt_wall_ms=float(wall["optimized"]) if wall["optimized"] is not None else None,
+            max_abs_err=result.validation.get("max_abs_err"), max_rel_err=result.validation.get("max_rel_err"))
+        write_text_atomic(out / "report.html", render_html(best, findings=findings, comparison=comparison,
+                                                           baseline=baseline, title=f"{path.name}: optimization",
+                                                           end_to_end=end_to_end))
+
+    write_report()
     # written now and again after the wall times: a slow or killed timing run loses nothing above
     write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
     if config.wall_iters > 0:
@@ -327,6 +337,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             _wall_times(path, best_dir, config, result, caches)
         except ProfilerError as err:  # the end-to-end timing is extra: it must not lose the loop's results
             result.notes.append(f"wall time not measured: {err}")
+        write_report()  # again, with the wall times beside kernel time
     write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
     return result
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.passes.plan import OptimizationPlan
+from profiler_core.workload import workload_identity
 
 _TEMPLATE = '''"""Optimized workload: {name} with the plan's passes applied ({passes}).
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from profiler_core.passes import build_optimized_model
 from profiler_core.workload import import_workload_module
 
+WORKLOAD_IDENTITY = {identity!r}  # the workload this file measures, for `oprof compare`
 PASSES = {passes_list!r}
 COMPILE_MODE = {mode!r}
 COMPILER = {compiler!r}
@@ -66,7 +68,7 @@ def render_optimized_workload(path: Path, plan: OptimizationPlan) -> str:
         plan_file=Path(plan.artifacts.get("plan", "plan.json")).name, device=plan.device,
         mode=plan.compile_mode,
         status=plan.status.value, numbers=numbers, passes_list=plan.applied, compiler=plan.compiler,
-        relative=relative, absolute=str(original),
+        relative=relative, absolute=str(original), identity=workload_identity(original),
     )
 
 

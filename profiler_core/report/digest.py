@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from profiler_core.analysis.compare import CounterDelta, TimeRow
 from profiler_core.analysis.counter_format import format_value
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.profile_view import ProfileView, idle_inside_pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.schema import OperatorClass, Profile, Tier
 
+_MANY_KERNELS = 8  # an operator launching this many kernels can be limited by their launches
 KEY_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
                 "sm_throughput_pct", "local_memory_wavefronts")
 SHORT_NAMES = {"tensor_core_active_pct": "TC %", "achieved_occupancy_pct": "occ %",
@@ -65,8 +66,12 @@ class Share:
 
 
 def bottleneck_label(op_class: OperatorClass, counters: dict[str, float | None],
-                     t: Thresholds = DEFAULT_THRESHOLDS) -> str:
-    """A short phrase for what the counters say limits this operator ("" when nothing was measured)."""
+                     t: Thresholds = DEFAULT_THRESHOLDS, idle_inside_pct: float | None = None) -> str:
+    """A short phrase for what limits this operator: launch latency when the GPU idles most of its
+    span (``idle_inside_pct``, for an operator of many kernels), else what the counters say ("" when
+    nothing was measured)."""
+    if idle_inside_pct is not None and idle_inside_pct > t.launch_latency_idle_pct:
+        return f"launch latency (GPU idle {idle_inside_pct:.0f}% of its span)"
     tc = counters.get("tensor_core_active_pct")
     occ = counters.get("achieved_occupancy_pct")
     dram = counters.get("dram_throughput_pct")
@@ -118,13 +123,65 @@ def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESH
         cls = view.op_class(op)
         tiers = {kern.attribution.tier.value for kern in view.kernels_of(op)}
         duration = view.op_duration_ns(op)
+        kernels = view.kernels_of(op)
+        idle = idle_inside_pct(kernels) if len(kernels) >= _MANY_KERNELS else None
         lines.append(OperatorLine(
             key=op.key, op_class=cls, duration_ns=duration, share_pct=view.share_pct(duration),
             kernel_count=len(view.kernels_of(op)) or op.kernel_count, confidence=op.confidence.value,
             tier="+".join(sorted(tiers)) or "-",
             counters={f: counters.get(f) for f in KEY_COUNTERS},
-            bottleneck=bottleneck_label(cls, counters, t)))
+            bottleneck=bottleneck_label(cls, counters, t, idle)))
     return lines
+
+
+# Warnings that can change a conclusion drawn from the numbers (the rest are notes).
+_SERIOUS_PREFIXES = ("NOT COMPARABLE", "unverified", "totals are per measured iteration", "a profile holds no kernels")
+_SERIOUS_WORDS = ("partial", "mismatch", "diverge", "disagree", "could not", "not joined")
+
+
+def split_warnings(items: Iterable[str], profile: Profile | None = None) -> tuple[list[str], list[str]]:
+    """(warnings that can change a conclusion, harmless notes).
+
+    Serious: a comparison that does not hold, a partial join, disagreeing tiers, and for a
+    profile whose attribution is incomplete, everything it warns about.
+    """
+    incomplete = profile is not None and (profile.coverage.attributed_time_pct < 99.0
+                                          or profile.coverage.tier_disagreements > 0)
+    serious: list[str] = []
+    notes: list[str] = []
+    for w in items:
+        grave = incomplete or w.startswith(_SERIOUS_PREFIXES) or any(s in w.lower() for s in _SERIOUS_WORDS)
+        (serious if grave else notes).append(w)
+    return serious, notes
+
+
+def counter_provenance(profile: Profile) -> str:
+    """``counters: 18 of 508 launches measured, 490 inherited ...``: how many counters are first-hand."""
+    cov = profile.coverage
+    total = cov.kernel_count or len(profile.kernels)
+    measured, inherited, missing = (cov.counters_measured.kernel_count, cov.counters_inherited.kernel_count,
+                                    cov.counters_missing.kernel_count)
+    text = f"counters: {measured} of {total} launches measured"
+    if inherited:
+        text += (f", {inherited} inherited from a measured launch of the same kernel and launch "
+                 "configuration")
+    if missing:
+        text += f", {missing} without counters"
+    return text
+
+
+def findings_owner(findings: object, *profiles: Profile | None) -> Profile | None:
+    """Which of ``profiles`` a findings report was diagnosed from (by kernel count and kernel time)."""
+    for p in profiles:
+        if p is not None and getattr(findings, "kernel_count", None) == len(p.kernels) and getattr(
+                findings, "total_kernel_ns", None) == ProfileView(p).total_ns:
+            return p
+    return None
+
+
+def not_shown(shown: int, total: int, what: str) -> str:
+    """``"12 more operators not shown"`` when a list was cut, else ""."""
+    return f"{total - shown} more {what} not shown" if total > shown else ""
 
 
 def headline(profile: Profile) -> dict[str, str | int | float | None]:

@@ -12,19 +12,24 @@ from html import escape
 
 from profiler_core.analysis.compare import Comparison, CounterDelta
 from profiler_core.analysis.counter_format import format_value
-from profiler_core.analysis.findings import FindingsReport
+from profiler_core.analysis.findings import FindingsReport, in_priority_order
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.errors import ProfilerError
 from profiler_core.report.digest import (
     KEY_COUNTERS,
     SHORT_NAMES,
+    counter_provenance,
     coverage_by_tier,
     delta_text,
+    findings_owner,
+    not_shown,
     shift_parts,
+    split_warnings,
     time_by_class,
     top_operators,
     us,
 )
+from profiler_core.report.end_to_end import EndToEnd, banner
 from profiler_core.report.svg_charts import (
     CLASS_COLORS,
     dumbbell_chart,
@@ -50,6 +55,8 @@ th{background:#fafafa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .finding{border:1px solid #e3e3e3;border-left:4px solid #4269d0;border-radius:4px;padding:8px 12px;
 margin:8px 0}.finding.structural{border-left-color:#d4380d}.finding.note{border-left-color:#9498a0}
 .tag{display:inline-block;background:#eef;border-radius:3px;padding:0 6px;font-size:12px;margin-right:6px}
+.notes{background:#fafafa;border:1px solid #ddd;color:#555;padding:6px 14px;border-radius:6px;margin:8px 0;
+font-size:13px}.unchanged{background:#fffbe6;border-color:#ffd666}
 svg.chart{display:block;margin:8px 0 16px;max-width:100%;height:auto}
 """
 _TIER_COLORS = {Tier.CUPTI_CORRELATION.value: "#3ca951", Tier.NCU_NVTX.value: "#6cc5b0",
@@ -68,25 +75,34 @@ def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = 
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _warnings(items: list[str]) -> str:
-    if not items:
-        return ""
-    lis = "".join(f"<li>{escape(w)}</li>" for w in items)
-    return f'<div class="warn">Warning: read the numbers below with care<ul>{lis}</ul></div>'
+def _warnings(items: list[str], profile: Profile | None = None) -> str:
+    """A red box for what can change a conclusion; the rest as plain notes."""
+    serious, notes = split_warnings(items, profile)
+    out = ""
+    if serious:
+        lis = "".join(f"<li>{escape(w)}</li>" for w in serious)
+        out += f'<div class="warn">Warning: read the numbers below with care<ul>{lis}</ul></div>'
+    if notes:
+        out += '<div class="notes">Notes<ul>' + "".join(f"<li>{escape(w)}</li>" for w in notes) + "</ul></div>"
+    return out
+
+
+def _more(shown: int, total: int, what: str) -> str:
+    text = not_shown(shown, total, what)
+    return f'<p class="meta">{escape(text)}</p>' if text else ""
 
 
 def _shifts(counters: list[CounterDelta]) -> str:
     return "; ".join(shift_parts(counters, "&rarr;", escape)) or "-"
 
 
-def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
-    """The comparison section."""
-    speed = f"{c.speedup:.2f}&times;" if c.speedup else "n/a"
-    per = " per iteration" if c.per_iteration else ""
+def comparison_html(c: Comparison, *, top_k: int = 15, end_to_end: EndToEnd | None = None) -> str:
+    """The comparison section; its banner's verdict follows wall time when the run measured it."""
+    verdict, text = banner(c, end_to_end)
+    word, _, rest = text.partition(" ")
     parts = [f"<h2>Baseline vs optimized</h2><p class=\"meta\">{escape(c.base_label or 'baseline')} &rarr; "
              f"{escape(c.opt_label or 'optimized')}</p>", _warnings(c.warnings),
-             f'<div class="verdict {c.verdict}"><b>{c.verdict.upper()}</b>: {us(c.base_total_ns)} us &rarr; '
-             f"{us(c.opt_total_ns)} us{per} ({speed}, {c.delta_pct:+.1f}%) on profiled kernel time. "
+             f'<div class="verdict {verdict}"><b>{escape(word)}</b> {escape(rest).replace("-&gt;", "&rarr;")} '
              f"Comparable: <b>{'yes' if c.comparability.comparable else 'NO'}</b>.</div>"]
     parts.append(grouped_bars([(r.op_class.value, r.base_ns / 1000, r.opt_ns / 1000) for r in c.classes],
                               labels=("baseline", "optimized"), unit="us",
@@ -113,7 +129,7 @@ def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
         ["operators", "match", "base us", "opt us", "&Delta;", "counter shifts"],
         [[f'<span class="name">{escape(r.label)}</span>', escape(r.method.value), us(r.base_ns),
           us(r.opt_ns), delta_text(r), _shifts(r.counters)]
-         for r in ops], numeric={2, 3, 4}))
+         for r in ops], numeric={2, 3, 4}) + _more(len(ops), len(c.operators), "operator groups"))
     if c.new_overhead:
         parts.append(f"<h3>New overhead: {us(c.new_overhead_ns)} us</h3>" + _table(
             ["kind", "kernels", "us", "share of optimized", "names"],
@@ -126,17 +142,19 @@ def comparison_html(c: Comparison, *, top_k: int = 15) -> str:
             parts.append(f"<h3>{title} ({len(rows)})</h3>" + _table(
                 ["kernel", "class", "count", "us"],
                 [[f'<span class="name">{escape(r.name)}</span>', escape(r.op_class.value), str(r.count),
-                  us(r.duration_ns)] for r in rows[:15]], numeric={2, 3}))
+                  us(r.duration_ns)] for r in rows[:15]], numeric={2, 3}) + _more(min(len(rows), 15), len(rows),
+                                                                                   "kernels"))
     return "".join(parts)
 
 
-def profile_html(profile: Profile, *, top_k: int = 12) -> str:
+def profile_html(profile: Profile, *, top_k: int = 12, heading: str = "Where the time went") -> str:
     """The single-profile section: class and tier charts, top operators with their counters."""
     view = ProfileView(profile)
     classes = time_by_class(view)
     tiers = coverage_by_tier(view)
     top = top_operators(view, top_k)
-    parts = ["<h2>Where the time went</h2>", _warnings(list(profile.warnings)),
+    parts = [f"<h2>{escape(heading)}</h2>", f'<p class="meta">{escape(_summary(profile, view))}</p>',
+             _warnings(list(profile.warnings), profile),
              hbar_chart([(s.label, s.duration_ns / 1000) for s in classes], unit="us",
                         title="Kernel time by operator class",
                         colors=[CLASS_COLORS.get(s.label, "#9498a0") for s in classes]),
@@ -151,23 +169,31 @@ def profile_html(profile: Profile, *, top_k: int = 12) -> str:
         [[f'<span class="name">{escape(o.key)}</span>', escape(o.op_class.value), us(o.duration_ns),
           f"{o.share_pct:.1f}%", *(format_value(o.counters[f]) for f in KEY_COUNTERS),
           escape(o.bottleneck or "-"), escape(o.tier)] for o in top],
-        numeric={2, 3, 4, 5, 6, 7, 8}))
+        numeric={2, 3, 4, 5, 6, 7, 8}) + _more(len(top), len(profile.operators), "operators"))
     if view.unattributed_kernels:
         rows = sorted(view.unattributed_kernels, key=lambda kern: -kern.duration_ns)[:10]
         parts.append(f"<h3>Unattributed kernels ({len(view.unattributed_kernels)}, "
                      f"{view.share_pct(view.unattributed_ns):.1f}% of kernel time)</h3>" + _table(
             ["kernel", "class", "us", "reason"],
             [[f'<span class="name">{escape(kern.name)}</span>', escape(view.kernel_class(kern).value),
-              us(kern.duration_ns), escape(kern.attribution.reason or "-")] for kern in rows], numeric={2}))
+              us(kern.duration_ns), escape(kern.attribution.reason or "-")] for kern in rows], numeric={2})
+            + _more(len(rows), len(view.unattributed_kernels), "kernels"))
     return "".join(parts)
 
 
-def findings_html(report: FindingsReport) -> str:
-    """The findings section: one card per finding, largest gain bound first."""
+def _summary(profile: Profile, view: ProfileView) -> str:
+    cap = profile.capture
+    return (f"{cap.workload or 'workload'}: {len(profile.kernels)} kernels, {len(profile.operators)} operators, "
+            f"{us(view.total_ns)} us profiled kernel time over {cap.measured_iterations} measured iterations; "
+            f"{counter_provenance(profile)}")
+
+
+def findings_html(report: FindingsReport, heading: str = "Findings") -> str:
+    """The findings section: one card per finding, in the order the loop acts on them."""
     if not report.findings:
-        return "<h2>Findings</h2><p>No rule fired.</p>"
+        return f"<h3>{escape(heading)}</h3><p>No rule fired.</p>"
     cards = []
-    for f in report.findings:
+    for f in in_priority_order(report.findings):
         licenses = f.licenses
         more = len(f.operators) - 8
         ops = ", ".join(f.operators[:8]) + (f" (+{more} more)" if more > 0 else "")
@@ -179,13 +205,18 @@ def findings_html(report: FindingsReport) -> str:
             f"{escape(f.confidence.value)}</span><br>{escape(f.symptom)}. <i>{escape(f.bottleneck)}</i>."
             f'<br><span class="meta">operators: <span class="name">{escape(ops) or "-"}</span></span>'
             f"<ul>{facts}</ul></div>")
-    return "<h2>Findings</h2>" + "".join(cards)
+    return (f"<h3>{escape(heading)}</h3><p class=\"meta\">in the order to act on them: structural changes "
+            "that license a pass first, then by the bound on the gain</p>" + "".join(cards))
 
 
 def render_html(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                 comparison: Comparison | None = None, baseline: Profile | None = None,
-                title: str | None = None) -> str:
-    """One self-contained HTML document for a profile, its findings and/or a comparison."""
+                title: str | None = None, end_to_end: EndToEnd | None = None) -> str:
+    """One self-contained HTML document for a profile, its findings and/or a comparison.
+
+    Each profile gets its own section, with the findings diagnosed from it (``findings`` goes to
+    the profile it was diagnosed from: the baseline's findings under the baseline's tables).
+    """
     if comparison is None and baseline is not None and profile is not None:
         from profiler_core.analysis.compare import compare
 
@@ -197,18 +228,31 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
     meta = ""
     if profile is not None and cap is not None:
         view = ProfileView(profile)
-        meta = (f"{escape(cap.gpu_name or 'GPU ?')} ({escape(cap.chip or '?')}) &middot; "
-                f"{len(profile.kernels)} kernels &middot; {len(profile.operators)} operators &middot; "
-                f"{us(view.total_ns)} us profiled kernel time &middot; {cap.warmup_iterations} warmup + "
-                f"{cap.measured_iterations} measured iterations &middot; compile mode "
-                f"{escape(cap.compile_mode or '?')}")
+        # with a baseline, each section states its own profile's counts; the header only what both share
+        counts = "" if baseline is not None else (
+            f"{len(profile.kernels)} kernels &middot; {len(profile.operators)} operators &middot; "
+            f"{us(view.total_ns)} us profiled kernel time &middot; ")
+        meta = (f"{escape(cap.gpu_name or 'GPU ?')} ({escape(cap.chip or '?')}) &middot; {counts}"
+                f"{cap.warmup_iterations} warmup + {cap.measured_iterations} measured iterations &middot; "
+                f"compile mode {escape(cap.compile_mode or '?')}")
     body = [f"<h1>oprof report: {escape(name)}</h1><p class=\"meta\">{meta}</p>"]
     if comparison is not None:
-        body.append(comparison_html(comparison))
+        body.append(comparison_html(comparison, end_to_end=end_to_end))
+    owner = findings_owner(findings, baseline, profile) if findings is not None else None
+    if baseline is not None:
+        body.append(profile_html(baseline, heading="Baseline: where the time went"))
+        if findings is not None and owner is baseline:
+            body.append(findings_html(findings, "Findings on the baseline"))
     if profile is not None:
-        body.append(profile_html(profile))
-    if findings is not None:
-        body.append(findings_html(findings))
+        body.append(profile_html(profile, heading="Optimized: where the time went" if baseline is not None
+                                 else "Where the time went"))
+        from profiler_core.report.roofline_report import modules_html, roofline_html
+
+        body.append(roofline_html(profile))
+        body.append(modules_html(profile))
+        if findings is not None and owner is not baseline:
+            body.append(findings_html(findings, "Findings on the optimized run" if baseline is not None
+                                      else "Findings"))
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>oprof: {escape(name)}</title><style>{_CSS}</style></head>"

@@ -70,12 +70,17 @@ def compact_summary(profile: Profile, *, top_k: int = 10, findings: FindingsRepo
         "warnings": [_clip(w, 200) for w in profile.warnings[:3]],
         "truncated": False,
     }
+    from profiler_core.report.roofline_report import roofline_summary
+
+    summary["roofline"] = roofline_summary(profile)
     return _fit(summary, max_bytes)
 
 
 def _fit(summary: dict[str, Any], max_bytes: int) -> dict[str, Any]:
     """Shed detail, least useful first, until the summary fits."""
     steps = [
+        lambda s: s["roofline"].pop("blocks", None),
+        lambda s: s["roofline"].update(top_headroom=s["roofline"]["top_headroom"][:2]),
         lambda s: [f.pop("facts", None) for f in s["findings"]],
         lambda s: [f.update(operators=f["operators"][:1]) for f in s["findings"]],
         lambda s: [o.update(key=_clip(o["key"], 60)) for o in s["top_operators"]],
@@ -89,6 +94,8 @@ def _fit(summary: dict[str, Any], max_bytes: int) -> dict[str, Any]:
         step(summary)
         summary["truncated"] = True
     # Still too large: drop rows from the tail, operators and findings alternately.
+    if _size(summary) > max_bytes:
+        summary["roofline"]["top_headroom"] = []
     while _size(summary) > max_bytes and (summary["top_operators"] or summary["findings"]):
         longer = "top_operators" if len(summary["top_operators"]) >= len(summary["findings"]) else "findings"
         summary[longer].pop()

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from profiler_core.analysis.compare import Comparison, CounterDelta
 from profiler_core.analysis.counter_format import format_value
-from profiler_core.analysis.findings import FindingsReport
+from profiler_core.analysis.findings import FindingsReport, in_priority_order
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.report.digest import (
     KEY_COUNTERS,
@@ -120,15 +120,17 @@ def findings_renderables(report: FindingsReport) -> list[RenderableType]:
     """One table row per finding, then its facts."""
     if not report.findings:
         return [Text("no rule fired", style="green")]
-    table = Table(title="Findings (largest gain bound first)", title_justify="left")
+    findings = in_priority_order(report.findings)
+    table = Table(title="Findings (in the order to act on them: structural first, then by gain bound)",
+                  title_justify="left")
     for col, justify in (("#", "right"), ("finding", "left"), ("licenses", "left"), ("bound", "right"),
                          ("conf.", "left"), ("symptom", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for i, f in enumerate(report.findings, 1):
+    for i, f in enumerate(findings, 1):
         table.add_row(str(i), f.rule_id, f.licenses, f"{f.gain_bound_pct:.1f}%", f.confidence.value,
                       Text(f.symptom))
     facts = [Text(f"{i}. {f.rule_id}: " + "; ".join(f.evidence.facts[:3]), style="dim")
-             for i, f in enumerate(report.findings, 1)]
+             for i, f in enumerate(findings, 1)]
     return [table, *facts]
 
 

@@ -37,7 +37,7 @@ def test_diagnose_json_and_out(pair: tuple[Path, Path], tmp_path: Path) -> None:
     result = runner.invoke(app, ["diagnose", str(pair[0]), "--json", "--out", str(out)])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert [f["rule_id"] for f in doc["findings"]][:2] == ["launch_bound", "tensor_core_idle"]
+    assert [f["rule_id"] for f in doc["findings"]][:3] == ["host_bound", "launch_bound", "tensor_core_idle"]
     assert json.loads(out.read_text()) == doc
     assert not list(out.parent.glob(".*.tmp"))
 
@@ -124,7 +124,7 @@ def test_report_json(pair: tuple[Path, Path]) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["profile"]["kernels"] == 44 and doc["comparison"] is None
-    assert doc["findings"]["findings"][0]["rule_id"] == "launch_bound"
+    assert doc["findings"]["findings"][0]["rule_id"] == "host_bound"
 
 
 @pytest.mark.parametrize("command", ["diagnose", "compare", "report"])

@@ -210,6 +210,14 @@ def launch_graph_replay() -> Profile:
     return _tiny_kernels(graph_id=3)
 
 
+def host_waits() -> Profile:
+    return _tiny_kernels(gap_us=20.0)  # 2 us of work every 22 us: the GPU is busy 9% of the step
+
+
+def host_waits_graphed() -> Profile:
+    return _tiny_kernels(gap_us=20.0, graph_id=3)
+
+
 def _casts(context: ExecutionContext, cast_us: float) -> Profile:
     b = ProfileBuilder()
     b.op("aten::mm", gemm(50, tc=50.0, name=BF16_GEMM), context=context)
@@ -277,6 +285,10 @@ CASES = [
     ("memory_bound_elementwise", elementwise_chain, True),
     ("memory_bound_elementwise", elementwise_not_memory_bound, False),
     ("memory_bound_elementwise", elementwise_single, False),
+    ("host_bound", host_waits, True),
+    ("host_bound", host_waits_graphed, True),
+    ("host_bound", launch_bound, False),
+    ("host_bound", launch_long_kernels, False),
     ("launch_bound", launch_bound, True),
     ("launch_bound", launch_long_kernels, False),
     ("launch_bound", launch_no_gaps, False),
@@ -398,3 +410,18 @@ def test_a_rule_registers_like_a_plugin() -> None:
 def test_unknown_rule_is_a_user_error() -> None:
     with pytest.raises(ProfilerError, match="unknown diagnosis rule nope"):
         diagnose(tc_busy(), rules=["nope"])
+
+
+def test_host_bound_step_names_what_can_help() -> None:
+    (f,) = diagnose(host_waits(), rules=["host_bound"]).findings
+    assert f.transformation is Transformation.CUDA_GRAPHS and f.gain_basis == "timeline"
+    busy = 30 * 2.0
+    span = 30 * 2.0 + 29 * 20.0
+    assert f.symptom.startswith(f"the GPU is busy {100 * busy / span:.1f}% of the measured step")
+    assert f.gain_bound_pct == pytest.approx(100 * (span - busy) / span, abs=1e-3)
+    assert any("will not show in end-to-end time" in fact for fact in f.evidence.facts)
+    helps = next(fact for fact in f.evidence.facts if fact.startswith("what can help"))
+    assert "CUDA graphs" in helps and "fewer launches" in helps and "larger batch" in helps
+    # already replayed from CUDA graphs: graphs are no remedy, the rest still is
+    (g,) = diagnose(host_waits_graphed(), rules=["host_bound"]).findings
+    assert g.transformation is None and "CUDA graphs" not in g.evidence.facts[1]

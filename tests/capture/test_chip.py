@@ -46,13 +46,43 @@ def test_parse_query_metrics_reads_base_names_and_section_prefixes(data_dir: Pat
 
 @pytest.mark.parametrize("name", ["ga100", "gh100", "gb100", "ad102"], ids=str)
 def test_all_twenty_counters_resolve_on_datacenter_and_ada_chips(data_dir: Path, name: str) -> None:
-    selection = chip.select_counters(name, _metric_list(data_dir, name), ncu_version="2025.3.1.0")
+    selection = chip.select_counters(name, _metric_list(data_dir, name), ncu_version="2025.3.1.0",
+                                     flop_counters=False)
     assert len(selection.metrics) == 20
     assert all(row.available for row in selection.availability)
 
 
+# FLOP counters each chip's ncu lacks (checked against the shipped --query-metrics lists): ga100 has
+# no fp8 tensor path, gh100 counts both fp16 accumulators in one counter and fp8 in one, ad102 has
+# one fp8 counter; the Blackwell chips split fp8 by accumulator.
+_FLOP_COUNTERS_ABSENT = {
+    "ga100": {"tensor_ops_fp8", "tensor_ops_fp8_acc16"},
+    "gh100": {"tensor_ops_fp16_acc16", "tensor_ops_fp8_acc16"},
+    "gb100": set(),
+    "ad102": {"tensor_ops_fp8_acc16"},
+    "gb202": set(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FLOP_COUNTERS_ABSENT), ids=str)
+def test_flop_counters_resolve_per_chip_and_absent_ones_carry_a_reason(data_dir: Path, name: str) -> None:
+    from profiler_core.metrics.catalog import FLOP_FIELDS
+
+    selection = chip.select_counters(name, _metric_list(data_dir, name), ncu_version="2025.3.1.0")
+    rows = {row.field: row for row in selection.availability}
+    absent = {f for f in FLOP_FIELDS if not rows[f].available}
+    assert absent == _FLOP_COUNTERS_ABSENT[name]
+    assert all(rows[f].reason and name in rows[f].reason for f in absent)
+    assert all(rows[f].available for f in rows if f not in FLOP_FIELDS)  # the 20 are untouched
+    assert len(selection.metrics) == 20 + len(FLOP_FIELDS) - len(absent)
+    if name == "gh100":
+        assert selection.ncu_names["tensor_ops_fp16"] == "sm__ops_path_tensor_src_fp16.sum"
+    if name == "gb100":
+        assert selection.ncu_names["tensor_ops_fp8"] == "sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32.sum"
+
+
 def test_gb202_uses_renamed_dram_counters(data_dir: Path) -> None:
-    selection = chip.select_counters("gb202", _metric_list(data_dir, "gb202"))
+    selection = chip.select_counters("gb202", _metric_list(data_dir, "gb202"), flop_counters=False)
     assert selection.ncu_names["dram_bytes_read"] == "dram__bytes_op_read.sum"
     assert selection.ncu_names["dram_bytes_written"] == "dram__bytes_op_write.sum"
     assert len(selection.metrics) == 20
@@ -60,7 +90,7 @@ def test_gb202_uses_renamed_dram_counters(data_dir: Path) -> None:
 
 def test_missing_name_is_dropped_and_recorded_with_the_reason(data_dir: Path) -> None:
     listed = _metric_list(data_dir, "gh100") - {"smsp__average_warp_latency_per_inst_issued"}
-    selection = chip.select_counters("gh100", listed, ncu_version="2025.3.1.0")
+    selection = chip.select_counters("gh100", listed, ncu_version="2025.3.1.0", flop_counters=False)
     assert "warp_cycles_per_instruction" not in selection.ncu_names
     assert "smsp__average_warp_latency_per_inst_issued.ratio" not in selection.metrics
     row = next(r for r in selection.availability if r.field == "warp_cycles_per_instruction")
@@ -73,7 +103,7 @@ def test_missing_name_is_dropped_and_recorded_with_the_reason(data_dir: Path) ->
 
 
 def test_unknown_chip_keeps_every_name_unverified() -> None:
-    selection = chip.select_counters(None, None)
+    selection = chip.select_counters(None, None, flop_counters=False)
     assert len(selection.metrics) == 20
 
 

@@ -30,6 +30,7 @@ from profiler_core.errors import (
     ToolFailedError,
     WorkloadError,
 )
+from profiler_core.metrics.catalog import COUNTER_FIELDS, FLOP_FIELDS
 from profiler_core.schema import Profile, read_profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
 from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
@@ -139,10 +140,13 @@ def test_default_capture_writes_every_artifact_and_an_honest_manifest(
     assert all(p.status is PhaseStatus.OK and p.exit_status == 0 and p.command for p in m.phases)
     assert all(p.clocks and p.clocks.samples >= 1 and p.clocks.sm_mhz_median == 1980 for p in m.phases)
     assert m.phases[0].harness["kernels"] == 44
-    # counters: per-config, K=1, kernel replay, 20 names for gh100
+    # counters: per-config, K=1, kernel replay, the 20 names for gh100 plus its FLOP counters
     c = m.counters
     assert (c.mode, c.replay_mode, c.launch_count, c.rows) == ("per-config", "kernel", 1, 14)
-    assert len(c.metrics) == 20 and all(row.available for row in c.availability)
+    twenty = [row for row in c.availability if row.field in COUNTER_FIELDS]
+    assert len(twenty) == 20 and all(row.available for row in twenty)
+    assert set(c.metrics) == {row.field for row in c.availability if row.available}
+    assert {row.field for row in c.availability if not row.available} <= set(FLOP_FIELDS)
     assert m.timeline_source == "nsys"
     assert m.determinism.checked and m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
     assert m.determinism.kernels == 44 and m.warnings == []

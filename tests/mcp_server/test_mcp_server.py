@@ -11,9 +11,10 @@ from tests.mcp_server.mcp_helpers import connect
 
 EXPECTED_TOOLS = {
     "capture", "capture_status", "capture_result", "cancel_capture", "list_runs", "attribute", "get_operator",
-    "diagnose", "compare", "report", "list_passes", "apply_pass",
+    "diagnose", "compare", "report", "list_passes", "apply_pass", "get_roofline", "get_modules",
 }
-READ_ONLY = {"capture_status", "capture_result", "list_runs", "get_operator", "list_passes"}
+READ_ONLY = {"capture_status", "capture_result", "list_runs", "get_operator", "list_passes", "get_roofline",
+             "get_modules"}
 
 
 @pytest.mark.anyio

@@ -263,7 +263,10 @@ def _checkout(dest: Path, with_venv: bool) -> Path:
     files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in filter(None, files.decode().split("\0")):
         src = REPO / name
-        if src.is_file():
+        if src.is_symlink():  # plugin/agents and plugin/commands point at the top-level folders
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / name).symlink_to(os.readlink(src))
+        elif src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     if with_venv:
@@ -288,9 +291,12 @@ def test_marketplace_install_copies_only_the_plugin_and_connects(tmp_path: Path,
         "plugins"]["operator-profiler@operator-profiler"]
     cache = Path(install["installPath"])
     copied = sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file())
-    shipped = sorted(p.relative_to(checkout / "plugin").as_posix()
-                     for p in (checkout / "plugin").rglob("*") if p.is_file())
-    assert copied == shipped  # the plugin folder and nothing else: no .venv, no sources, no tests
+    plugin_dir = checkout / "plugin"
+    shipped = sorted(p.relative_to(plugin_dir).as_posix() for p in plugin_dir.rglob("*") if p.is_file())
+    # The plugin's agents/ and commands/ are the top-level folders, reached through links.
+    shipped += sorted(f"{link}/{p.name}" for link in ("agents", "commands") for p in (plugin_dir / link).glob("*.md"))
+    assert "commands/optimize.md" in copied and any(name.startswith("agents/") for name in copied), copied
+    assert copied == sorted(shipped)  # the plugin folder and nothing else: no .venv, no sources, no tests
     prefix = f"plugin:operator-profiler:{SERVER_NAME}:"
     line = _server_line(_claude(["mcp", "list"], home, extra_path=_shim(tmp_path), cwd=project), prefix)
     assert "Connected" in line and f"--root {project}" in line, line

@@ -21,8 +21,8 @@ def test_real_profile_summary() -> None:
     assert s["kernels"] == 44 and s["total_kernel_us"] == 158.5
     assert [o["key"] for o in s["top_operators"]][:2] == ["aten::mm#5", "aten::mm#11"]
     assert s["top_operators"][0]["bottleneck"] == "Tensor Cores idle, low occupancy"
-    assert [f["rule"] for f in s["findings"]] == ["launch_bound", "tensor_core_idle", "parallel_projections",
-                                                  "manual_attention"]
+    assert [f["rule"] for f in s["findings"]] == ["host_bound", "launch_bound", "tensor_core_idle",
+                                                  "parallel_projections", "manual_attention"]
     assert s["time_by_class_pct"]["gemm"] == 83.6 and s["coverage"]["unattributed_pct"] == 0.0
 
 

@@ -53,8 +53,21 @@ def test_dom_has_the_charts(page: Path) -> None:
         timeout=120,
         check=True,
     ).stdout
-    assert dom.count("<svg") == 5 and "FASTER" in dom
-    assert "<script" not in dom
+    assert dom.count("<svg") == 6 and "FASTER" in dom  # five profile/comparison charts and the roofline
+    assert "<script" not in dom and "Roofline on H200 SXM" in dom
+
+
+def test_gpt2_page_lays_out_the_roofline_and_the_module_tree(tmp_path: Path) -> None:
+    from profiler_core.attribution import attribute_run
+    from tests.conftest import REPO
+
+    page = tmp_path / "gpt2.html"
+    page.write_text(render_html(attribute_run(REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline")))
+    dom = subprocess.run([CHROMIUM, *FLAGS, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert "Roofline on H200 SXM" in dom and dom.count("<circle") > 100  # one point per GEMM call
+    assert "fp32 (published)" in dom and "bf16_tensor (measured)" in dom
+    assert "<h2>Modules</h2>" in dom and "h.0.attn" in dom and "Repeated blocks of h" in dom
 
 
 def test_screenshot_paints_the_report(page: Path) -> None:

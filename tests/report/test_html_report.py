@@ -46,6 +46,7 @@ def test_charts_present_and_self_contained() -> None:
         "Kernel time by operator class",
         "Coverage: kernel time by attribution tier",
         "Top 12 operators by kernel time (colored by class)",
+        "Roofline on H200 SXM: operators sized by time, colored by class",
     ]
     assert "<script" not in page and "<link" not in page and " src=" not in page
     assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}
@@ -54,7 +55,7 @@ def test_charts_present_and_self_contained() -> None:
 def test_profile_only_report_has_the_profile_charts() -> None:
     base = pair_profile("base")
     page = render_html(base, findings=diagnose(base))
-    assert page.count('class="chart"') == 3
+    assert page.count('class="chart"') == 4  # three profile charts and the roofline
     assert "Tensor Cores idle on FP32 GEMMs" in page and "bf16_promotion" in page
     assert "Baseline vs optimized" not in page
 

@@ -12,9 +12,11 @@ from tests.analysis.profile_builder import ProfileBuilder, k
 def test_comparison_comment() -> None:
     text = render_markdown(comparison=compare(pair_profile("base"), pair_profile("opt")))
     assert text.startswith("# oprof report")
-    assert "**FASTER**: 158.5 us \u2192 47.3 us (3.35x, -70.2%)" in text
+    assert ("**FASTER** on profiled kernel time: 158.5 \u2192 47.3 us (3.35x); no end-to-end wall time measured."
+            in text)
     assert "| gemm | 132.4 | 27.9 | -78.9% |" in text
-    assert "| tensor_core_idle | tensor_core_active_pct 0.01 -&gt; 10.1 | \u2191 | \u2191 | yes |" in text
+    assert "| tensor_core_idle | tensor_core_active_pct 0.01 -> 10.1 | \u2191 | \u2191 | yes |" in text
+    assert not any(entity in text for entity in ("&gt;", "&lt;", "&amp;"))  # markdown, not HTML
     assert "## Profile" not in text  # comparison only
     for line in text.splitlines():
         if line.startswith("|"):
@@ -25,7 +27,7 @@ def test_profile_with_findings() -> None:
     base = pair_profile("base")
     text = render_markdown(base, findings=diagnose(base))
     assert "### Coverage by tier" in text and "| cupti_correlation | 158.5 | 100.0% |" in text
-    assert "## Findings" in text and "| 2 | Tensor Cores idle on FP32 GEMMs | bf16_promotion |" in text
+    assert "## Findings" in text and "| 3 | Tensor Cores idle on FP32 GEMMs | bf16_promotion |" in text
     assert "   - GEMM precision read from kernel names: fp32 x16" in text
 
 
@@ -40,4 +42,5 @@ def test_warning_alert_comes_first() -> None:
 
 
 def test_cells_escape_pipes_and_templates() -> None:
-    assert md("void k<float, 4>|x") == "void k&lt;float, 4&gt;\\|x"
+    assert md("void k<float, 4>|x") == "void k\\<float, 4>\\|x"
+    assert md("a -> b & c") == "a -> b & c"

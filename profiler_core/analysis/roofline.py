@@ -1,0 +1,241 @@
+"""Per-operator roofline: where each operator stands against the chip's compute and memory roofs.
+
+For one operator with timeline time ``t``, FLOPs ``W`` (split by roof: fp32, bf16_tensor ...)
+and DRAM traffic ``Q`` (read + written bytes, ncu)::
+
+    arithmetic intensity  I = W / Q                 achieved  W / t,  Q / t
+    compute time floor    t_c = sum_r W_r / peak_r  memory time floor  t_m = Q / bandwidth
+    roofline time         t_roof = max(t_c, t_m)    bound: compute if t_c >= t_m, else memory
+    fraction of roofline  t_roof / t                headroom  t - t_roof (what reaching the roof saves)
+
+FLOPs are the measured count (ncu's FLOP counters) where the capture has them, else the modelled
+count from the operator's shapes (metrics/flop_model.py); both are kept, and a disagreement beyond
+``DISAGREEMENT`` is flagged. A modelled count has no precision split: its roof is read off the
+kernel name (gemm_precision) and the tensor-pipe activity, and the note says so. Roofs are the
+published dense peaks (metrics/peaks.py), or the figures measured on the chip where asked for
+(``measured_roofs=True``): those are what a kernel can attain, so gain bounds use them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from profiler_core.analysis.operator_class import gemm_precision
+from profiler_core.attribution.names import is_generated_kernel_name
+from profiler_core.metrics.flop_counters import MeasuredFlops, measured_flops
+from profiler_core.metrics.flop_model import modelled_flops
+from profiler_core.metrics.peaks import ChipPeaks, peaks_for_gpu
+from profiler_core.schema import Operator, Profile
+
+DISAGREEMENT = 0.25  # |measured / modelled - 1| above this is flagged
+FAR_BELOW = 0.10  # fraction of roofline under which an operator is "far below both roofs"
+FlopSource = Literal["measured", "modelled"]
+Bound = Literal["compute", "memory"]
+_PRECISION_ROOF = {"fp32": "fp32", "tf32": "tf32_tensor", "bf16": "bf16_tensor", "fp16/bf16": "fp16_tensor",
+                   "fp16": "fp16_tensor", "fp8": "fp8_tensor"}
+
+
+@dataclass(frozen=True)
+class OperatorRoofline:
+    """One operator's roofline position (times in ns, rates per second)."""
+
+    key: str
+    name: str
+    op_class: str
+    duration_ns: int
+    module_path: str | None
+    flops: float | None  # the figure used
+    flop_source: FlopSource | None
+    flops_measured: float | None
+    flops_modelled: float | None
+    flop_formula: str | None
+    flops_by_roof: dict[str, float]
+    dram_bytes: float | None
+    roof: str | None  # the roof carrying most of the work
+    arithmetic_intensity: float | None  # FLOP per DRAM byte
+    achieved_flops_per_s: float | None
+    achieved_bytes_per_s: float | None
+    bound: Bound | None
+    roofline_time_ns: float | None
+    fraction_of_roofline: float | None
+    headroom_ns: float | None
+    disagreement: float | None = None  # measured / modelled - 1, when flagged
+    notes: tuple[str, ...] = ()
+
+    @property
+    def far_below_roofs(self) -> bool:
+        return self.fraction_of_roofline is not None and self.fraction_of_roofline < FAR_BELOW
+
+
+@dataclass(frozen=True)
+class ClassRoofline:
+    """An operator class summed: its FLOPs, bytes, time and roofline position."""
+
+    op_class: str
+    operators: int
+    duration_ns: int
+    flops: float | None
+    dram_bytes: float | None
+    arithmetic_intensity: float | None
+    achieved_flops_per_s: float | None
+    achieved_bytes_per_s: float | None
+    roofline_time_ns: float | None
+    headroom_ns: float | None
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The roofline of one profile."""
+
+    chip: ChipPeaks | None
+    measured_roofs: bool
+    operators: list[OperatorRoofline] = field(default_factory=list)
+    classes: list[ClassRoofline] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def bandwidth(self) -> float | None:
+        return self.chip.bandwidth(measured=self.measured_roofs) if self.chip else None
+
+    def peak(self, roof: str) -> float | None:
+        return self.chip.flops_per_s(roof, measured=self.measured_roofs) if self.chip else None
+
+    def by_key(self) -> dict[str, OperatorRoofline]:
+        return {r.key: r for r in self.operators}
+
+
+def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks | None = None) -> Roofline:
+    """Every operator's roofline position against ``chip`` (default: the profile's GPU)."""
+    peaks = chip or peaks_for_gpu(profile.capture.gpu_name)
+    warnings: list[str] = []
+    if peaks is None:
+        warnings.append(f"no roofs known for GPU {profile.capture.gpu_name!r}: FLOPs and intensity only "
+                        "(metrics/peaks.py lists the chips with roofs)")
+    kernels = profile.kernels
+    rows = [_operator(op, [kernels[i].name for i in op.kernel_ids if i < len(kernels)], peaks, measured_roofs)
+            for op in profile.operators if op.duration_ns > 0]
+    flagged = [r for r in rows if r.disagreement is not None]
+    if flagged:
+        warnings.append(f"{len(flagged)} operators' measured FLOPs differ from the shape model by more than "
+                        f"{DISAGREEMENT:.0%} (first: {flagged[0].key}, {flagged[0].disagreement:+.0%})")
+    return Roofline(chip=peaks, measured_roofs=measured_roofs, operators=rows, classes=_classes(rows),
+                    warnings=warnings)
+
+
+def _operator(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None,
+              measured_roofs: bool) -> OperatorRoofline:
+    notes: list[str] = []
+    measured = measured_flops(op.metrics)
+    model = None
+    if kernel_names and not all(is_generated_kernel_name(n) for n in kernel_names):
+        # a generated kernel's recorded shapes are its own arguments, not the operator's inputs
+        model = modelled_flops(op.name, op.input_shapes)
+    if model is not None and model.note:
+        notes.append(model.note)
+    flops_measured = measured.total if measured is not None else None
+    flops_modelled = model.flops if model is not None else None
+    disagreement = None
+    if flops_measured and flops_modelled:
+        ratio = flops_measured / flops_modelled - 1
+        if abs(ratio) > DISAGREEMENT:
+            disagreement = ratio
+            notes.append(f"measured {flops_measured:.3g} FLOPs vs {flops_modelled:.3g} from the shapes "
+                         f"({model.formula if model else ''}): {ratio:+.0%}")
+    by_roof: dict[str, float] = {}
+    flops: float | None = None
+    source: FlopSource | None = None
+    if measured is not None and flops_measured:
+        flops, source, by_roof = flops_measured, "measured", dict(measured.by_roof)
+        if not measured.complete:
+            notes.append("some FLOP counters were not measured: the count covers the precisions that were")
+    elif flops_modelled:
+        flops, source = flops_modelled, "modelled"
+        roof = _roof_from_kernels(kernel_names, op.metrics.get("tensor_core_active_pct"))
+        by_roof = {roof: flops_modelled}
+        notes.append(f"FLOPs from the shapes ({model.formula if model else ''}); roof {roof} read off the "
+                     "kernel name")
+    elif measured is not None:
+        flops, source = 0.0, "measured"  # counted, and no floating-point work
+    read, written = op.metrics.get("dram_bytes_read"), op.metrics.get("dram_bytes_written")
+    dram = read + written if read is not None and written is not None else None
+    seconds = op.duration_ns * 1e-9
+    dominant = MeasuredFlops(by_roof=by_roof).dominant_roof
+    intensity = flops / dram if flops is not None and dram else None
+    t_c = _compute_floor_s(by_roof, peaks, measured_roofs, notes)
+    t_m = dram / peaks.bandwidth(measured=measured_roofs) if peaks is not None and dram is not None else None
+    floors = [t for t in (t_c, t_m) if t is not None]
+    t_roof = max(floors) if floors else None
+    bound: Bound | None = None
+    if t_c is not None and t_m is not None:
+        bound = "compute" if t_c >= t_m else "memory"
+    elif t_m is not None:
+        bound = "memory"
+    fraction = t_roof / seconds if t_roof is not None and seconds > 0 else None
+    if fraction is not None and fraction > 1.05:
+        notes.append("above the roof: ncu's replayed DRAM traffic (cold caches) exceeds what the timed run moved")
+    return OperatorRoofline(
+        key=op.key, name=op.name, op_class=op.op_class.value, duration_ns=op.duration_ns,
+        module_path=getattr(op, "module_path", None), flops=flops, flop_source=source,
+        flops_measured=flops_measured, flops_modelled=flops_modelled,
+        flop_formula=model.formula if model else None, flops_by_roof=by_roof, dram_bytes=dram, roof=dominant,
+        arithmetic_intensity=intensity, achieved_flops_per_s=flops / seconds if flops is not None else None,
+        achieved_bytes_per_s=dram / seconds if dram is not None else None, bound=bound,
+        roofline_time_ns=t_roof * 1e9 if t_roof is not None else None, fraction_of_roofline=fraction,
+        headroom_ns=max(0.0, op.duration_ns - t_roof * 1e9) if t_roof is not None else None,
+        disagreement=disagreement, notes=tuple(notes),
+    )
+
+
+def _compute_floor_s(by_roof: dict[str, float], peaks: ChipPeaks | None, measured_roofs: bool,
+                     notes: list[str]) -> float | None:
+    if peaks is None or not by_roof:
+        return None
+    total = 0.0
+    for roof, flops in by_roof.items():
+        peak = peaks.flops_per_s(roof, measured=measured_roofs)
+        if peak is None:
+            notes.append(f"{peaks.name} publishes no {roof} peak: that work is left out of the compute floor")
+            continue
+        total += flops / peak
+    return total
+
+
+def _roof_from_kernels(names: Sequence[str], tensor_active_pct: float | None) -> str:
+    for name in names:
+        precision = gemm_precision(name)
+        if precision is not None:
+            return _PRECISION_ROOF[precision]
+    if tensor_active_pct is not None and tensor_active_pct > 1.0:
+        return "fp16_tensor"
+    return "fp32"
+
+
+def _classes(rows: Sequence[OperatorRoofline]) -> list[ClassRoofline]:
+    grouped: dict[str, list[OperatorRoofline]] = defaultdict(list)
+    for r in rows:
+        grouped[r.op_class].append(r)
+    out = []
+    for op_class, members in grouped.items():
+        t_ns = sum(r.duration_ns for r in members)
+        flops = _sum_or_none(r.flops for r in members)
+        dram = _sum_or_none(r.dram_bytes for r in members)
+        roof_ns = _sum_or_none(r.roofline_time_ns for r in members)
+        seconds = t_ns * 1e-9
+        out.append(ClassRoofline(
+            op_class=op_class, operators=len(members), duration_ns=t_ns, flops=flops, dram_bytes=dram,
+            arithmetic_intensity=flops / dram if flops is not None and dram else None,
+            achieved_flops_per_s=flops / seconds if flops is not None and seconds else None,
+            achieved_bytes_per_s=dram / seconds if dram is not None and seconds else None,
+            roofline_time_ns=roof_ns,
+            headroom_ns=_sum_or_none(r.headroom_ns for r in members)))
+    out.sort(key=lambda c: -c.duration_ns)
+    return out
+
+
+def _sum_or_none(values: object) -> float | None:
+    """The sum of the values that are known; None when none is (a class total over what was measured)."""
+    known = [v for v in values if v is not None]  # type: ignore[attr-defined]
+    return float(sum(known)) if known else None

@@ -1,0 +1,88 @@
+"""Roofline-side diagnosis: operators far below both roofs, and roofline-tightened gain bounds.
+
+    far_below_roofline   operators under FAR_BELOW of their attainable roofline  (note: latency/occupancy)
+
+An operator at 3% of what its FLOPs and DRAM bytes allow is neither compute- nor memory-bound: it
+waits on latency (too few threads, serial dependence, launch and tail effects). Its bound is the
+time reaching the roof would save (its headroom), not its whole time.
+
+Both run when ``diagnose(profile, roofline=True)`` asks for them (``ROOFLINE_RULE`` is not in the
+default registry: it needs the chip's roofs, and it changes the bounds the optimization loop ranks by).
+
+``tighten_gain_bounds`` caps a precision change's bound (tf32, bf16 promotion) by the roofline in
+the target precision: a GEMM promoted to bf16 still takes at least max(FLOPs / bf16 peak, bytes / 2
+/ bandwidth), so the gain can be at most its time minus that floor. Measured roofs are used where
+the table has them (what a kernel can attain).
+"""
+
+from __future__ import annotations
+
+from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.roofline import FAR_BELOW, Roofline, roofline
+from profiler_core.analysis.rules import RuleContext
+
+_TARGET = {Transformation.TF32: ("tf32_tensor", 1.0), Transformation.BF16_PROMOTION: ("bf16_tensor", 0.5)}
+MAX_LISTED = 8
+
+
+ROOFLINE_RULE = "far_below_roofline"
+
+
+def far_below_roofline(ctx: RuleContext) -> list[Finding]:
+    """Operators under ``FAR_BELOW`` of their attainable roofline: latency/occupancy-bound."""
+    roof = roofline(ctx.view.profile, measured_roofs=True)
+    rows = [r for r in roof.operators if r.far_below_roofs and r.dram_bytes]
+    if not rows or roof.chip is None:
+        return []
+    by_key = {op.key: op for op in ctx.ops}
+    ops = [by_key[r.key] for r in rows if r.key in by_key]
+    headroom = int(sum(r.headroom_ns or 0 for r in rows))
+    worst = sorted(rows, key=lambda r: -(r.headroom_ns or 0))[:MAX_LISTED]
+    facts = [f"{len(rows)} operators under {FAR_BELOW:.0%} of the roofline on {roof.chip.name} "
+             f"({'measured' if roof.measured_roofs and roof.chip.measured else 'published'} roofs)",
+             *(f"{r.key}: {r.fraction_of_roofline:.1%} of its {r.bound or 'memory'} roof, "
+               f"{r.duration_ns / 1e3:.1f} us, {r.headroom_ns / 1e3:.1f} us to gain" for r in worst
+               if r.fraction_of_roofline is not None and r.headroom_ns is not None)]
+    return [ctx.finding(
+        "far_below_roofline",
+        title="Operators far below both roofs (latency/occupancy-bound)",
+        kind=FindingKind.NOTE,
+        symptom=f"{len(rows)} operators reach under {FAR_BELOW:.0%} of what their FLOPs and DRAM bytes allow",
+        bottleneck="latency or occupancy: too little parallel work in flight to load either the SMs or DRAM",
+        ops=ops, facts=facts, counter_fields=("achieved_occupancy_pct", "sm_throughput_pct", "dram_throughput_pct"),
+        gain_ns=headroom,
+    )]
+
+
+def tighten_gain_bounds(findings: list[Finding], roof: Roofline, total_ns: int) -> None:
+    """Cap precision-change bounds by the target precision's roofline (in place; a fact says so)."""
+    if roof.chip is None or not total_ns:
+        return
+    rows = roof.by_key()
+    bandwidth = roof.bandwidth or 0.0
+    for f in findings:
+        target = _TARGET.get(f.transformation) if f.transformation else None
+        if target is None or f.gain_basis != "kernel_time":
+            continue
+        name, byte_scale = target
+        peak = roof.peak(name)
+        if not peak or not bandwidth:
+            continue
+        bound = 0.0
+        floors = 0
+        for key in f.operators:
+            r = rows.get(key)
+            if r is None or not r.flops or r.dram_bytes is None:
+                bound += r.duration_ns if r is not None else 0
+                continue
+            floor_ns = max(r.flops / peak, r.dram_bytes * byte_scale / bandwidth) * 1e9
+            bound += max(0.0, r.duration_ns - floor_ns)
+            floors += 1
+        if floors and bound < f.gain_bound_ns:
+            pct = min(100.0, 100.0 * bound / total_ns)
+            f.evidence.facts.append(
+                f"bound tightened by the {name} roofline of {roof.chip.name} ({floors} operators): "
+                f"{f.gain_bound_pct:.1f}% -> {pct:.1f}% of kernel time")
+            f.gain_bound_ns = int(bound)
+            f.gain_bound_pct = round(pct, 3)
+            f.max_speedup = round(100.0 / (100.0 - pct), 3) if pct < 100.0 else None

@@ -1,0 +1,60 @@
+"""Timeline rules: what the step's wall time, not its kernels, says.
+
+    host_bound    the GPU is busy for a small share of the measured step -> cuda_graphs
+                  (and fewer launches, a larger batch)
+
+The measured step is the span from the first kernel's start to the last kernel's end over the
+measured iterations; the GPU is busy where any kernel runs (overlaps counted once). Below the
+threshold the host sets the pace whatever the kernels do. The timeline run is profiled, which
+lengthens host time: the attention layer's optimized step is 1.14 ms there and 0.55 ms of wall
+time unprofiled, with 47 us of kernels (4% busy under the profiler, 9% without).
+"""
+
+from __future__ import annotations
+
+from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.profile_view import busy_and_span_ns, pct
+from profiler_core.analysis.rules import RuleContext, rule
+
+_GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
+
+
+@rule("host_bound")
+def host_bound(ctx: RuleContext) -> list[Finding]:
+    """The GPU idles for most of the measured step: the host (Python, dispatch, launches) sets the pace."""
+    view, t = ctx.view, ctx.thresholds
+    kernels = view.profile.kernels
+    if len(kernels) < 2:
+        return []
+    busy_ns, span_ns = busy_and_span_ns(kernels)
+    busy_pct = pct(busy_ns, span_ns)
+    if span_ns <= 0 or busy_pct >= t.host_bound_busy_pct:
+        return []
+    steps = view.profile.capture.measured_iterations or 1
+    graphed = (view.profile.capture.compile_mode or "") in _GRAPHED_MODES or sum(
+        1 for k in kernels if k.graph_id is not None) * 2 > len(kernels)
+    helps = ["fewer launches per step (compile more of the step, fuse the small kernels)",
+             "a larger batch per step (more GPU work per launch)"]
+    if not graphed:
+        helps.insert(0, "CUDA graphs (compile mode reduce-overhead): one launch replays the step")
+    return [ctx.finding(
+        "host_bound",
+        title="Host-bound step: the GPU waits on the host",
+        kind=FindingKind.OPTIMIZATION if not graphed else FindingKind.STRUCTURAL,
+        symptom=(f"the GPU is busy {busy_pct:.1f}% of the measured step ({busy_ns / steps / 1e3:,.1f} us of "
+                 f"kernels in a {span_ns / steps / 1e3:,.1f} us step, {steps} step(s) measured; "
+                 f"< {t.host_bound_busy_pct:g}%)"),
+        bottleneck="the host (Python, dispatch, kernel launches) sets the pace, not the GPU",
+        kernels=kernels,
+        transformation=None if graphed else Transformation.CUDA_GRAPHS,
+        facts=[f"kernel passes shorten only the {busy_pct:.1f}% the GPU is busy: they will not show in "
+               "end-to-end time",
+               "what can help: " + "; ".join(helps),
+               "the step runs from the first kernel's start to the last kernel's end of the timeline "
+               "capture; the profiler lengthens host time, so an unprofiled step is shorter (its wall "
+               "time, where the run measured one, is the figure to check)"],
+        counter_fields=(),
+        gain_ns=span_ns - busy_ns,
+        gain_basis="timeline",
+        gain_whole_ns=span_ns,
+    )]

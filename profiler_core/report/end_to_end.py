@@ -1,0 +1,89 @@
+"""What a run measured beyond kernel time: end-to-end wall time and validation error, and the verdict.
+
+Kernel time alone can claim a speedup the step never sees (a host-bound step: kernels 8.7x faster,
+wall time 1.01x). Reports put wall time and the plan's validation error beside kernel time wherever
+the run has them, and the banner's verdict follows wall time when it was measured:
+
+    e = read_end_to_end(Path("examples/captures/h200/sdpa_attention"))
+    banner(comparison, e)  ->  ("unchanged", "UNCHANGED end to end: 0.555 -> 0.550 ms wall time per step (1.01x);
+                                profiled kernel time 822.1 -> 94.4 us (8.71x): the kernels are faster ...")
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from profiler_core.analysis.compare import Comparison
+from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.report.digest import us
+
+Verdict = Literal["faster", "slower", "unchanged"]
+
+
+@dataclass(frozen=True, slots=True)
+class EndToEnd:
+    """Median wall time per step (ms) of each side, and the optimized plan's validation error."""
+
+    base_wall_ms: float | None = None
+    opt_wall_ms: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+
+    @property
+    def wall_speedup(self) -> float | None:
+        """Baseline over optimized wall time (None unless both were measured)."""
+        if self.base_wall_ms and self.opt_wall_ms:
+            return self.base_wall_ms / self.opt_wall_ms
+        return None
+
+
+def _median(entry: object) -> float | None:
+    value = entry.get("median_ms") if isinstance(entry, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_end_to_end(run_dir: Path, optimized_dir: Path | None = None) -> EndToEnd | None:
+    """Wall times and validation from a run directory (optimize.json, walltime.json, the plan.json
+    of ``optimized_dir``); None when it holds none of them."""
+    summary = _read_json(run_dir / "optimize.json")
+    wall = summary.get("wall_time") or _read_json(run_dir / "walltime.json")
+    validation = summary.get("validation") or {}
+    if not validation and optimized_dir is not None:
+        validation = _read_json(optimized_dir / "plan.json").get("validation") or {}
+    e = EndToEnd(base_wall_ms=_median(wall.get("baseline")), opt_wall_ms=_median(wall.get("optimized")),
+                 max_abs_err=validation.get("max_abs_err"), max_rel_err=validation.get("max_rel_err"))
+    return e if any(v is not None for v in (e.base_wall_ms, e.opt_wall_ms, e.max_abs_err)) else None
+
+
+def banner(c: Comparison, e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS) -> tuple[Verdict, str]:
+    """The verdict and its sentence: by wall time when both sides were timed, else by kernel time."""
+    speed = f"{c.speedup:.2f}x" if c.speedup else "n/a"
+    per = " per iteration" if c.per_iteration else ""
+    kernel = f"{us(c.base_total_ns)} -> {us(c.opt_total_ns)} us{per} ({speed})"
+    wall_speedup = e.wall_speedup if e is not None else None
+    if e is None or wall_speedup is None or e.base_wall_ms is None or e.opt_wall_ms is None:
+        verdict: Verdict = c.verdict
+        text = f"{verdict.upper()} on profiled kernel time: {kernel}; no end-to-end wall time measured"
+    else:
+        delta_pct = (1.0 / wall_speedup - 1.0) * 100.0
+        verdict = ("unchanged" if abs(delta_pct) <= t.unchanged_tolerance_pct
+                   else "faster" if delta_pct < 0 else "slower")
+        text = (f"{verdict.upper()} end to end: {e.base_wall_ms:.3f} -> {e.opt_wall_ms:.3f} ms wall time per step "
+                f"({wall_speedup:.2f}x); profiled kernel time {kernel}")
+        if verdict != c.verdict:
+            text += f": the kernels are {c.verdict} but the step is not, so its time is not in its kernels"
+    if e is not None and e.max_abs_err is not None:
+        rel = f", max rel err {e.max_rel_err:.3g}" if e.max_rel_err is not None else ""
+        text += f". Outputs validated: max abs err {e.max_abs_err:.3g}{rel}"
+    return verdict, text + "."

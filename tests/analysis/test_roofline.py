@@ -1,0 +1,121 @@
+"""The per-operator roofline on the shipped H200 GPT-2 capture (FP32, B=4 T=128 d=768, 12 layers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiler_core.analysis.roofline import roofline
+from profiler_core.attribution import attribute_run
+from profiler_core.metrics.catalog import FLOP_FIELDS
+from profiler_core.schema import Profile
+from tests.conftest import REPO
+
+GPT2 = REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline"
+B, T, D, V, LAYERS = 4, 128, 768, 50257, 12
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Profile:
+    return attribute_run(GPT2)
+
+
+def test_gemm_flops_match_the_hand_computed_count_for_gpt2(gpt2: Profile) -> None:
+    rows = roofline(gpt2).operators
+    gemm = [r for r in rows if r.op_class == "gemm" and r.flops]
+    m = B * T
+    per_layer = 4 * 2 * m * D * D + 2 * 2 * m * D * 4 * D + 2 * 2 * (B * 12) * T * T * (D // 12)
+    per_iteration = LAYERS * per_layer + 2 * m * D * V  # blocks + tied LM head
+    assert sum(r.flops for r in gemm) == pytest.approx(2 * per_iteration)  # two measured iterations
+    q_proj = next(r for r in gemm if r.name == "aten::mm")
+    assert q_proj.flops == 2 * m * D * D and q_proj.flop_source == "modelled"
+    assert q_proj.flop_formula == "2*M*N*K, M=512 N=768 K=768"
+
+
+def test_fp32_gemms_sit_under_the_cuda_core_roof_and_say_how_far(gpt2: Profile) -> None:
+    r = roofline(gpt2)
+    assert r.chip is not None and r.chip.key == "h200_sxm"
+    mm = [o for o in r.operators if o.name == "aten::mm"]
+    assert all(o.roof == "fp32" and o.bound == "compute" for o in mm)  # SIMT SGEMM: FFMA, no tensor cores
+    for o in mm:
+        seconds = o.duration_ns * 1e-9
+        assert o.achieved_flops_per_s == pytest.approx(o.flops / seconds)
+        assert o.roofline_time_ns == pytest.approx(o.flops / 67e12 * 1e9)  # published FP32 peak
+        assert o.fraction_of_roofline == pytest.approx(o.roofline_time_ns / o.duration_ns)
+        assert o.headroom_ns == pytest.approx(o.duration_ns - o.roofline_time_ns)
+        assert o.arithmetic_intensity == pytest.approx(o.flops / o.dram_bytes)
+        assert 0.05 < o.fraction_of_roofline < 1
+    # Inductor's generated kernels carry their own arguments as shapes: no FLOPs are modelled for them
+    softmax = next(o for o in r.operators if o.name == "aten::_softmax")
+    assert softmax.flops is None and softmax.bound == "memory" and softmax.dram_bytes
+
+
+def test_classes_sum_their_operators(gpt2: Profile) -> None:
+    r = roofline(gpt2)
+    gemm = next(c for c in r.classes if c.op_class == "gemm")
+    members = [o for o in r.operators if o.op_class == "gemm"]
+    assert gemm.operators == len(members) and gemm.duration_ns == sum(o.duration_ns for o in members)
+    assert gemm.arithmetic_intensity == pytest.approx(gemm.flops / gemm.dram_bytes)
+    assert r.classes[0].op_class == "gemm"  # largest time first
+
+
+def test_measured_roofs_are_tighter_on_the_h200(gpt2: Profile) -> None:
+    published = roofline(gpt2).by_key()
+    measured = roofline(gpt2, measured_roofs=True).by_key()
+    softmax = next(k for k in published if k.startswith("aten::_softmax"))
+    # memory-bound: 4.3 TB/s measured against 4.8 published -> a longer floor, less headroom
+    assert measured[softmax].roofline_time_ns == pytest.approx(published[softmax].roofline_time_ns * 4.8 / 4.3)
+
+
+def test_measured_flops_win_and_a_disagreement_is_flagged(gpt2: Profile) -> None:
+    # the shipped capture predates the FLOP counters: give one GEMM the counts its FFMA SGEMM
+    # would report (M*N*K FMAs), then twice that, to check which figure is used and the flag
+    profile = gpt2.model_copy(deep=True)
+    op = next(o for o in profile.operators if o.name == "aten::mm")
+    zeros = dict.fromkeys(FLOP_FIELDS, 0.0)
+    op.metrics.update(zeros, inst_ffma=512.0 * 768 * 768)
+    row = roofline(profile).by_key()[op.key]
+    assert row.flop_source == "measured" and row.flops == row.flops_modelled and row.disagreement is None
+    op.metrics.update(inst_ffma=2 * 512.0 * 768 * 768)
+    r = roofline(profile)
+    row = r.by_key()[op.key]
+    assert row.disagreement == pytest.approx(1.0) and any("shapes" in n for n in row.notes)
+    assert any("differ from the shape model" in w for w in r.warnings)
+
+
+def test_diagnose_caps_the_bf16_bound_by_the_bf16_roofline(gpt2: Profile) -> None:
+    from profiler_core.analysis import diagnose
+
+    plain = diagnose(gpt2).by_rule("tensor_core_idle")[0]
+    capped = diagnose(gpt2, roofline=True).by_rule("tensor_core_idle")[0]
+    assert capped.operators == plain.operators
+    assert 0 < capped.gain_bound_ns < plain.gain_bound_ns  # a GEMM in bf16 still takes its roofline time
+    assert any("bound tightened by the bf16_tensor roofline" in fact for fact in capped.evidence.facts)
+
+
+def test_diagnose_flags_operators_far_below_both_roofs() -> None:
+    from profiler_core.analysis import diagnose
+
+    optimized = attribute_run(REPO / "examples" / "captures" / "h200" / "gpt2" / "optimized")
+    report = diagnose(optimized, roofline=True)
+    (f,) = report.by_rule("far_below_roofline")
+    rows = roofline(optimized, measured_roofs=True).by_key()
+    assert f.operators and all(rows[k].fraction_of_roofline < 0.1 for k in f.operators)
+    assert f.gain_bound_ns == int(sum(rows[k].headroom_ns for k in f.operators))  # the headroom, not the time
+    assert f.gain_bound_ns < f.evidence.duration_ns
+    assert "far_below_roofline" in report.rules_run and not diagnose(optimized).by_rule("far_below_roofline")
+
+
+GPT2_MEASURED = REPO / "examples" / "captures" / "h200" / "gpt2" / "roofline"
+
+
+def test_measured_gemm_flops_on_the_h200_recapture_match_the_shapes() -> None:
+    """The FLOP counters of a real H200 capture (FP32 SGEMM: FFMA) against 2*M*N*K per GEMM."""
+    r = roofline(attribute_run(GPT2_MEASURED))
+    gemm = [o for o in r.operators if o.op_class == "gemm" and o.flops_modelled]
+    assert len(gemm) >= 2 * LAYERS * 6  # every projection and attention bmm of both iterations
+    for o in gemm:
+        assert o.flop_source == "measured" and o.disagreement is None, o.key
+        assert o.flops_measured == pytest.approx(o.flops_modelled, rel=0.02), o.key
+    m = B * T
+    lm_head = [o for o in gemm if o.flops_modelled == 2 * m * D * V]
+    assert len(lm_head) == 2 and all(o.roof == "fp32" for o in lm_head)

@@ -1,0 +1,117 @@
+"""Module paths: eager (Python tracer + module map, real CPU capture) and compiled (Inductor provenance, H200)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from profiler_core.analysis.modules import module_rollup
+from profiler_core.attribution import attribute_run
+from profiler_core.attribution.modules import ModuleSpans, read_module_map
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.kineto_events import collect_events
+from profiler_core.ingest.torch_trace import common_module, module_of_token, pre_grad_node_modules
+from profiler_core.schema import Profile
+from tests.conftest import DATA, REPO
+
+CPU = DATA / "cpu_modules"
+GPT2 = REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline"
+
+
+@pytest.fixture(scope="module")
+def cpu_events():  # type: ignore[no-untyped-def]
+    data = json.loads(gzip.decompress((CPU / "kineto.json.gz").read_bytes()))
+    return collect_events(CPU / "kineto.json.gz", data["traceEvents"], 0)
+
+
+def test_eager_operators_land_in_the_module_that_called_them(cpu_events) -> None:  # type: ignore[no-untyped-def]
+    spans = ModuleSpans(cpu_events.module_spans, read_module_map(CPU / "modules.json"))
+    top = [op for op in cpu_events.cpu_ops if op.name == "aten::linear"]
+    where = Counter(spans.op_path(op) for op in top)
+    # small GPT-2: 2 layers x (q, k, v, out, fc, proj) + the LM head, two measured iterations
+    expected = {f"h.{i}.{m}" for i in range(2) for m in (
+        "attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")} | {"lm_head"}
+    assert set(where) == expected and all(n == 2 for n in where.values())
+    # the weight a linear reads says which projection it is: c_fc widens 64 -> 256
+    fc = [op for op in top if spans.op_path(op) == "h.1.mlp.c_fc"]
+    assert fc and all(op.input_shapes[1] == (256, 64) for op in fc)
+    softmax = {spans.op_path(op) for op in cpu_events.cpu_ops if op.name == "aten::softmax"}
+    assert softmax == {"h.0.attn", "h.1.attn"}
+
+
+def test_eager_rollup_compares_layers_side_by_side(cpu_events) -> None:  # type: ignore[no-untyped-def]
+    spans = ModuleSpans(cpu_events.module_spans, read_module_map(CPU / "modules.json"))
+    ops_by_layer: dict[str, Counter] = defaultdict(Counter)
+    for op in cpu_events.cpu_ops:
+        path = spans.op_path(op)
+        if path and path.startswith("h."):
+            ops_by_layer[".".join(path.split(".")[:2])][op.name] += 1
+    assert set(ops_by_layer) == {"h.0", "h.1"}
+    assert ops_by_layer["h.0"] == ops_by_layer["h.1"]  # repeated blocks run the same operators
+
+
+def test_without_a_map_the_tracer_labels_form_the_path(cpu_events) -> None:  # type: ignore[no-untyped-def]
+    spans = ModuleSpans(cpu_events.module_spans)
+    paths = {spans.op_path(op) for op in cpu_events.cpu_ops if op.name == "aten::linear"}
+    assert "Block_1.MLP_1.Linear_10" in paths and "Linear_12" in paths
+
+
+def test_a_broken_module_map_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "modules.json"
+    bad.write_text('{"modules": [["Linear"]]}')
+    with pytest.raises(ArtifactFormatError, match="not a module map"):
+        read_module_map(bad)
+
+
+def test_dynamo_parameter_names_give_module_paths() -> None:
+    assert module_of_token("modules_h_modules_0_modules_attn_modules_q_proj_parameters_weight_") == "h.0.attn.q_proj"
+    assert module_of_token("modules_h_modules_3_modules_attn_buffers_bias_") == "h.3.attn"
+    assert module_of_token("modules_wte_parameters_weight_") == "wte"
+    assert module_of_token("idx_") is None
+    assert common_module(["h.0.attn.q_proj", "h.0.mlp"]) == "h.0" and common_module(["h.0", "wte"]) == ""
+    graph = [
+        '        linear: "f32[4]" = torch._C._nn.linear(x, l_self_modules_h_modules_0_modules_attn_modules_v_proj_'
+        'parameters_weight_, None)',
+        '        matmul: "f32[4]" = att @ v',
+        '        linear_3: "f32[4]" = torch._C._nn.linear(y, l_self_modules_h_modules_0_modules_attn_modules_c_proj_'
+        'parameters_weight_, None)',
+    ]
+    assert pre_grad_node_modules(graph) == {"linear": "h.0.attn.v_proj", "matmul": "h.0.attn",
+                                            "linear_3": "h.0.attn.c_proj"}
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Profile:
+    return attribute_run(GPT2)
+
+
+def test_compiled_kernels_carry_their_module_from_inductor_provenance(gpt2: Profile) -> None:
+    assert all(k.module_path is not None for k in gpt2.kernels)
+    mm = [op for op in gpt2.operators if op.name == "aten::mm"]
+    first = [op.module_path for op in mm[:6]]
+    assert first == ["h.0.attn.q_proj", "h.0.attn.k_proj", "h.0.attn.v_proj", "h.0.attn.c_proj",
+                     "h.0.mlp.c_fc", "h.0.mlp.c_proj"]
+    # per iteration: 12 layers x 6 projections, and the LM head (its weight is tied to wte)
+    assert Counter(op.module_path.split(".")[0] for op in mm) == {"h": 144, "wte": 2}
+    softmax = [op.module_path for op in gpt2.operators if op.name == "aten::_softmax"]
+    assert softmax == [f"h.{i}.attn" for i in range(12)] * 2
+
+
+def test_rollup_puts_the_twelve_layers_side_by_side(gpt2: Profile) -> None:
+    rollup = module_rollup(gpt2)
+    assert rollup.coverage_pct == pytest.approx(100.0)
+    root = rollup.nodes[""]
+    assert root.duration_ns == sum(op.duration_ns for op in gpt2.operators)
+    layers = next(g for g in rollup.groups if g.parent == "h")
+    assert [b.index for b in layers.blocks] == list(range(12))
+    assert layers.outliers == []  # identical layers take the same time (within 20%)
+    h0 = rollup.nodes["h.0"]
+    assert h0.duration_ns == rollup.nodes["h.0.attn"].duration_ns + rollup.nodes["h.0.mlp"].duration_ns + h0.self_ns
+    per_layer = 4 * 2 * 512 * 768 * 768 + 2 * 2 * 512 * 768 * 3072 + 2 * 2 * 48 * 128 * 128 * 64
+    assert h0.flops == pytest.approx(2 * per_layer)  # two measured iterations
+    assert h0.top_class == "gemm" and "of roofline" in h0.bottleneck
+    assert [n.path for n in rollup.tree(max_depth=1)][:2] == ["", "h"]

@@ -1,0 +1,57 @@
+"""The roofline chart, module tree and their markdown / summary forms, on the shipped H200 GPT-2 capture."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from profiler_core.analysis.roofline import roofline
+from profiler_core.attribution import attribute_run
+from profiler_core.report import render_html, render_markdown
+from profiler_core.report.roofline_report import modules_html, plotted, roofline_svg
+from profiler_core.report.summary import SUMMARY_MAX_BYTES, compact_summary
+from profiler_core.schema import Profile
+from tests.conftest import REPO
+
+GPT2 = REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline"
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Profile:
+    return attribute_run(GPT2)
+
+
+def test_roofline_svg_places_every_operator_with_flops_and_bytes(gpt2: Profile) -> None:
+    roof = roofline(gpt2, measured_roofs=True)
+    svg = roofline_svg(roof)
+    tree = ET.fromstring(svg)  # well-formed XML
+    ns = "{http://www.w3.org/2000/svg}"
+    circles = tree.findall(f".//{ns}circle")
+    assert len(circles) == len(plotted(roof)) == sum(1 for r in roof.operators if r.flops and r.dram_bytes)
+    roofs = [p.find(f"{ns}title").text for p in tree.findall(f".//{ns}polyline")]  # type: ignore[union-attr]
+    assert any(t.startswith("fp32 published: 67 TFLOP/s") for t in roofs)
+    assert any(t.startswith("bf16_tensor measured: 790 TFLOP/s") for t in roofs)
+    # a bigger operator is a bigger point: the LM head (largest GEMM) has the largest radius
+    radii = {c.find(f"{ns}title").text.split(" ")[0]: float(c.get("r")) for c in circles}  # type: ignore[union-attr,arg-type]
+    assert max(radii, key=radii.__getitem__) in {"aten::mm#72", "aten::mm#145"}
+
+
+def test_html_and_markdown_carry_both_charts_and_the_tree(gpt2: Profile) -> None:
+    html = render_html(gpt2)
+    assert "<h2>Roofline</h2>" in html and "<h2>Modules</h2>" in html and "Repeated blocks of h" in html
+    tree = modules_html(gpt2)
+    assert tree.index(">h.0<") < tree.index(">h.1<") < tree.index(">h.11<")  # layers in order
+    md = render_markdown(gpt2)
+    assert "### Roofline" in md and "### Modules" in md
+    assert re.search(r"\| aten::mm#(72|145) \| wte \| compute \(fp32\) \| \d+% \|", md)
+
+
+def test_compact_summary_names_the_headroom_and_the_layers(gpt2: Profile) -> None:
+    s = compact_summary(gpt2)
+    assert len(json.dumps(s, separators=(",", ":"))) <= SUMMARY_MAX_BYTES
+    roof = s["roofline"]
+    assert roof["chip"] == "h200_sxm" and roof["top_headroom"][0]["module"] == "wte"
+    assert roof["blocks"]["parent"] == "h" and len(roof["blocks"]["us"]) == 12 and roof["blocks"]["outliers"] == []
