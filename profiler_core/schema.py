@@ -206,6 +206,9 @@ class Operator(_Model):
     layer_role: Literal["representative", "duplicate"] | None = None
     inherited_from: str | None = None  # operator key whose counters a duplicate inherits
     module_path: str | None = None  # deepest nn.Module enclosing all its kernels, when known
+    # training steps only (attribution/step_phase.py): which part of the step launched it;
+    # left out of the file when unknown, so inference profiles read as before
+    phase: Literal["forward", "backward", "optimizer"] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class UnattributedKernel(_Model):

@@ -22,7 +22,21 @@ Both are ignored in a single-process capture. For gradients to be all-reduced, `
 must run a backward pass.
 
 The default step is ``model(*inputs)`` under ``torch.no_grad()`` when the model is in eval
-mode, and plain ``model(*inputs)`` otherwise. Anything wrong with the file raises
+mode, and plain ``model(*inputs)`` otherwise. A training step returns the model in train mode
+and its optimizer among the inputs, so validation can copy the two together::
+
+    def get_model_and_inputs(device="cuda"):
+        model = build().to(device).train()
+        return model, (batch, labels, torch.optim.AdamW(model.parameters()))
+
+    def step(model, inputs):
+        batch, labels, optimizer = inputs
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(batch), labels)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+ Anything wrong with the file raises
 :class:`~profiler_core.errors.WorkloadError` naming the file and the fix.
 """
 

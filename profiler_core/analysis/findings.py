@@ -31,6 +31,10 @@ class Transformation(StrEnum):
     FREEZING = "freezing"
     RNN_REROUTE = "rnn_reroute"  # structural: route the recurrence to fused cuDNN RNN
     ELEMENTWISE_FUSION = "elementwise_fusion"  # compile the region so Inductor fuses the chain
+    CONV_BN_FOLDING = "conv_bn_folding"  # fold eval BatchNorms into their convolutions
+    CHANNELS_LAST = "channels_last"  # NHWC convolutions, no layout transpositions
+    INDUCTOR_COMPILE = "inductor_compile"  # compile an eagerly run model
+    FUSED_OPTIMIZER = "fused_optimizer"  # one fused kernel per parameter group for the optimizer step
 
 
 class FindingKind(StrEnum):

@@ -3,9 +3,10 @@
 A rule is a plain function ``(RuleContext) -> list[Finding]`` registered in ``RULES`` with the
 ``@rule`` decorator; built-ins register exactly as an outside plugin would. Every number a
 rule decides on comes from ``Thresholds`` (thresholds.py) and is listed in docs/diagnose.md.
-The rules themselves live in rules_compute.py (GEMM, attention, recurrence) and
-rules_runtime.py (memory, launch, spills, coverage) and rules_timeline.py (a host-bound step);
-importing this module registers them.
+The rules themselves live in rules_compute.py (GEMM, attention, recurrence),
+rules_runtime.py (memory, launch, spills, coverage), rules_timeline.py (a host-bound step) and
+rules_models.py (convolution networks, eager models, training steps); importing this module
+registers them.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def fmt_pct(value: float | None) -> str:
 
 def _load_builtin_rules() -> None:
     # Imported for their registration side effect; kept at the bottom to avoid an import cycle.
-    from profiler_core.analysis import rules_compute, rules_runtime, rules_timeline  # noqa: F401
+    from profiler_core.analysis import rules_compute, rules_models, rules_runtime, rules_timeline  # noqa: F401
 
 
 _load_builtin_rules()

@@ -83,6 +83,18 @@ class Thresholds:
     # -- cast overhead -> freezing
     cast_overhead_pct: float = _t(
         5.0, "Share of kernel time in dtype-cast kernels inside a compiled graph that licenses freezing.")
+    # -- convolution networks -> conv_bn_folding, channels_last, bf16_promotion
+    conv_tensor_core_low_pct: float = _t(
+        25.0, "A convolution whose tensor_core_active_pct is at or below this leaves the Tensor Cores mostly idle.")
+    layout_transpose_min_pct: float = _t(
+        1.0, "Share of kernel time in layout-transposition kernels (nchwToNhwc) that licenses channels_last.")
+    # -- eager models and optimizer steps -> inductor_compile, fused_optimizer
+    small_kernel_us: float = _t(
+        20.0, "A kernel at or below this (microseconds) is small: its launch costs about as much as its work.")
+    eager_elementwise_min_ops: int = _t(
+        20, "Fewest small eager elementwise operators that license compiling the model.")
+    optimizer_min_kernels: int = _t(
+        20, "Fewest small kernels under the optimizer's step, per iteration, that license a fused optimizer.")
     # -- compare
     workload_shape_overlap_min: float = _t(
         0.3, "Two profiles sharing fewer of their operators' input shapes than this (over the smaller set) "

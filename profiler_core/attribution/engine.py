@@ -34,6 +34,7 @@ from profiler_core.attribution.evidence import (
 )
 from profiler_core.attribution.graphs import graph_replay_claims
 from profiler_core.attribution.library import kernel_library
+from profiler_core.attribution.step_phase import kernel_phases, operator_phase
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
@@ -120,6 +121,10 @@ def attribute(
         else:
             kineto_kernels = timeline
             kineto_index = list(range(len(timeline)))
+
+    # Training steps: forward, backward or optimizer, from the host ranges around each launch.
+    phase_of = (kernel_phases(kineto, [kineto_kernels[ki] if ki is not None else None for ki in kineto_index])
+                if kineto is not None else [None] * len(timeline))
 
     # Counters: ncu rows joined to GPU kernels by invocation order.
     join = join_counters(gpu_kernels, ncu.rows if ncu else [], allow_partial=allow_partial)
@@ -223,7 +228,7 @@ def attribute(
     aggregated = aggregate_groups(matrix, durations, list(groups.values()), specs)
     operators = [
         _operator(key, said_of[members[0]][0], [kernels[j] for j in members], members, metrics, reasons,
-                  any(in_graph_of[j] for j in members))
+                  any(in_graph_of[j] for j in members), operator_phase([phase_of[j] for j in members]))
         for key, members, (metrics, reasons) in zip(group_keys, groups.values(), aggregated, strict=True)
     ]
     if graph_kernels:
@@ -276,7 +281,7 @@ def _row_counters(metrics: Mapping[str, float | None], fields: Sequence[str]) ->
 
 
 def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metrics: dict[str, float | None],
-              reasons: dict[str, str], in_graph: bool) -> Operator:
+              reasons: dict[str, str], in_graph: bool, phase: str | None = None) -> Operator:
     name = claim.operator
     fused = sorted({op for k in ks for op in k.fused_with})
     libraries = sorted({k.library for k in ks if k.library})
@@ -299,7 +304,7 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
         "metric_null_reasons": reasons,
         "confidence": min({k.attribution.confidence for k in ks}, key=_CONF_RANK.__getitem__),
         "library": ", ".join(libraries) or None, "layer_role": None, "inherited_from": None,
-        "module_path": None,
+        "module_path": None, "phase": phase,
     })
 
 

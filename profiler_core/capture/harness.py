@@ -301,6 +301,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         inductor_config.trace.provenance_tracking_level = 1
     wl = load_workload(path, device=device)
+    result["model_training"] = bool(getattr(wl.model, "training", False))
     model, inputs = _placed(wl.model, wl.inputs, device)
     if rank is not None:
         model = _distributed_model(wl, model, device, path)

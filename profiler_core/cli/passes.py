@@ -64,8 +64,10 @@ def _render(plan: OptimizationPlan) -> None:
         tol = next((o.tolerance for o in v.outputs if o.tolerance is not None), None)
         tol_text = f", rtol {tol.rtol:g} atol {tol.atol:g}" if tol is not None else ""
         out_console.print(f"validation {verdict}: max abs err {_num(v.max_abs_err)}, max rel err "
-                          f"{_num(v.max_rel_err)} ({v.compute_precision} tolerance{tol_text})",
-                          soft_wrap=True)
+                          f"{_num(v.max_rel_err)} ({v.compute_precision} tolerance{tol_text})"
+                          + (f"; furthest apart: {v.worst}" if v.worst else ""), soft_wrap=True)
+        for line in v.notes:
+            out_console.print(f"  {line}", soft_wrap=True)
     for kind, path in plan.artifacts.items():
         out_console.print(f"wrote {kind}: {path}", soft_wrap=True)
 

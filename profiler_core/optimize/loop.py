@@ -19,6 +19,7 @@ import json
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,6 +66,7 @@ class Trial(BaseModel):
     max_rel_err: float | None = None
     kernel_ns: int | None = None
     speedup_vs_best: float | None = None
+    wall_s: float | None = None  # what the trial cost: apply, validate, capture (seconds)
 
 
 class OptimizeResult(BaseModel):
@@ -88,6 +90,9 @@ class OptimizeResult(BaseModel):
     final_run_dir: str | None = None
     validation_failures: int = 0
     notes: list[str] = Field(default_factory=list)
+    training: bool = False  # the workload's model is in train mode: inference-only passes are not tried
+    baseline_capture_s: float | None = None  # the loop's own cost, beside ...
+    plain_run_s: float | None = None  # ... one plain run of the workload (the baseline's wall-time process)
 
 
 def _now() -> str:
@@ -129,6 +134,17 @@ def _baseline_profile(run_dir: Path) -> Profile:
     profile = attribute_run(run_dir)
     write_profile(run_dir / "profile.json", profile)
     return profile
+
+
+def model_trains(run_dir: Path) -> bool:
+    """Whether the capture in ``run_dir`` ran a model in train mode (its harness says so)."""
+    from profiler_core.capture.manifest import read_manifest
+
+    try:
+        manifest = read_manifest(run_dir)
+    except ProfilerError:
+        return False
+    return any(bool((phase.harness or {}).get("model_training")) for phase in manifest.phases)
 
 
 def candidate_passes(findings: object) -> list[tuple[str, str]]:
@@ -188,8 +204,11 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         baseline = _baseline_profile(baseline_dir)
     else:
         note(0, "capturing the baseline")
+        started = time.perf_counter()
         baseline = _capture_profile(path, baseline_dir,
                                     dataclasses.replace(cap, inductor_cache_dir=caches / "baseline"), progress, cancel)
+        result.baseline_capture_s = round(time.perf_counter() - started, 3)
+    result.training = model_trains(baseline_dir)
     out.mkdir(parents=True, exist_ok=True)
     findings = diagnose(baseline)
     write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
@@ -214,9 +233,13 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         trial = Trial(transformation=transformation, finding=rule, passes=[*kept, transformation], outcome="failed")
         result.trials.append(trial)
         try:
-            get_pass(transformation)
+            spec = get_pass(transformation)
         except PassError:
             trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{transformation}' (finding {rule})"
+            return trial
+        if spec.inference_only and result.training:
+            trial.outcome = "not_applied"
+            trial.reason = f"'{spec.name}' is for inference and the workload trains (model in train mode): not tried"
             return trial
         tried += 1
         note(tried, f"trying {transformation} (finding {rule})")
@@ -237,9 +260,9 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
                             if v is not None else "validation did not run")
             result.validation_failures += 1
             return trial
-        if transformation not in plan.applied:
+        if spec.name not in plan.applied:
             trial.outcome = "not_applied"
-            trial.reason = plan.record(transformation).reason
+            trial.reason = plan.record(spec.name).reason
             return trial
         wrapper = Path(plan.artifacts.get("workload", trial_dir / "workload_optimized.py"))
         try:
@@ -272,8 +295,14 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         _check_cancel(cancel)
         i += 1
         considered.add(candidate[0])
+        started = time.perf_counter()
         trial = run_trial(i, *candidate)
+        if trial.run_dir is not None:
+            trial.wall_s = round(time.perf_counter() - started, 3)
         tell(trial)
+        if trial.outcome == "failed" and "gives different results on two runs" in trial.reason:
+            result.notes.append("no pass judged: " + trial.reason)
+            break  # the workload itself is not reproducible: every other trial would fail the same way
         if trial.outcome == "kept":
             # the kept pass changed what there is to fix: a symptom it removed licenses nothing now,
             # and one it exposed (a bf16 plan's per-call weight casts) licenses its own pass
@@ -323,9 +352,11 @@ def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: Opti
     from profiler_core.optimize.walltime import measure
 
     mode = config.capture.compile_mode.value
+    started = time.perf_counter()
     base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
                    device=config.device, python=config.capture.python, inductor_cache=caches / "baseline")
     result.wall_time["baseline"] = base.as_dict()
+    result.plain_run_s = round(time.perf_counter() - started, 3)
     wrapper = best_dir / "workload_optimized.py"
     if wrapper.exists():
         opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,

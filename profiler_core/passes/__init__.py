@@ -3,9 +3,10 @@
 Passes act at three levels of the torch.compile pipeline and compose:
 
     Level 1  dynamo_fx        the Dynamo FX graph, before AOTAutograd (qkv_fusion, sdpa, bf16_promotion)
-                              or the module itself (rnn_reroute, a structural change)
+                              or the module itself (rnn_reroute, conv_bn_folding, channels_last: structural),
+                              or the optimizer among the inputs (fused_optimizer)
     Level 2  post_grad        Inductor post-grad ATen passes with a stable uuid() (cast_cancellation)
-    Level 3  inductor_config  Inductor settings (tf32, freezing, cuda_graphs)
+    Level 3  inductor_config  Inductor settings (tf32, freezing, cuda_graphs, inductor_compile)
 
 Each pass checks its own legality and ends APPLIED or NOT APPLIED with the reason, and a
 record of what it changed. No plan is reported without validation: the transformed model
@@ -18,6 +19,8 @@ must reproduce the baseline's outputs within per-dtype tolerances (see ``validat
 from profiler_core.passes import (  # noqa: F401  (importing registers the built-in passes)
     bf16_promotion,
     cast_cancellation,
+    compile_step,
+    convolution,
     inductor_config,
     qkv_fusion,
     rnn_reroute,

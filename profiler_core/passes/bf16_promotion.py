@@ -1,8 +1,11 @@
 """BF16 promotion: run float32 GEMM-family operators in bfloat16 on tensor cores, keep fp32 elsewhere.
 
 Each float32 ``linear / matmul / mm / bmm / addmm / baddbmm / scaled_dot_product_attention``
-gets its float inputs cast to bf16 and its output cast back to fp32, so every other operator
-(LayerNorm, softmax, residual adds) still sees fp32. Casts between back-to-back GEMMs then
+and convolution (``conv1d/2d/3d`` and their transposes: cuDNN's tensor-core kernels) gets
+its float inputs cast to bf16 and its output cast back to fp32, so every other operator
+(LayerNorm, BatchNorm, softmax, residual adds) still sees fp32. In a training step this is
+an autocast-style plan: the parameters (the optimizer's master weights) stay float32, and
+their gradients come back through the casts in float32. Casts between back-to-back GEMMs then
 cancel (see cast_cancellation), at Level 1 across layout-only ops and at Level 2 on the ATen
 graph::
 
@@ -28,6 +31,7 @@ from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, P
 from profiler_core.passes.fx_nodes import (
     ADDMM_FUNCTIONS,
     ADDMM_METHODS,
+    CONV_FUNCTIONS,
     LINEAR_FUNCTIONS,
     MATMUL_FUNCTIONS,
     MATMUL_METHODS,
@@ -40,7 +44,7 @@ from profiler_core.passes.fx_nodes import (
 )
 from profiler_core.passes.registry import PassLevel, register_pass
 
-GEMM_FUNCTIONS = LINEAR_FUNCTIONS | MATMUL_FUNCTIONS | ADDMM_FUNCTIONS | SDPA_FUNCTIONS
+GEMM_FUNCTIONS = LINEAR_FUNCTIONS | MATMUL_FUNCTIONS | ADDMM_FUNCTIONS | SDPA_FUNCTIONS | CONV_FUNCTIONS
 GEMM_METHODS = MATMUL_METHODS | ADDMM_METHODS
 
 
@@ -117,7 +121,7 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
         promoted[label] += 1
     if not promoted:
         reason = ("no GEMM-family operator (linear, matmul, mm, bmm, addmm, baddbmm, "
-                  "scaled_dot_product_attention) in the graph")
+                  "scaled_dot_product_attention, convolution) in the graph")
         if skipped:
             reason = "no float32 GEMM: " + "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
         return GraphChange(False, reason)
@@ -137,7 +141,7 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
 @register_pass(
     "bf16_promotion",
     level=PassLevel.DYNAMO_FX,
-    symptom="float32 GEMMs dominate kernel time with no tensor-core activity",
+    symptom="float32 GEMMs or convolutions dominate kernel time with little tensor-core activity",
     order=90,  # after the rewrites that create GEMMs (qkv_fusion, sdpa), so those get promoted too
     aliases=("bf16", "bfloat16"),
 )

@@ -33,6 +33,7 @@ class PassContext:
     inputs: tuple[Any, ...]
     device: str
     findings: tuple[Mapping[str, Any], ...] = ()  # the findings that named this pass
+    compiler: str = "inductor"  # what the plan compiles with unless a pass asks otherwise ("eager": nothing)
 
     @property
     def training(self) -> bool:
@@ -98,6 +99,7 @@ class PassEffect:
     compile_mode: str | None = None
     matmul_precision: str | None = None  # torch.set_float32_matmul_precision value, for compiled code
     compute_precision: str | None = None  # lowest precision introduced: sets validation tolerance
+    compiler: str | None = None  # "inductor": compile the plan with Inductor although it was asked for eager
     verify: Verify | None = None  # called after the first call; may turn APPLIED into NOT APPLIED
 
     @classmethod

@@ -23,6 +23,8 @@ MATMUL_METHODS = frozenset({"matmul", "mm", "bmm", "__matmul__"})
 ADDMM_FUNCTIONS = frozenset({torch.addmm, torch.baddbmm})
 ADDMM_METHODS = frozenset({"addmm", "baddbmm"})
 SDPA_FUNCTIONS = frozenset({F.scaled_dot_product_attention})
+CONV_FUNCTIONS = frozenset({torch.conv1d, torch.conv2d, torch.conv3d, torch.conv_transpose1d,
+                            torch.conv_transpose2d, torch.conv_transpose3d})  # F.conv2d is torch.conv2d
 SOFTMAX_FUNCTIONS = frozenset({F.softmax, torch.softmax, torch.Tensor.softmax})
 SOFTMAX_METHODS = frozenset({"softmax"})
 DROPOUT_FUNCTIONS = frozenset({F.dropout, torch.dropout})

@@ -53,6 +53,7 @@ TRACE_TIME_CONFIG = frozenset({"freezing"})
     level=PassLevel.INDUCTOR_CONFIG,
     symptom="weight-only work (casts, concatenations, layout changes) repeated on every call",
     order=20,
+    inference_only=True,
 )
 def freezing(ctx: PassContext) -> PassEffect:
     """Inductor freezing: fold parameters into constants (inference only)."""

@@ -246,8 +246,14 @@ def apply_passes(
     step: Step | None = None,
     compiler: str = "inductor",
     warmup: bool = True,
+    copy_model: bool = True,
 ) -> tuple[Any, PlanRecord]:
-    """Apply the named passes (and those ``findings`` name) to a copy of ``model``; return it compiled."""
+    """Apply the named passes (and those ``findings`` name) to a copy of ``model``; return it compiled.
+
+    ``copy_model=False`` transforms ``model`` itself: for a training workload whose optimizer
+    (in the inputs) must keep pointing at the parameters of the model that runs, and for
+    workload wrappers, whose original model serves nothing else.
+    """
     mode = compile_mode or "default"
     if mode not in COMPILE_MODES:
         raise PassError(f"unknown compile mode '{compile_mode}'; use one of {', '.join(COMPILE_MODES)}")
@@ -259,7 +265,7 @@ def apply_passes(
                         "transformation")
     notes: list[str] = []
     try:
-        work = copy.deepcopy(_unwrap(model, notes))
+        work = copy.deepcopy(_unwrap(model, notes)) if copy_model else _unwrap(model, notes)
     except Exception as err:
         raise PassError(f"the model cannot be copied ({type(err).__name__}: {err}); passes work on a copy "
                         "so the original stays the baseline") from err
@@ -267,14 +273,19 @@ def apply_passes(
     # A fresh Dynamo cache: earlier compiles of this model's code must not serve this plan.
     torch._dynamo.reset()
     planned: list[_Planned] = []
+    training = bool(getattr(work, "training", False))
     for spec, requested_by, found in requests:
-        ctx = PassContext(model=work, inputs=tuple(inputs), device=device, findings=found)
-        effect = _run_pass(spec, ctx)
+        ctx = PassContext(model=work, inputs=tuple(inputs), device=device, findings=found, compiler=compiler)
+        if spec.inference_only and training:
+            effect = PassEffect.not_applied(f"'{spec.name}' is for inference; the model is in train mode")
+        else:
+            effect = _run_pass(spec, ctx)
         log.info("%s (level %d %s): %s%s", spec.name, spec.level.number, spec.level.value,
                  "contributes" if effect.applied else "NOT APPLIED",
                  f" - {effect.reason}" if effect.reason else "")
         planned.append(_Planned(spec, effect, requested_by))
     active = [p.effect for p in planned if p.effect.applied]
+    compiler = next((e.compiler for e in reversed(active) if e.compiler), compiler)
     effect_modes = [e.compile_mode for e in active if e.compile_mode]
     if mode == "default" and effect_modes:
         mode = effect_modes[-1]
@@ -287,7 +298,7 @@ def apply_passes(
         post_grad_passes=[gp for e in active for gp in e.post_grad_passes],
         inductor_config=config, compile_mode=mode,
         matmul_precision=next((e.matmul_precision for e in reversed(active) if e.matmul_precision), None),
-        compiler=compiler, device=device, training=bool(getattr(work, "training", False)),
+        compiler=compiler, device=device, training=training,
         record_post_grad=warmup,  # without a first call nothing is reported: keep Inductor's caches on
     )
     compiled = _with_trace_config(torch.compile(work, backend=backend),

@@ -58,6 +58,7 @@ class PassSpec:
     structural: bool = False  # changes the model's structure (not just its graph)
     source: str = "builtin"  # "builtin", or the entry point that brought it in
     aliases: tuple[str, ...] = ()  # other names findings may use for this transformation
+    inference_only: bool = False  # never tried on a model in train mode (freezing, conv-BN folding)
 
 
 _REGISTRY: dict[str, PassSpec] = {}
@@ -80,6 +81,7 @@ def register_pass(
     structural: bool = False,
     source: str = "builtin",
     aliases: tuple[str, ...] = (),
+    inference_only: bool = False,
 ) -> Callable[[PassFunction], PassFunction]:
     """Decorator: register ``fn`` as the pass ``name`` (description defaults to its docstring)."""
 
@@ -96,7 +98,7 @@ def register_pass(
             name=key, level=PassLevel(level), symptom=symptom,
             description=description or (doc[0] if doc else key), function=fn,
             order=order, structural=structural, source=source,
-            aliases=tuple(normalize_name(a) for a in aliases),
+            aliases=tuple(normalize_name(a) for a in aliases), inference_only=inference_only,
         )
         for alias in _REGISTRY[key].aliases:
             _ALIASES[alias] = key

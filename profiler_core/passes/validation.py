@@ -1,10 +1,12 @@
 """Numerical validation: the transformed model must give the baseline's outputs, within tolerance.
 
-Both models run the same step on the same inputs; outputs may be tensors or any nesting of
-tuples, lists, dicts and named tuples of them (compared leaf by leaf, by key path). Each leaf
-must have the baseline's shape and dtype, and pass ``|candidate - baseline| <= atol + rtol *
-|baseline|`` elementwise (NaN matches NaN, an infinity only the same infinity). Integer, bool
-and non-tensor leaves must be equal.
+Both models run the same step on the same inputs; outputs may be tensors or anything holding
+them (tuples, lists, dicts, named tuples, dataclasses, ``transformers`` ModelOutputs and Cache
+objects: see leaves.py), compared leaf by leaf, by path (``past_key_values.layers[2].keys``).
+Each tensor leaf must have the baseline's shape and dtype, and pass ``|candidate - baseline|
+<= atol + rtol * |baseline|`` elementwise (NaN matches NaN, an infinity only the same
+infinity). Integer and bool tensors, and plain-data leaves, must be equal. A leaf present on
+one side only is a mismatch. A failure names the worst leaf first.
 
 Tolerances are for *whole-model* outputs, so looser than per-operator defaults: errors grow
 with depth. The tolerance of a leaf is the looser of its dtype's and the plan's compute
@@ -26,11 +28,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict
-from torch.utils._pytree import keystr, tree_flatten_with_path, tree_map
+from pydantic import BaseModel, ConfigDict, Field
+
+from profiler_core.passes.leaves import Leaves, output_leaves, snapshot_leaves
 
 PRECISIONS = ("float64", "float32", "tf32", "float16", "bfloat16")
 
@@ -76,7 +79,8 @@ class OutputComparison(BaseModel):
     """One output leaf compared: where it sits, what it is, how far apart, and the verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    path: str  # pytree key path, e.g. "[0]" or "['logits']"; "" for a bare tensor
+    path: str  # leaf path, e.g. "[0]", "['logits']" or "past_key_values.layers[2].keys"; "" for a bare tensor
+    role: Literal["output", "gradient", "parameter"] = "output"  # a training step compares all three
     shape: list[int] | None = None
     dtype: str | None = None
     candidate_shape: list[int] | None = None
@@ -100,21 +104,24 @@ class ValidationResult(BaseModel):
     compute_precision: str
     outputs: list[OutputComparison]
     reason: str = ""
+    worst: str | None = None  # path of the leaf furthest outside its tolerance (or furthest apart)
+    notes: list[str] = Field(default_factory=list)  # what was compared, when that is not obvious
 
 
-def snapshot_outputs(outputs: Any) -> Any:
-    """Detached copies of every tensor in ``outputs`` (CUDA-graph outputs are overwritten next run)."""
-    return tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, outputs)
+def snapshot_outputs(outputs: Any) -> Leaves:
+    """Every leaf of ``outputs``, tensors detached and copied (CUDA-graph outputs are overwritten next run)."""
+    return snapshot_leaves(outputs)
 
 
 def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor,
-                     policy: DtypePolicy) -> OutputComparison:
+def compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor, policy: DtypePolicy, *,
+                    role: str = "output", atol_scale: float | None = None) -> OutputComparison:
+    """One tensor leaf under ``policy``; ``atol_scale`` multiplies atol (gradients: by their magnitude)."""
     common: dict[str, Any] = {
-        "path": path, "shape": list(base.shape), "dtype": str(base.dtype).removeprefix("torch."),
+        "path": path, "role": role, "shape": list(base.shape), "dtype": str(base.dtype).removeprefix("torch."),
         "candidate_shape": list(cand.shape), "candidate_dtype": str(cand.dtype).removeprefix("torch."),
         "numel": base.numel(),
     }
@@ -125,6 +132,8 @@ def _compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor,
         return OutputComparison(**common, passed=False,
                                 reason=f"dtype {cand.dtype} differs from the baseline's {base.dtype}")
     tol = policy.tolerance_for(base.dtype)
+    if tol is not None and atol_scale is not None:
+        tol = Tolerance(rtol=tol.rtol, atol=tol.atol * atol_scale)
     cand = cand.to(base.device)
     if base.is_complex():
         base, cand = torch.view_as_real(base), torch.view_as_real(cand)
@@ -141,7 +150,8 @@ def _compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor,
     same = (b == c) | (torch.isnan(b) & torch.isnan(c))  # equal infinities and NaN pairs count as equal
     diff = torch.where(same, torch.zeros_like(b), (c - b).abs())
     diff = torch.nan_to_num(diff, nan=math.inf)  # NaN on one side only: infinitely wrong
-    rel = diff / b.abs().clamp_min(tol.atol)
+    rel = diff / b.abs().clamp_min(tol.atol) if tol.atol > 0 else diff / b.abs()
+    rel = torch.where(diff == 0, torch.zeros_like(rel), rel)
     bound = tol.atol + tol.rtol * b.abs().nan_to_num(posinf=0.0, neginf=0.0)
     mismatched = int((diff > bound).sum())
     max_abs, max_rel = float(diff.max()), float(rel.max())
@@ -156,38 +166,88 @@ def _compare_tensors(path: str, base: torch.Tensor, cand: torch.Tensor,
 
 def _compare_values(path: str, base: Any, cand: Any, policy: DtypePolicy) -> OutputComparison:
     if isinstance(base, float) and isinstance(cand, float):
-        return _compare_tensors(path, torch.tensor([base], dtype=torch.float64),
-                                torch.tensor([cand], dtype=torch.float64), policy)
-    equal = type(base) is type(cand) and base == cand
-    return OutputComparison(path=path, passed=bool(equal),
-                            reason="" if equal else f"{cand!r} differs from the baseline's {base!r}")
+        return compare_tensors(path, torch.tensor([base], dtype=torch.float64),
+                               torch.tensor([cand], dtype=torch.float64), policy)
+    try:
+        equal = type(base) is type(cand) and bool(base == cand)
+    except Exception:  # a value whose == is not a truth value
+        equal = False
+    return OutputComparison(path=path, passed=equal,
+                            reason="" if equal else f"{_short(cand)} differs from the baseline's {_short(base)}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def compare_leaves(baseline: Leaves, candidate: Leaves, policy: DtypePolicy,
+                   role: str = "output") -> list[OutputComparison]:
+    """Compare two leaf maps path by path; a path on one side only is a mismatch."""
+    comparisons: list[OutputComparison] = []
+    for path, base in baseline.items():
+        if path not in candidate:
+            comparisons.append(OutputComparison(path=path, role=role, passed=False,  # type: ignore[arg-type]
+                                                reason="output structure differs: missing from the candidate"))
+            continue
+        cand = candidate[path]
+        if isinstance(base, torch.Tensor) and isinstance(cand, torch.Tensor):
+            comparisons.append(compare_tensors(path, base, cand, policy, role=role))
+        elif isinstance(base, torch.Tensor) or isinstance(cand, torch.Tensor):
+            what = type(cand).__name__ if isinstance(base, torch.Tensor) else "a tensor"
+            comparisons.append(OutputComparison(path=path, role=role, passed=False,  # type: ignore[arg-type]
+                                                reason=f"output structure differs: the candidate has {what} here"))
+        else:
+            comparisons.append(_compare_values(path, base, cand, policy).model_copy(update={"role": role}))
+    for path in candidate:
+        if path not in baseline:
+            comparisons.append(OutputComparison(path=path, role=role, passed=False,  # type: ignore[arg-type]
+                                                reason="output structure differs: not in the baseline's output"))
+    return comparisons
+
+
+def _severity(c: OutputComparison) -> float:
+    if c.max_rel_err is None:
+        return float("inf")
+    return c.max_rel_err
+
+
+def leaf_label(c: OutputComparison) -> str:
+    """How a reason names a leaf: ``output logits``, ``gradient of layers.0.weight``."""
+    if c.role == "gradient":
+        return f"gradient of {c.path}"
+    if c.role == "parameter":
+        return f"updated parameter {c.path}"
+    return f"output {c.path or '(tensor)'}"
+
+
+MAX_REASONS = 5  # leaves named in a failure's reason; the rest are counted
+
+
+def summarize(comparisons: list[OutputComparison], policy: DtypePolicy, *,
+              notes: list[str] | None = None) -> ValidationResult:
+    """The verdict over ``comparisons``: worst leaf first in the reason, at most MAX_REASONS named."""
+    failed = sorted((c for c in comparisons if not c.passed), key=_severity, reverse=True)
+    numeric = [c for c in comparisons if c.max_rel_err is not None]
+    max_abs = max((c.max_abs_err for c in comparisons if c.max_abs_err is not None), default=0.0)
+    max_rel = max((c.max_rel_err for c in numeric if c.max_rel_err is not None), default=0.0)
+    worst_leaf = failed[0] if failed else max(numeric, key=_severity, default=None)
+    parts = [f"{leaf_label(c)}: {c.reason}" for c in failed[:MAX_REASONS]]
+    if len(failed) > MAX_REASONS:
+        parts.append(f"and {len(failed) - MAX_REASONS} more leaves outside tolerance")
+    return ValidationResult(passed=not failed, max_abs_err=max_abs, max_rel_err=max_rel,
+                            compute_precision=policy.compute_precision, outputs=comparisons,
+                            reason="; ".join(parts),
+                            worst=(leaf_label(worst_leaf) if worst_leaf is not None else None),
+                            notes=list(notes or []))
 
 
 def validate_outputs(baseline: Any, candidate: Any, *,
                      dtype_policy: DtypePolicy | None = None) -> ValidationResult:
-    """Compare two (nested) outputs leaf by leaf under ``dtype_policy``; never raises on a mismatch."""
+    """Compare two outputs leaf by leaf under ``dtype_policy``; never raises on a mismatch."""
     policy = dtype_policy or DtypePolicy()
     if policy.compute_precision not in policy.tolerances:
         raise ValueError(f"compute precision {policy.compute_precision!r} has no tolerance; "
                          f"use one of {', '.join(policy.tolerances)}")
-    base_leaves, base_spec = tree_flatten_with_path(baseline)
-    cand_leaves, cand_spec = tree_flatten_with_path(candidate)
-    if base_spec != cand_spec:
-        return ValidationResult(
-            passed=False, max_abs_err=None, max_rel_err=None,
-            compute_precision=policy.compute_precision, outputs=[],
-            reason=f"output structure differs: baseline {base_spec}, candidate {cand_spec}",
-        )
-    comparisons: list[OutputComparison] = []
-    for (key_path, base), (_, cand) in zip(base_leaves, cand_leaves, strict=True):
-        path = keystr(key_path)
-        if isinstance(base, torch.Tensor) and isinstance(cand, torch.Tensor):
-            comparisons.append(_compare_tensors(path, base, cand, policy))
-        else:
-            comparisons.append(_compare_values(path, base, cand, policy))
-    failed = [c for c in comparisons if not c.passed]
-    max_abs = max((c.max_abs_err for c in comparisons if c.max_abs_err is not None), default=0.0)
-    max_rel = max((c.max_rel_err for c in comparisons if c.max_rel_err is not None), default=0.0)
-    reason = "; ".join(f"output {c.path or '(tensor)'}: {c.reason}" for c in failed)
-    return ValidationResult(passed=not failed, max_abs_err=max_abs, max_rel_err=max_rel,
-                            compute_precision=policy.compute_precision, outputs=comparisons, reason=reason)
+    comparisons = compare_leaves(output_leaves(baseline), output_leaves(candidate), policy)
+    return summarize(comparisons, policy)

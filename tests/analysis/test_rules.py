@@ -315,7 +315,10 @@ def test_rule_fires_or_not(rule_id: str, build: Callable[[], Profile], fires: bo
 
 
 def test_every_rule_has_a_firing_and_a_quiet_case() -> None:
-    assert {r for r, _, f in CASES if f} == set(RULES) == {r for r, _, f in CASES if not f}
+    from tests.analysis.test_rules_models import CASES as MODEL_CASES
+
+    cases = CASES + MODEL_CASES
+    assert {r for r, _, f in cases if f} == set(RULES) == {r for r, _, f in cases if not f}
 
 
 def test_tensor_core_idle_evidence() -> None:

@@ -287,3 +287,66 @@ def test_cli_without_a_gpu_is_one_error_line_and_exit_2(tmp_path: Path, small: N
     assert len(errors) == 1 and "GPU" in errors[0]
     assert "Traceback" not in res.output  # type: ignore[attr-defined]
     assert not (tmp_path / "run" / "optimize.json").exists()
+
+
+_TRAINING = '''
+import torch
+from torch import nn
+
+def get_model_and_inputs(device="cpu"):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), {dropout}nn.Linear(16, 4)).to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    return model, (torch.randn(6, 8, device=device), torch.randn(6, 4, device=device), opt)
+
+def step(model, inputs):
+    x, y, opt = inputs
+    opt.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+'''
+
+
+@pytest.fixture
+def training_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Findings that license an inference-only pass first, then the fused optimizer."""
+    real = analysis.diagnose
+
+    def diagnose(profile: Profile, *args: object, **kwargs: object) -> analysis.FindingsReport:
+        report = real(profile, *args, **kwargs)
+        extra = [_finding("cast_overhead", Transformation.FREEZING),
+                 _finding("optimizer_small_kernels", Transformation.FUSED_OPTIMIZER)]
+        return report.model_copy(update={"findings": extra})
+
+    monkeypatch.setattr(analysis, "diagnose", diagnose)
+
+
+def test_a_training_loop_skips_inference_passes_and_times_each_trial(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, training_findings: None) -> None:
+    workload = tmp_path / "train.py"
+    workload.write_text(_TRAINING.format(dropout=""))
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("opt")]))
+    monkeypatch.setattr(loop, "model_trains", lambda run_dir: True)
+    result = optimize(workload, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", budget=1, wall_iters=0,
+                                               capture=EAGER))
+    assert result.training
+    freezing, fused = result.trials
+    assert (freezing.transformation, freezing.outcome) == ("freezing", "not_applied")
+    assert "not tried" in freezing.reason and freezing.wall_s is None  # costs no budget and no time
+    assert fused.transformation == "fused_optimizer" and fused.outcome == "kept"
+    assert fused.wall_s is not None and fused.wall_s > 0
+    plan = json.loads((tmp_path / "run" / "trial-2-fused_optimizer" / "plan.json").read_text())
+    assert any(c["role"] == "gradient" for c in plan["validation"]["outputs"])
+
+
+def test_a_workload_that_draws_random_numbers_stops_the_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, training_findings: None) -> None:
+    workload = tmp_path / "train.py"
+    workload.write_text(_TRAINING.format(dropout="nn.Dropout(0.5), "))
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([]))
+    result = optimize(workload, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", budget=3, wall_iters=0,
+                                               capture=EAGER))
+    assert [t.outcome for t in result.trials] == ["failed"]  # the first trial meets the check; no other is tried
+    assert result.notes and "different results on two runs" in result.notes[0]

@@ -60,3 +60,32 @@ def test_small_configs_run_on_cpu(small_examples: Path, name: str) -> None:
     out = first.step(first.model, first.inputs)
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
     torch.testing.assert_close(second.step(second.model, second.inputs), out)  # seeded: reproducible
+
+
+def test_the_qwen2_decoder_example_is_sized_as_its_docstring_says() -> None:
+    pytest.importorskip("transformers")
+    module = import_workload_module(EXAMPLES / "hf_qwen2_decoder.py")
+    cfg = module.build_config()
+    sizes = (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
+             cfg.intermediate_size, cfg.vocab_size)
+    assert sizes == (6, 1024, 16, 4, 2816, 32000) and (module.BATCH, module.SEQ) == (8, 256)
+
+
+def test_the_bert_training_example_trains_with_dropout_off(small_examples: Path) -> None:
+    pytest.importorskip("transformers")
+    module = import_workload_module(EXAMPLES / "hf_bert_train.py")
+    cfg = module.build_config()
+    assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size) == (6, 512, 2048)
+    assert cfg.hidden_dropout_prob == cfg.attention_probs_dropout_prob == 0.0
+    wl = load_workload(small_examples / "hf_bert_train.py", device="cpu")
+    ids, labels, optimizer = wl.inputs
+    assert wl.model.training and wl.custom_step and isinstance(optimizer, torch.optim.AdamW)
+    before = next(wl.model.parameters()).detach().clone()
+    losses = [float(wl.step(wl.model, wl.inputs)) for _ in range(3)]
+    assert losses[2] < losses[0]  # the optimizer in the inputs steps this very model
+    assert not torch.equal(next(wl.model.parameters()), before)
+
+
+def test_the_resnet_example_needs_torchvision_only_when_called() -> None:
+    module = import_workload_module(EXAMPLES / "tv_resnet18.py")  # importing it needs no torchvision
+    assert (module.BATCH, module.SIZE) == (64, 160)

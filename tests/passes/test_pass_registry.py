@@ -31,7 +31,9 @@ BUILT_IN = {
     "rnn_reroute": PassLevel.DYNAMO_FX, "qkv_fusion": PassLevel.DYNAMO_FX, "sdpa": PassLevel.DYNAMO_FX,
     "bf16_promotion": PassLevel.DYNAMO_FX, "cast_cancellation": PassLevel.POST_GRAD,
     "tf32": PassLevel.INDUCTOR_CONFIG, "freezing": PassLevel.INDUCTOR_CONFIG,
-    "cuda_graphs": PassLevel.INDUCTOR_CONFIG,
+    "cuda_graphs": PassLevel.INDUCTOR_CONFIG, "conv_bn_folding": PassLevel.DYNAMO_FX,
+    "channels_last": PassLevel.DYNAMO_FX, "fused_optimizer": PassLevel.DYNAMO_FX,
+    "inductor_compile": PassLevel.INDUCTOR_CONFIG,
 }
 
 
@@ -49,6 +51,7 @@ def test_built_ins_listed_by_level_with_symptoms() -> None:
     levels = [s.level.number for s in list_passes()]
     assert levels == sorted(levels)
     assert specs["rnn_reroute"].structural and not specs["sdpa"].structural
+    assert {n for n, s in specs.items() if s.inference_only} == {"freezing", "conv_bn_folding"}
 
 
 @pytest.mark.parametrize(("alias", "name"), [

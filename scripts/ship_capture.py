@@ -1,0 +1,109 @@
+"""Copy an ``oprof optimize`` run directory into the compact form shipped under examples/captures/.
+
+    python scripts/ship_capture.py oprof-runs/<name>-optimize-<stamp> examples/captures/h200/<name> \
+        --workload examples/<name>.py
+
+What is kept, per capture (``baseline/``, and the kept trial's capture as ``optimized/`` with
+its plan.json): manifest.json, counters.csv (the ncu CSV export), kineto.json gzipped, and
+inductor/ (output_code.log, gzipped when over 1 MB, and torch_trace.tgz). What is dropped:
+counters.ncu-rep (proprietary, large, and the CSV carries the same counters), profile.json
+(tests and the demo attribute the captures again), timeline.sqlite and report.html. At the top:
+optimize.json with its paths made relative to the shipped directory, walltime.json and
+findings.json. The target directory is written whole, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+BIG_LOG_BYTES = 1 << 20
+TOP_FILES = ("walltime.json", "findings.json")
+
+
+def _gzip(src: Path, dst: Path) -> None:
+    with src.open("rb") as fin, gzip.open(dst, "wb", compresslevel=9) as fout:
+        shutil.copyfileobj(fin, fout)
+
+
+def ship_capture_dir(src: Path, dst: Path, extra: tuple[str, ...] = ()) -> None:
+    """One capture directory in its compact form."""
+    if not (src / "manifest.json").is_file():
+        raise SystemExit(f"{src}: no manifest.json; not a capture directory")
+    dst.mkdir(parents=True)
+    for name in ("manifest.json", "counters.csv", *extra):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
+    if (src / "kineto.json").is_file():
+        _gzip(src / "kineto.json", dst / "kineto.json.gz")
+    elif (src / "kineto.json.gz").is_file():
+        shutil.copy2(src / "kineto.json.gz", dst / "kineto.json.gz")
+    inductor = src / "inductor"
+    if inductor.is_dir():
+        (dst / "inductor").mkdir()
+        for item in inductor.iterdir():
+            if item.name == "output_code.log" and item.stat().st_size > BIG_LOG_BYTES:
+                _gzip(item, dst / "inductor" / "output_code.log.gz")
+            elif item.is_file():
+                shutil.copy2(item, dst / "inductor" / item.name)
+
+
+def _relative(value: str | None, root: Path) -> str | None:
+    if not value:
+        return value
+    try:
+        return str(Path(value).resolve().relative_to(root.resolve())) or "."
+    except ValueError:
+        return value
+
+
+def ship(run_dir: Path, target: Path, workload: str) -> None:
+    """``run_dir`` (an optimize run) into ``target`` in the shipped form."""
+    result = json.loads((run_dir / "optimize.json").read_text())
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        out = tmp / target.name
+        out.mkdir()
+        ship_capture_dir(run_dir / "baseline", out / "baseline")
+        final = result.get("final_run_dir")
+        if final and Path(final).resolve() != (run_dir / "baseline").resolve():
+            ship_capture_dir(Path(final) / "capture", out / "optimized")
+            shutil.copy2(Path(final) / "plan.json", out / "optimized" / "plan.json")
+        result["workload"] = workload
+        result["run_dir"] = "."
+        result["final_run_dir"] = _relative(final, run_dir)
+        for trial in result.get("trials", []):
+            trial["run_dir"] = _relative(trial.get("run_dir"), run_dir)
+        (out / "optimize.json").write_text(json.dumps(result, indent=1) + "\n")
+        for name in TOP_FILES:
+            if (run_dir / name).is_file():
+                shutil.copy2(run_dir / name, out / name)
+        if target.exists():
+            shutil.rmtree(target)
+        out.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="an 'oprof optimize' run directory")
+    parser.add_argument("target", type=Path, help="e.g. examples/captures/h200/<name>")
+    parser.add_argument("--workload", required=True, help="the workload path as the project names it")
+    args = parser.parse_args(argv)
+    if not (args.run_dir / "optimize.json").is_file():
+        print(f"{args.run_dir}: no optimize.json; pass an 'oprof optimize' run directory", file=sys.stderr)
+        return 2
+    args.target.parent.mkdir(parents=True, exist_ok=True)
+    ship(args.run_dir, args.target, args.workload)
+    print(args.target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

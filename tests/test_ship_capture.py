@@ -1,0 +1,58 @@
+"""scripts/ship_capture.py on an optimize run laid out from the shipped GPT-2 captures."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from profiler_core.attribution import attribute_run
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT2 = ROOT / "examples" / "captures" / "h200" / "gpt2"
+sys.path.insert(0, str(ROOT / "scripts"))
+import ship_capture  # noqa: E402
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    run = tmp_path / "gpt2-optimize-1"
+    shutil.copytree(GPT2 / "baseline", run / "baseline")
+    raw = run / "baseline" / "kineto.json"
+    raw.write_bytes(gzip.decompress((run / "baseline" / "kineto.json.gz").read_bytes()))
+    (run / "baseline" / "kineto.json.gz").unlink()
+    (run / "baseline" / "counters.ncu-rep").write_bytes(b"not shipped")
+    (run / "baseline" / "profile.json").write_text("{}")
+    trial = run / "trial-1-bf16_promotion"
+    shutil.copytree(GPT2 / "optimized", trial / "capture")
+    shutil.move(trial / "capture" / "plan.json", trial / "plan.json")
+    result = json.loads((GPT2 / "optimize.json").read_text())
+    result.update(run_dir=str(run), workload="/somewhere/examples/gpt2.py", final_run_dir=str(trial))
+    for t in result["trials"]:
+        t["run_dir"] = str(run / t["run_dir"])
+    (run / "optimize.json").write_text(json.dumps(result))
+    for name in ("walltime.json", "findings.json"):
+        shutil.copy2(GPT2 / name, run / name)
+    return run
+
+
+def test_a_run_is_shipped_compact_with_relative_paths(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    target = tmp_path / "captures" / "gpt2"
+    target.parent.mkdir()
+    assert ship_capture.main([str(run), str(target), "--workload", "examples/gpt2.py"]) == 0
+    assert sorted(p.name for p in (target / "baseline").iterdir()) == [
+        "counters.csv", "inductor", "kineto.json.gz", "manifest.json"]
+    assert (target / "optimized" / "plan.json").is_file()
+    shipped = json.loads((target / "optimize.json").read_text())
+    assert shipped["run_dir"] == "." and shipped["workload"] == "examples/gpt2.py"
+    assert shipped["final_run_dir"] == "trial-1-bf16_promotion"
+    assert all(not t["run_dir"].startswith("/") for t in shipped["trials"] if t["run_dir"])
+    assert str(tmp_path) not in (target / "optimize.json").read_text()
+    profile = attribute_run(target / "baseline")
+    assert profile.coverage.attributed_time_pct >= 99.0
+
+
+def test_a_directory_without_optimize_json_is_refused(tmp_path: Path, capsys: object) -> None:
+    assert ship_capture.main([str(tmp_path), str(tmp_path / "out"), "--workload", "x.py"]) == 2
