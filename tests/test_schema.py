@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.errors import SchemaError
+from profiler_core.errors import OutputError, SchemaError
 from profiler_core.schema import (
     SCHEMA_PATH,
     Attribution,
@@ -86,7 +86,7 @@ def test_failed_write_leaves_old_file(tmp_path: Path, monkeypatch: pytest.Monkey
         raise OSError("disk full")
 
     monkeypatch.setattr("os.replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError, match="p.json: cannot write"):
         write_profile(target, Profile())
     assert target.read_text() == "old"
     assert not list(tmp_path.glob(".*.tmp"))

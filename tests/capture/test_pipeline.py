@@ -31,7 +31,7 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.metrics.catalog import COUNTER_FIELDS, FLOP_FIELDS
-from profiler_core.schema import Profile, read_profile
+from profiler_core.schema import Profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
 from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
 
@@ -168,7 +168,8 @@ def test_default_capture_writes_every_artifact_and_an_honest_manifest(
     }
     # --attribute: profile.json from the attribution engine, named in the manifest
     assert attributed == [run] and m.artifacts.profile == "profile.json"
-    assert read_profile(run / "profile.json").warnings == ["attributed by the stand-in"]
+    # the stand-in's profile has no kernels, which read_profile refuses: read the JSON itself
+    assert json.loads((run / "profile.json").read_text())["warnings"] == ["attributed by the stand-in"]
 
 
 @pytest.mark.slow
