@@ -20,7 +20,7 @@ from profiler_core.records import InductorCall
 
 _CALL_DEF = re.compile(r"^\s*def (?:call|partition_\d+)\(")  # cudagraph trees split call() into partitions
 _TRITON_RUN = re.compile(r"^\s+(triton_\w+)\.run\(")
-_EXTERN = re.compile(r"^\s+extern_kernels\.(\w+)\(")
+_EXTERN = re.compile(r"^\s+(?:\w+ = )?extern_kernels\.(\w+)\(")
 _ATEN_FALLBACK = re.compile(r"^\s+(?:\w+ = )?torch\.ops\.aten\.(\w+)\.\w+\(")
 
 
