@@ -181,3 +181,46 @@ def test_ops_after_a_graph_break_are_eager(profiles: dict) -> None:
         checked += 1
     eager = [op.name for op in prof.operators if op.execution_context.value == "eager"]
     assert checked >= 8 and {"aten::fill_", "aten::copy_"} <= set(eager)
+
+
+def _optimize(name: str) -> dict:
+    return json.loads((CAPTURES / name / "optimize.json").read_text())
+
+
+def _plan_validation(name: str) -> dict:
+    return json.loads((CAPTURES / name / "optimized" / "plan.json").read_text())["validation"]
+
+
+def test_bert_training_step_is_validated_on_every_gradient_and_update(profiles: dict) -> None:
+    run = _optimize("hf_bert_train")
+    assert run["training"] is True
+    tried = [t["transformation"] for t in run["trials"]]
+    assert "freezing" not in tried and "conv_bn_folding" not in tried  # inference-only passes
+    validation = _plan_validation("hf_bert_train")
+    roles = [o["role"] for o in validation["outputs"]]
+    params = sum(1 for o in validation["outputs"] if o["role"] == "parameter")
+    assert validation["passed"] and roles.count("output") == 1 and roles.count("gradient") == params > 100
+    assert any("stay float32" in note for note in validation["notes"])  # bf16 keeps FP32 master weights
+    base, opt = profiles["hf_bert_train/baseline"], profiles["hf_bert_train/optimized"]
+    assert sum(k.duration_ns for k in opt.kernels) < sum(k.duration_ns for k in base.kernels)
+    phases = {op.phase for op in base.operators}
+    assert {"forward", "backward", "optimizer"} <= phases
+
+
+def test_qwen2_validation_compares_every_cache_layer(profiles: dict) -> None:
+    validation = _plan_validation("hf_qwen2_decoder")
+    paths = {o["path"] for o in validation["outputs"]}
+    assert "logits" in paths
+    assert {f"past_key_values.layers[{i}].{kv}" for i in range(6) for kv in ("keys", "values")} <= paths
+    run = _optimize("hf_qwen2_decoder")
+    kept = [t for t in run["trials"] if t["outcome"] == "kept"]
+    assert kept and run["wall_speedup"] > 1.0
+    rejected = [t for t in run["trials"] if t["outcome"] == "rejected_validation"]
+    assert all("past_key_values.layers[" in t["reason"] for t in rejected)  # the failing leaf is named
+
+
+def test_resnet_findings_license_the_cnn_passes(profiles: dict) -> None:
+    report = diagnose(profiles["tv_resnet18/baseline"])
+    licensed = {f.rule_id: f.transformation.value for f in report.findings if f.transformation is not None}
+    assert licensed.get("conv_batchnorm") == "conv_bn_folding"
+    assert licensed.get("conv_tensor_core_low") == "bf16_promotion"
