@@ -147,6 +147,8 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         output: Annotated[str | None, Field(
             description="Where to write the full comparison; default beside the optimized profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operator groups to list.")] = 10,
+        force: Annotated[bool, Field(
+            description="Compare even when the two profiles measure different workloads.")] = False,
     ) -> CompareResult:
         """Baseline vs optimized: total and verdict, comparability checks, per-class and per-operator deltas.
 
@@ -158,6 +160,12 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             opt_path, opt = load_profile(ws, optimized)
             out = ws.output_file(output or sibling(opt_path, "comparison.json"), kind="comparison")
             result = _compare(base, opt, base_path=base_path, opt_path=opt_path)
+            mismatches = result.comparability.workload_mismatches()
+            if mismatches and not force:
+                text = backend("profiler_core.analysis.comparability", "workload_mismatch_text")
+                raise backend("profiler_core.errors", "WorkloadMismatchError")(
+                    text(baseline, optimized, mismatches)
+                    + ": pass the baseline of the same workload, or force=true to compare anyway")
             write_text_atomic(out, result.model_dump_json(indent=1))
             return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k)
 

@@ -162,3 +162,10 @@ def check_comparability(base: CaptureMeta, opt: CaptureMeta,
             warnings.append(f"unverified: {c.name} {c.detail}")
     comparable = not any(c.status == "mismatch" and c.required for c in checks)
     return Comparability(comparable=comparable, checks=checks, warnings=warnings)
+
+
+def workload_mismatch_text(base: str, opt: str, mismatches: list[ComparabilityCheck]) -> str:
+    """``A and B measure different workloads (...)``: the start of the refusal, naming what differs."""
+    return (f"{base} and {opt} measure different workloads ("
+            + "; ".join(f"workload {c.base} vs {c.opt}" if c.name == "workload" else
+                        f"operator input shapes: {c.detail.split(' (', 1)[0]}" for c in mismatches) + ")")

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from profiler_core.analysis.comparability import workload_mismatch_text
 from profiler_core.analysis.compare import compare
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.cli.outputs import load_profile, write_output
@@ -53,10 +54,8 @@ def compare_command(
     mismatches = result.comparability.workload_mismatches()
     if mismatches and not force:
         raise WorkloadMismatchError(
-            f"{base} and {opt} measure different workloads ("
-            + "; ".join(f"workload {c.base} vs {c.opt}" if c.name == "workload" else
-                        f"operator input shapes: {c.detail.split(' (', 1)[0]}" for c in mismatches)
-            + "): pass the baseline of the same workload, or --force to compare anyway")
+            workload_mismatch_text(str(base), str(opt), mismatches)
+            + ": pass the baseline of the same workload, or --force to compare anyway")
     if markdown is not None:
         write_output(markdown, render_markdown(comparison=result))
     if html is not None:

@@ -52,6 +52,14 @@ def print_progress(phase: str, step: int, total: int, message: str) -> None:
     err_console.print(f"[dim]{phase}[/] {message}")
 
 
+def _brief(reason: str, width: int = 160) -> str:
+    """A trial's reason for the table: its first clause (the worst leaf), cut at a word, never mid-number."""
+    first = reason.split("; ")[0]
+    if len(first) <= width:
+        return first + (" ..." if first != reason else "")
+    return first[:width].rsplit(" ", 1)[0] + " ..."
+
+
 def render_result(result: OptimizeResult) -> None:
     """The trials and the before/after figures as rich tables on stdout."""
     t = Table(title=f"{Path(result.workload).name}: trials")
@@ -60,7 +68,7 @@ def render_result(result: OptimizeResult) -> None:
     for tr in result.trials:
         t.add_row(tr.transformation, tr.outcome, "-" if tr.kernel_ns is None else f"{tr.kernel_ns / 1e3:.1f}",
                   "-" if tr.speedup_vs_best is None else f"{tr.speedup_vs_best:.2f}x",
-                  "-" if tr.max_abs_err is None else f"{tr.max_abs_err:.2g}", tr.reason[:80])
+                  "-" if tr.max_abs_err is None else f"{tr.max_abs_err:.2g}", _brief(tr.reason))
     out_console.print(t)
     wall = result.wall_time
     wall_line = ""

@@ -12,6 +12,12 @@ graph::
     before:  y = linear(x, w, b)
     after:   y = linear(x.to(bf16), w.to(bf16), b.to(bf16)).to(f32)
 
+GEMMs inside a region the model runs with autocast disabled (``with torch.autocast(...,
+enabled=False)``) stay float32, as autocast leaves them: the model's authors marked them
+precision-sensitive. Rotary position embeddings are the common case: ``transformers``
+computes the angles ``inv_freq @ positions`` so, and in bf16 an angle of 255 rad is off by
+up to 0.54 rad, which turns every key and query past the first few positions.
+
 Weight casts run every call unless the ``freezing`` pass folds them into constants.
 Accumulation stays fp32 (cuBLAS and Inductor accumulate bf16 GEMMs in fp32); validation uses
 the bfloat16 tolerance.
@@ -49,6 +55,23 @@ GEMM_METHODS = MATMUL_METHODS | ADDMM_METHODS
 
 
 DtypeOf = Callable[[Node], "torch.dtype | None"]
+
+_ENTER_AUTOCAST = "_enter_autocast"
+_EXIT_AUTOCAST = "_exit_autocast"
+
+
+def _autocast_call(node: Node) -> str | None:
+    """``_enter_autocast`` / ``_exit_autocast`` for dynamo's trace of a ``torch.autocast`` block, else None."""
+    if node.op != "call_function":
+        return None
+    name = getattr(node.target, "__name__", "")
+    return name if name in (_ENTER_AUTOCAST, _EXIT_AUTOCAST) else None
+
+
+def _autocast_disabled(node: Node) -> bool:
+    """True for an ``_enter_autocast(device, dtype, enabled, cache)`` that turns autocast off."""
+    enabled = node.args[2] if len(node.args) > 2 else node.kwargs.get("enabled", True)
+    return enabled is False
 
 
 def _tensor_operands(node: Node, dtype_of: DtypeOf) -> list[tuple[int | str, Node]]:
@@ -89,11 +112,19 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
     def dtype_of(node: Node) -> torch.dtype | None:
         return made.get(node) or node_dtype(node)
 
+    regions: dict[Node, bool] = {}  # open autocast blocks: enter node -> disabled
     for node in list(graph.nodes):
+        marker = _autocast_call(node)
+        if marker == _ENTER_AUTOCAST:
+            regions[node] = _autocast_disabled(node)
+        elif marker == _EXIT_AUTOCAST and node.args and isinstance(node.args[0], Node):
+            regions.pop(node.args[0], None)
         if not is_call(node, GEMM_FUNCTIONS, GEMM_METHODS):
             continue
         label = op_label(node) or "gemm"
-        reason = _promotable(node, dtype_of)
+        innermost_disabled = next(reversed(regions.values()), False)
+        reason = ("inside a torch.autocast(enabled=False) block: the model keeps it float32"
+                  if innermost_disabled else _promotable(node, dtype_of))
         if reason is not None:
             skipped[f"{node.name} ({label})"] = reason
             continue

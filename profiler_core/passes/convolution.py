@@ -158,3 +158,20 @@ def channels_last(ctx: PassContext) -> PassEffect:
     ctx.model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # parameters keep identity
     ctx.model.register_forward_pre_hook(_to_channels_last, with_kwargs=True)
     return PassEffect(details={"conv2d_modules": len(convs), "inputs": "4-D floating inputs converted on entry"})
+
+
+def cudnn_conv_precision(model: Any, device: str) -> str | None:
+    """``tf32`` where cuDNN runs this model's float32 convolutions in TF32 (PyTorch's default on CUDA), else None.
+
+    ``torch.backends.cudnn.allow_tf32`` is on by default, so on CUDA the baseline's float32
+    convolutions already round their operands to TF32's 10-bit mantissa. A plan that changes
+    the weights (conv_bn_folding) or lets cuDNN choose another algorithm (cuda_graphs, a new
+    layout) moves those roundings, by far more than float32 reassociation would: the plan is
+    held to the TF32 tolerance. A model whose user turned the flag off keeps float32's.
+    """
+    if not str(device).startswith("cuda") or not isinstance(model, nn.Module):
+        return None
+    if not (torch.backends.cudnn.enabled and torch.backends.cudnn.allow_tf32):
+        return None
+    convs = (m for m in model.modules() if isinstance(m, nn.modules.conv._ConvNd))
+    return "tf32" if any(c.weight.dtype == torch.float32 for c in convs) else None

@@ -27,6 +27,7 @@ from torch import nn
 from profiler_core.errors import PassError, ProfilerError
 from profiler_core.passes.backend import PlanBackend
 from profiler_core.passes.contract import PassContext, PassEffect, RunFacts
+from profiler_core.passes.convolution import cudnn_conv_precision
 from profiler_core.passes.findings import finding_label, passes_named_by
 from profiler_core.passes.inductor_config import TRACE_TIME_CONFIG
 from profiler_core.passes.plan import GraphRecord, PassRecord, PassStatus, PlanRecord
@@ -319,6 +320,11 @@ def apply_passes(
     precisions = [p.effect.compute_precision for p, r in zip(planned, records, strict=True)
                   if p.effect.compute_precision and r.status is not PassStatus.NOT_APPLIED]
     compute = max(precisions, key=lambda p: _PRECISION_RANK.get(p, 0), default="float32")
+    conv = cudnn_conv_precision(work, device)
+    if conv and _PRECISION_RANK.get(conv, 0) > _PRECISION_RANK.get(compute, 0):
+        compute = conv
+        notes.append("cuDNN runs this model's float32 convolutions in TF32 (torch.backends.cudnn.allow_tf32), "
+                     "baseline included: validated at the TF32 tolerance")
     shown = {k: v for k, v in backend.inductor_options().items() if k != "post_grad_custom_post_pass"}
     if compiler != "inductor":
         shown = {}

@@ -184,9 +184,14 @@ def roofline_markdown(profile: Profile, *, top_k: int = 8) -> list[str]:
     rollup = module_rollup(profile, roof)
     if rollup.nodes:
         lines += ["", "### Modules", "", "| module | total us | self us | bottleneck |", "|---|---|---|---|"]
-        lines += [f"| {'&nbsp;' * 2 * n.depth}{n.path or '(model)'} | {n.duration_ns / 1e3:.1f} | "
+        lines += [f"| {_tree_prefix(n.depth)}{n.path or '(model)'} | {n.duration_ns / 1e3:.1f} | "
                   f"{n.self_ns / 1e3:.1f} | {n.bottleneck} |" for n in rollup.tree(max_depth=2)[:20]]
     return [*lines, ""]
+
+
+def _tree_prefix(depth: int) -> str:
+    """Plain-text indentation for a module row (Markdown tables collapse spaces; no HTML escapes)."""
+    return "" if depth <= 0 else "· " * (depth - 1) + "└─ "
 
 
 def roofline_summary(profile: Profile, *, top_k: int = 5) -> dict[str, Any]:

@@ -180,3 +180,36 @@ def test_promotion_keeps_recorded_values_for_ops_fake_tensors_cannot_run() -> No
     with torch.no_grad():
         expected = model(x)
     torch.testing.assert_close(run_graph(captured.gm, captured.example), expected, rtol=5e-2, atol=5e-2)
+
+
+class _Rotary(nn.Module):
+    """A projection rotated by position angles computed as transformers 4.x does: a matmul under autocast off."""
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1], device=x.device)[None, None, :].float()
+        inv = self.inv_freq[None, :, None]
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            freqs = (inv.float() @ positions.float()).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+        return self.proj(x) * emb.cos()
+
+
+def test_gemms_under_autocast_disabled_stay_fp32() -> None:
+    torch.manual_seed(0)
+    model, x = _Rotary().eval(), torch.randn(2, 256, 64)
+    expected = model(x)
+    got = capture(model, x, rewrite=promote_gemms)
+    assert got.change is not None and got.change.applied
+    assert got.change.details["gemms_promoted"] == {"linear": 1}
+    skipped = got.change.details["gemms_skipped"]
+    assert len(skipped) == 1 and "autocast(enabled=False)" in next(iter(skipped.values()))
+    torch.testing.assert_close(run_graph(got.gm, got.example), expected, **BF16_TOL)
+    # The angles in bf16 (what promoting that matmul would compute) are off by tenths of a radian.
+    angles = (model.inv_freq[:, None] @ torch.arange(256.0)[None, :])
+    in_bf16 = (model.inv_freq[:, None].bfloat16() @ torch.arange(256.0)[None, :].bfloat16()).float()
+    assert float((in_bf16 - angles).abs().max()) > 0.1

@@ -11,6 +11,7 @@ import torch
 
 from profiler_core.passes import DtypePolicy, validate_outputs
 from profiler_core.passes.leaves import output_leaves, snapshot_leaves
+from profiler_core.passes.validation import compare_leaves, summarize
 
 transformers = pytest.importorskip("transformers")  # CI installs it; a fallback for bare machines
 
@@ -139,3 +140,24 @@ def test_reasons_name_the_worst_leaves_first_and_count_the_rest() -> None:
     result = validate_outputs(base, cand, dtype_policy=DtypePolicy("float32"))
     assert result.worst == "output [7]"
     assert result.reason.startswith("output [7]: ") and result.reason.endswith("and 3 more leaves outside tolerance")
+
+
+def test_every_cache_leaf_of_a_bf16_run_gets_the_bf16_tolerance() -> None:
+    model = _tiny_qwen2()
+    ids = torch.randint(0, 64, (2, 256), generator=torch.Generator().manual_seed(2))  # angles up to 255 rad
+    with torch.no_grad():
+        fp32 = model(ids)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            bf16 = model(ids)
+    bf16_leaves = {p: v.float() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                   for p, v in output_leaves(bf16).items()}
+    bf16_policy = DtypePolicy("bfloat16")
+    result = summarize(compare_leaves(output_leaves(fp32), bf16_leaves, bf16_policy), bf16_policy)
+    assert result.passed, result.reason
+    tensors = [c for c in result.outputs if c.max_abs_err is not None]
+    assert len(tensors) == 7 and all(c.tolerance is not None and (c.tolerance.rtol, c.tolerance.atol) == (5e-2, 5e-2)
+                                     for c in tensors)
+    assert all(0 < (c.max_abs_err or 0) < 5e-2 for c in tensors)  # bf16 rounding, not a wrong rotation
+    fp32_policy = DtypePolicy()  # a float32 plan keeps the float32 tolerance
+    strict = summarize(compare_leaves(output_leaves(fp32), bf16_leaves, fp32_policy), fp32_policy)
+    assert not strict.passed

@@ -49,6 +49,15 @@ def test_html_and_markdown_carry_both_charts_and_the_tree(gpt2: Profile) -> None
     assert re.search(r"\| aten::mm#(72|145) \| wte \| compute \(fp32\) \| \d+% \|", md)
 
 
+
+def test_markdown_module_rows_indent_in_plain_text(gpt2: Profile) -> None:
+    md = render_markdown(gpt2)
+    assert not re.search(r"&[a-z]+;|&#\d+;", md)  # no HTML escapes anywhere in the Markdown
+    rows = md.split("### Modules", 1)[1].split("\n\n", 2)[1].splitlines()[2:]
+    assert rows[0].startswith("| (model) |")
+    assert any(r.startswith("| └─ h |") for r in rows) and any(r.startswith("| · └─ h.0 |") for r in rows)
+
+
 def test_compact_summary_names_the_headroom_and_the_layers(gpt2: Profile) -> None:
     s = compact_summary(gpt2)
     assert len(json.dumps(s, separators=(",", ":"))) <= SUMMARY_MAX_BYTES
