@@ -21,11 +21,15 @@ def diagnose_command(
     out: Annotated[Path | None, typer.Option("--out", help="Also write the findings JSON here.")] = None,
     threshold: Annotated[list[str] | None, typer.Option(
         "--threshold", help="Override a threshold, NAME=VALUE (repeatable; see docs/diagnose.md).")] = None,
+    roofline: Annotated[bool, typer.Option(
+        "--roofline", help="Also judge operators against the chip's roofline: flag those far below both "
+                           "roofs and cap precision-change gain bounds by the target roofline (docs/roofline.md).")
+    ] = False,
 ) -> None:
     """Map the profile's measured symptoms to bottlenecks and the transformations they license."""
     thresholds = thresholds_with(parse_threshold_overrides(threshold or []))
     prof = load_profile(profile)
-    report = diagnose(prof, thresholds)
+    report = diagnose(prof, thresholds, roofline=roofline)
     if out is not None:
         write_output(out, report.model_dump_json(indent=1))
     if as_json:

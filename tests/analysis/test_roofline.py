@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from profiler_core.analysis.roofline import roofline
@@ -119,3 +121,18 @@ def test_measured_gemm_flops_on_the_h200_recapture_match_the_shapes() -> None:
     m = B * T
     lm_head = [o for o in gemm if o.flops_modelled == 2 * m * D * V]
     assert len(lm_head) == 2 and all(o.roof == "fp32" for o in lm_head)
+
+
+def test_oprof_diagnose_roofline_flag_adds_the_roofline_finding() -> None:
+    from typer.testing import CliRunner
+
+    from profiler_core.cli import load_commands
+
+    optimized = str(REPO / "examples" / "captures" / "h200" / "gpt2" / "optimized")
+    runner = CliRunner()
+    with_roof = runner.invoke(load_commands(), ["diagnose", "--json", "--roofline", optimized])
+    plain = runner.invoke(load_commands(), ["diagnose", "--json", optimized])
+    assert with_roof.exit_code == 0 and plain.exit_code == 0, with_roof.output
+    rules = {f["rule_id"] for f in json.loads(with_roof.stdout)["findings"]}
+    assert "far_below_roofline" in rules
+    assert "far_below_roofline" not in {f["rule_id"] for f in json.loads(plain.stdout)["findings"]}
