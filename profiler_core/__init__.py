@@ -15,6 +15,8 @@ The pipeline, one subpackage per stage::
 over this package.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from profiler_core.errors import (
     ArtifactFormatError,
     AttributionError,
@@ -25,9 +27,22 @@ from profiler_core.errors import (
     ToolNotFoundError,
     WorkloadError,
 )
-from profiler_core.schema import Profile, read_profile, write_profile
+
+if TYPE_CHECKING:
+    from profiler_core.schema import Profile, read_profile, write_profile
 
 __version__ = "0.1.0"
+
+_SCHEMA_NAMES = frozenset({"Profile", "read_profile", "write_profile"})
+
+
+def __getattr__(name: str) -> Any:
+    # The schema (pydantic) loads on first use, so ``oprof --help`` and ``--version`` stay instant.
+    if name in _SCHEMA_NAMES:
+        from profiler_core import schema
+
+        return getattr(schema, name)
+    raise AttributeError(f"module 'profiler_core' has no attribute {name!r}")
 
 __all__ = [
     "ArtifactFormatError",

@@ -1,14 +1,14 @@
 """``oprof``: the command-line adapter over profiler_core's public API.
 
-Each subcommand lives in its own module beside this one and registers itself on ``app``
-with :func:`command`, which turns a :class:`~profiler_core.errors.ProfilerError`, a file
-system error (a read-only mount, a full disk) or an input too large or too deep into one
-line on stderr and exit status 2 (never a traceback for a user error); Ctrl-C is one line
-and status 130, SIGTERM removes half-written temp files and exits 143. Streams: a command's
-result (tables, findings, the paths it wrote) goes to stdout through ``out_console``, or as
-JSON alone with ``--json``; progress, notes, warnings and errors go to stderr through
-``err_console``. ``NO_COLOR`` turns off every colour and style. The flag conventions are in
-docs/cli.md.
+Each subcommand lives in its own module beside this one, imported only when that command runs
+(see :data:`COMMANDS`), and registers itself on ``app`` with :func:`command`, which turns a
+:class:`~profiler_core.errors.ProfilerError`, a file system error (a read-only mount, a full
+disk) or an input too large or too deep into one line on stderr and exit status 2 (never a
+traceback for a user error); Ctrl-C is one line and status 130, SIGTERM removes half-written
+temp files and exits 143. Streams: a command's result (tables, findings, the paths it wrote)
+goes to stdout through ``out_console``, or as JSON alone with ``--json``; progress, notes,
+warnings and errors go to stderr through ``err_console``. ``NO_COLOR`` turns off every colour
+and style. The flag conventions are in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from typing import Any as _Any
 
 import typer
+import typer.main
 from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
@@ -43,9 +44,87 @@ class _Command(TyperCommand):
         return _flags_take_no_value(super().get_params(ctx))
 
 
+# Every subcommand: its module (which registers it with :func:`command` when imported) and the
+# first paragraph of its help, shown by ``oprof --help`` without importing the module. The order is
+# the order of ``oprof --help``. tests/cli/test_lazy_cli.py checks this table against the commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "summary": ("profiler_core.cli.summary",
+                "Validate a profile.json and print its coverage and top operators."),
+    "attribute": ("profiler_core.cli.attribute",
+                  "Attribute every kernel to its operator, with counters and evidence tiers."),
+    "capture": ("profiler_core.cli.capture",
+                "Capture a workload: Kineto + Inductor artifacts, nsys timeline, ncu counters, checked."),
+    "diagnose": ("profiler_core.cli.diagnose",
+                 "Map the profile's measured symptoms to bottlenecks and the transformations they license."),
+    "compare": ("profiler_core.cli.compare",
+                "Compare an optimized profile with its baseline: per class, per operator, per counter."),
+    "report": ("profiler_core.cli.report",
+               "Report a profile: where the time went, why, and (with --baseline) what changed."),
+    "apply-pass": ("profiler_core.cli.passes",
+                   "Apply graph passes to a workload, validate its outputs, and write the plan and "
+                   "optimized workload."),
+    "passes": ("profiler_core.cli.passes",
+               "List the registered passes with their level and the profile symptom each addresses."),
+    "optimize": ("profiler_core.cli.optimize",
+                 "Capture, diagnose, apply passes, validate, re-capture, keep what is faster; write a run "
+                 "directory."),
+    "demo": ("profiler_core.cli.demo",
+             "Run the closed loop live on a GPU, or its analysis half on the shipped H200 captures."),
+    "export": ("profiler_core.cli.export",
+               "Write the profile as two CSV tables: one row per kernel, one per operator."),
+}
+
+
 class _Group(TyperGroup):
+    """The ``oprof`` group: a subcommand's module is imported only when that command runs.
+
+    Listing the commands (``oprof --help``, shell completion of a command name) shows each one's
+    help from :data:`COMMANDS` and imports nothing, so ``oprof --help`` does not pay for torch.
+    """
+
+    _listing = False
+
     def get_params(self, ctx: _Any) -> list[_Any]:
         return _flags_take_no_value(super().get_params(ctx))
+
+    def list_commands(self, ctx: _Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: _Any, cmd_name: str) -> _Any:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return self.commands.get(cmd_name)
+        module, short_help = COMMANDS[cmd_name]
+        if self._listing:
+            return TyperCommand(cmd_name, help=short_help)
+        importlib.import_module(module)
+        [info] = [i for i in app.registered_commands if i.name == cmd_name]
+        self.add_command(typer.main.get_command_from_info(
+            info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode))
+        return self.commands[cmd_name]
+
+    def _list_only(self, method: Callable[..., Any], *args: Any) -> Any:
+        self._listing = True
+        try:
+            return method(*args)
+        finally:
+            self._listing = False
+
+    def format_help(self, ctx: _Any, formatter: _Any) -> None:
+        self._list_only(super().format_help, ctx, formatter)
+
+    def shell_complete(self, ctx: _Any, incomplete: str) -> list[_Any]:
+        return self._list_only(super().shell_complete, ctx, incomplete)  # type: ignore[no-any-return]
+
+    def resolve_command(self, ctx: _Any, args: list[str]) -> tuple[str | None, _Any, list[str]]:
+        if not args or args[0] in self.commands or args[0] in COMMANDS:
+            return super().resolve_command(ctx, args)
+        # an unknown name: typer's "Did you mean" looks in self.commands; let it see every command
+        loaded = self.commands
+        self.commands = {**dict.fromkeys(COMMANDS), **loaded}  # type: ignore[dict-item]
+        try:
+            return super().resolve_command(ctx, args)
+        finally:
+            self.commands = loaded
 
 
 app = typer.Typer(
@@ -90,21 +169,6 @@ def _root(
     """Attribute NVIDIA hardware counters to PyTorch operators; diagnose, transform, re-measure."""
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Subcommand modules, imported (and so registered) when the app is first built.
-_COMMAND_MODULES = (
-    "profiler_core.cli.summary",
-    "profiler_core.cli.attribute",
-    "profiler_core.cli.capture",
-    "profiler_core.cli.diagnose",
-    "profiler_core.cli.compare",
-    "profiler_core.cli.report",
-    "profiler_core.cli.passes",
-    "profiler_core.cli.optimize",
-    "profiler_core.cli.demo",
-    "profiler_core.cli.export",
-)
-
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
@@ -164,8 +228,12 @@ def emit_json(payload: Any) -> None:
 
 
 def load_commands() -> typer.Typer:
-    """Import every subcommand module (each registers itself) and return the app."""
-    for module in _COMMAND_MODULES:
+    """Import every subcommand module (each registers itself) and return the app.
+
+    ``oprof`` itself imports a command's module only when that command runs; this is for callers
+    that inspect every command (the tests, documentation).
+    """
+    for module, _ in COMMANDS.values():
         importlib.import_module(module)
     return app
 
@@ -180,8 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     try:
-        load_commands()
         app(args=argv, prog_name="oprof")
-    except KeyboardInterrupt:  # while the commands load; inside one, its wrapper answers
+    except KeyboardInterrupt:  # while a command loads; inside one, its wrapper answers
         sys.stderr.write("oprof: interrupted\n")
         raise SystemExit(130) from None
