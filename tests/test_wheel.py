@@ -38,6 +38,10 @@ def test_wheel_carries_license_and_captures(wheel: Path) -> None:
             if f.is_file():
                 assert f"profiler_core/demo_examples/{f.relative_to(REPO / 'examples').as_posix()}" in names
     assert "profiler_core/demo_examples/sdpa_attention.py" in names
+    templates = sorted((REPO / "profiler_core" / "report" / "templates").iterdir())
+    assert any(t.name == "report.html.j2" for t in templates)
+    for t in templates:  # the HTML report renders from these: a wheel without them cannot write one
+        assert f"profiler_core/report/templates/{t.name}" in names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
 
 
@@ -57,7 +61,10 @@ def test_demo_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None
                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     for example in ("gpt2", "lstm_encoder", "lstm_encoder_unrolled", "sdpa_attention"):
-        assert (work / "reports" / example / "report.html").is_file()
+        page = (work / "reports" / example / "report.html").read_text()
+        # rendered from the installed package's templates: the page, its sections and its charts
+        assert page.startswith("<!DOCTYPE html>") and f"oprof report: {example} on an H200" in page
+        assert "<h2>Roofline</h2>" in page and "<h3>Findings" in page and page.count("<svg") >= 3
         assert f"  {example}: {Path('reports') / example / 'report.html'}\n" in run.stdout  # never cut
     assert str(site / "profiler_core" / "demo_examples" / "captures" / "h200") in run.stderr
     next_steps = run.stdout.split("Next:\n", 1)[1]

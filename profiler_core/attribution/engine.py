@@ -24,6 +24,7 @@ from profiler_core.attribution.aggregate import aggregate_groups, specs_with_flo
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
 from profiler_core.attribution.dedup import mark_repeated_layers
 from profiler_core.attribution.evidence import (
+    EXTERN_CLASSES,
     Claim,
     correlation_claims,
     extern_classes_of,
@@ -296,6 +297,10 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
     else:
         context = ExecutionContext.UNKNOWN
     op_class = _classify(name, ks[0].name)
+    if op_class in EXTERN_CLASSES and all(k.name.startswith(_GENERATED_PREFIXES) for k in ks):
+        # a generated pointwise/reduction kernel filed under a library op (a GEMM or convolution
+        # that cuBLAS/cuDNN ran) holds the layout copy of its operand: classed by what it computes
+        op_class = OperatorClass.CAST_COPY if ks[0].name.startswith("triton_poi") else OperatorClass.REDUCTION
     return construct_trusted(Operator, {
         "key": key, "name": name, "call_index": int(key.rsplit("#", 1)[1]), "op_id": claim.op_id,
         "input_shapes": _listify(claim.input_shapes), "op_class": op_class, "execution_context": context,
@@ -306,6 +311,9 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
         "library": ", ".join(libraries) or None, "layer_role": None, "inherited_from": None,
         "module_path": None, "phase": phase,
     })
+
+
+_GENERATED_PREFIXES = ("triton_poi", "triton_per", "triton_red")
 
 
 @functools.lru_cache(maxsize=65536)

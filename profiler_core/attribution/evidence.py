@@ -114,10 +114,11 @@ def primary_op(ops: Sequence[str], kernel_name: str | None = None,
     if triton is not None and triton[0] not in _TEMPLATE_KINDS:
         own = [op for op in ops if classify_operator(op) not in extern_classes]
         ops = own or ops  # a kernel made only of such ops computes it (a decomposed small GEMM)
-    # a prims:: op is a piece of an aten op's decomposition: the aten op it came from names the work
+    # a prims:: op is a piece of an aten op's decomposition: the aten op it came from names the work;
+    # a backward kernel that recomputes its forward op (a layer norm's statistics) does the backward
     ranked = sorted(enumerate(ops), key=lambda io: (
         io[1] in _VIEW_OPS, io[1].startswith("prims::"), _CLASS_RANK[classify_operator(io[1])],
-        io[1] not in _COMPOSITE_OPS, io[0]))
+        "_backward" not in io[1], io[1] not in _COMPOSITE_OPS, io[0]))
     return ranked[0][1]
 
 

@@ -1,4 +1,4 @@
-"""Roofline chart and module tree for the reports: inline SVG / HTML, markdown lines, summary fields.
+"""Roofline chart and module tree for the reports: inline SVG, HTML sections, markdown lines, summary fields.
 
     roofline_svg(roof)        log-log: arithmetic intensity (FLOP/byte) x achieved FLOP/s, one point per
                               operator sized by its time and colored by class, the chip's roofs per precision
@@ -11,9 +11,12 @@ import math
 from html import escape
 from typing import Any
 
+from markupsafe import Markup
+
 from profiler_core.analysis.modules import ModuleRollup, module_rollup
 from profiler_core.analysis.roofline import OperatorRoofline, Roofline, roofline
 from profiler_core.report.svg_charts import CLASS_COLORS, hbar_chart
+from profiler_core.report.templating import render
 from profiler_core.schema import Profile
 
 _ROOF_COLORS = {"fp64": "#9c6b4e", "fp32": "#3ca951", "fp16": "#6cc5b0", "tf32_tensor": "#efb118",
@@ -108,12 +111,6 @@ def roofline_svg(roof: Roofline, *, width: int = 800, height: int = 420) -> str:
             f'<text x="0" y="14" font-weight="600" font-size="13">{escape(title)}</text>' + "".join(body) + "</svg>")
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -122,19 +119,17 @@ def roofline_html(profile: Profile, roof: Roofline | None = None, *, top_k: int 
     """The roofline section: chart, then the operators with the most headroom."""
     roof = roof or roofline(profile, measured_roofs=True)
     svg = roofline_svg(roof)
-    if not svg:
-        return ("<h2>Roofline</h2><p>No operator has both FLOPs and DRAM bytes"
-                + (f" ({escape(roof.warnings[0])})" if roof.warnings else "") + ".</p>")
     rows = sorted((r for r in roof.operators if r.headroom_ns), key=lambda r: -(r.headroom_ns or 0))[:top_k]
-    which = "measured" if roof.measured_roofs else "published"
-    return ("<h2>Roofline</h2>" + svg + f"<h3>Most headroom (against {which} roofs where known)</h3>" + _table(
-                ["operator", "module", "FLOPs (source)", "FLOP/B", "achieved", "bound", "of roofline", "headroom us"],
-                [[f'<span class="name">{escape(r.key)}</span>', escape(r.module_path or "-"),
-                  f"{_si(r.flops, '')} ({r.flop_source})" if r.flops else "-",
-                  f"{r.arithmetic_intensity:.3g}" if r.arithmetic_intensity else "-",
-                  escape(_si(r.achieved_flops_per_s, "FLOP/s")) if r.achieved_flops_per_s else "-",
-                  escape(f"{r.bound} ({r.roof})" if r.roof else (r.bound or "-")), _pct(r.fraction_of_roofline),
-                  f"{(r.headroom_ns or 0) / 1e3:.1f}"] for r in rows]))
+    return render(
+        "roofline.html.j2", svg=Markup(svg), warning=roof.warnings[0] if roof.warnings else None,
+        which="measured" if roof.measured_roofs else "published",
+        rows=[{"key": r.key, "module_path": r.module_path,
+               "flops_text": f"{_si(r.flops, '')} ({r.flop_source})" if r.flops else "-",
+               "intensity": f"{r.arithmetic_intensity:.3g}" if r.arithmetic_intensity else "-",
+               "achieved": _si(r.achieved_flops_per_s, "FLOP/s") if r.achieved_flops_per_s else "-",
+               "bound": f"{r.bound} ({r.roof})" if r.roof else (r.bound or "-"),
+               "of_roofline": _pct(r.fraction_of_roofline), "headroom": f"{(r.headroom_ns or 0) / 1e3:.1f}"}
+              for r in rows])
 
 
 def modules_html(profile: Profile, rollup: ModuleRollup | None = None) -> str:
@@ -142,25 +137,13 @@ def modules_html(profile: Profile, rollup: ModuleRollup | None = None) -> str:
     rollup = rollup or module_rollup(profile)
     if not rollup.nodes:
         return ""
-    total = rollup.nodes[""].duration_ns if "" in rollup.nodes else rollup.total_ns
-    rows = []
-    for node in rollup.tree(max_depth=TREE_DEPTH)[:TREE_ROWS]:
-        pad = f'style="padding-left:{8 + 16 * node.depth}px"'
-        rows.append(f'<tr><td {pad}><span class="name">{escape(node.path or "(model)")}</span></td>'
-                    f"<td>{node.duration_ns / 1e3:.1f}</td><td>{node.self_ns / 1e3:.1f}</td>"
-                    f"<td>{100 * node.duration_ns / total:.1f}%</td><td>{node.kernels}</td>"
-                    f"<td>{escape(node.bottleneck)}</td></tr>")
-    parts = [f"<h2>Modules</h2><p class=\"meta\">{rollup.coverage_pct:.0f}% of operator time carries a module path; "
-             "a kernel fused across modules sits at their common parent.</p>",
-             "<table><thead><tr><th>module</th><th>total us</th><th>self us</th><th>share</th><th>kernels</th>"
-             "<th>bottleneck</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"]
-    for group in rollup.groups[:2]:
-        parts.append(hbar_chart([(b.path, b.duration_ns / 1e3) for b in group.blocks], unit="us",
-                                title=f"Repeated blocks of {group.parent or '(model)'}: time per block"))
-        outliers = ", ".join(f"{b.path} ({b.vs_median:.2f}x median)" for b in group.outliers)
-        parts.append(f"<p class=\"meta\">{escape(outliers) if outliers else 'no block is more than 20% off the median'}"
-                     "</p>")
-    return "".join(parts)
+    groups = [(Markup(hbar_chart([(b.path, b.duration_ns / 1e3) for b in group.blocks], unit="us",
+                                 title=f"Repeated blocks of {group.parent or '(model)'}: time per block")),
+               ", ".join(f"{b.path} ({b.vs_median:.2f}x median)" for b in group.outliers))
+              for group in rollup.groups[:2]]
+    return render("modules.html.j2", coverage_pct=rollup.coverage_pct,
+                  nodes=rollup.tree(max_depth=TREE_DEPTH)[:TREE_ROWS],
+                  total=rollup.nodes[""].duration_ns if "" in rollup.nodes else rollup.total_ns, groups=groups)
 
 
 def roofline_markdown(profile: Profile, *, top_k: int = 8) -> list[str]:

@@ -39,13 +39,15 @@ _VIEWS = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expan
 # kinds of work, most significant first; an op not listed is elementwise math
 _KINDS: tuple[set[str], ...] = (
     {"native_layer_norm", "layer_norm", "native_batch_norm", "_native_batch_norm_legit_no_training",
-     "native_group_norm", "rms_norm", "_fused_rms_norm"},
-    {"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"},
+     "native_group_norm", "rms_norm", "_fused_rms_norm", "native_layer_norm_backward",
+     "native_batch_norm_backward", "native_group_norm_backward"},
+    {"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax", "_softmax_backward_data",
+     "_log_softmax_backward_data"},
     {"sum", "mean", "amax", "amin", "max", "min", "var_mean", "var", "std", "argmax", "argmin", "prod",
-     "cumsum", "logsumexp", "any", "all"},
+     "cumsum", "logsumexp", "any", "all", "embedding_dense_backward"},
 )
 _COPIES = {"_to_copy", "to", "clone", "contiguous", "copy_", "copy", "cat", "stack", "embedding", "index_select",
-           "gather", "arange", "fill_", "zeros", "empty", "full", "convert_element_type"}
+           "gather", "arange", "fill_", "zeros", "empty", "full", "convert_element_type", "scalar_tensor"}
 _ATEN_LINE = re.compile(r"# Topologically Sorted Source Nodes: \[.*\], Original ATen: \[(?P<ops>[^\]]*)\]")
 _DEF_LINE = re.compile(r"^(?P<name>triton_\w+) = async_compile\.triton\('(?P=name)'")
 _LOG_PREFIX = re.compile(r"^[VIWE]\d{4} [\d:.]+ \d+ \S+\] (?:\[[^\]]*\] )*")
@@ -78,7 +80,7 @@ def triton_operator(kernel: str, original_aten: list[str]) -> str | None:
         ops = [op for op in ops if op not in _LIBRARY_WORK] or ops
     ops = [op for op in ops if op not in _VIEWS] or ops
     for kind in _KINDS:
-        hit = [op for op in ops if op in kind]
+        hit = sorted((op for op in ops if op in kind), key=lambda op: "_backward" not in op)
         if hit:
             return f"aten::{hit[0]}"
     math = [op for op in ops if op not in _COPIES]

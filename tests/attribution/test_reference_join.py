@@ -44,24 +44,7 @@ def _disagreements(profile: Profile, kineto: Path, output_code: Path | None) -> 
     return bad, checked
 
 
-# Known disagreements on the library-model captures, measured and kept visible (strict xfail: the
-# test fails once they are fixed, so the mark must then go): Inductor's layout copies in front of a
-# cuDNN convolution or a cuBLAS GEMM (triton_poi_fused_convolution_*, triton_poi_fused_mm_*) are
-# filed under that convolution/GEMM and classed with it instead of as copies (18 of 136 kernels on
-# ResNet-18, 2 of 1020 on the bf16 BERT step); the embedding-backward reductions of the BERT step
-# are filed under aten::add where Inductor's record names other ops first (2 kernels per capture).
-_KNOWN = {"tv_resnet18/baseline": "layout copies before cuDNN convolutions classed convolution",
-          "hf_bert_train/baseline": "embedding-backward reductions filed under aten::add",
-          "hf_bert_train/optimized": "layout copy before a cuBLAS GEMM classed gemm; embedding backward"}
-
-
-def _run_param(p: Path) -> object:
-    name = f"{p.parent.name}/{p.name}"
-    marks = [pytest.mark.xfail(reason=_KNOWN[name], strict=True)] if name in _KNOWN else []
-    return pytest.param(p, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("run", [_run_param(p) for p in RUNS])
+@pytest.mark.parametrize("run", RUNS, ids=[f"{p.parent.name}/{p.name}" for p in RUNS])
 def test_shipped_capture_agrees_with_the_raw_records(run: Path) -> None:
     profile = attribute_run(run)
     bad, checked = _disagreements(profile, run / "kineto.json.gz", _output_code(run))
