@@ -67,9 +67,9 @@ def finding_row(f: Any) -> FindingRow:
     )
 
 
-def _diagnose_to(profile: Profile, out: Path) -> Any:
+def _diagnose_to(profile: Profile, out: Path, *, roofline: bool = True) -> Any:
     """Diagnose ``profile`` and write every finding to ``out``; the FindingsReport."""
-    report = backend("profiler_core.analysis", "diagnose")(profile)
+    report = backend("profiler_core.analysis", "diagnose")(profile, roofline=roofline)
     write_text_atomic(out, report.model_dump_json(indent=1))
     return report
 
@@ -121,6 +121,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         output: OutputArg = None,
         top_k: Annotated[int, Field(ge=1, le=30, description="Findings to list, largest gain bound first.")
                          ] = 10,
+        roofline: Annotated[bool, Field(description=(
+            "Judge operators against the chip's roofline: flag those far below both roofs and cap "
+            "precision-change bounds by the target precision's roofline. False: bounds from kernel time alone."))
+        ] = True,
     ) -> DiagnoseResult:
         """Findings for one profile: symptom, bottleneck, the transformation it licenses, evidence, bound.
 
@@ -129,7 +133,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         with tool_errors(ws):
             path, prof = load_profile(ws, profile)
             out = ws.output_file(output or sibling(path, "findings.json"), kind="findings")
-            report = _diagnose_to(prof, out)
+            report = _diagnose_to(prof, out, roofline=roofline)
             rows = [finding_row(f) for f in report.findings[:top_k]]
             return DiagnoseResult(
                 profile=str(path), findings_file=str(out), attributed_pct=round(report.attributed_pct, 2),

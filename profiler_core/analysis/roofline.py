@@ -18,6 +18,7 @@ published dense peaks (metrics/peaks.py), or the figures measured on the chip wh
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -209,6 +210,9 @@ def _roof_from_kernels(names: Sequence[str], tensor_active_pct: float | None) ->
         if precision is not None:
             return _PRECISION_ROOF[precision]
     if tensor_active_pct is not None and tensor_active_pct > 1.0:
+        # an fp32 attention kernel on tensor cores (fmha_cutlassF_f32_*) runs its MMAs as TF32
+        if any(re.search(r"fmha\w*_f32_", n.lower()) for n in names):
+            return "tf32_tensor"
         return "fp16_tensor"
     return "fp32"
 

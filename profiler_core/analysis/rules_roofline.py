@@ -6,8 +6,8 @@ An operator at 3% of what its FLOPs and DRAM bytes allow is neither compute- nor
 waits on latency (too few threads, serial dependence, launch and tail effects). Its bound is the
 time reaching the roof would save (its headroom), not its whole time.
 
-Both run when ``diagnose(profile, roofline=True)`` asks for them (``ROOFLINE_RULE`` is not in the
-default registry: it needs the chip's roofs, and it changes the bounds the optimization loop ranks by).
+``diagnose`` runs both unless ``roofline=False`` (``ROOFLINE_RULE`` is not in the rule registry:
+it needs the chip's roofs, and it reads every finding's bound, so it runs after the rules).
 
 ``tighten_gain_bounds`` caps a precision change's bound (tf32, bf16 promotion) by the roofline in
 the target precision: a GEMM promoted to bf16 still takes at least max(FLOPs / bf16 peak, bytes / 2

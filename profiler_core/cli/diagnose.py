@@ -22,9 +22,10 @@ def diagnose_command(
     threshold: Annotated[list[str] | None, typer.Option(
         "--threshold", help="Override a threshold, NAME=VALUE (repeatable; see docs/diagnose.md).")] = None,
     roofline: Annotated[bool, typer.Option(
-        "--roofline", help="Also judge operators against the chip's roofline: flag those far below both "
-                           "roofs and cap precision-change gain bounds by the target roofline (docs/roofline.md).")
-    ] = False,
+        "--roofline/--no-roofline", help="Judge operators against the chip's roofline: flag those far below "
+                                         "both roofs and cap precision-change gain bounds by the target "
+                                         "roofline (docs/roofline.md); --no-roofline leaves both out.")
+    ] = True,
 ) -> None:
     """Map the profile's measured symptoms to bottlenecks and the transformations they license."""
     thresholds = thresholds_with(parse_threshold_overrides(threshold or []))

@@ -43,6 +43,8 @@ _ATTENTION = frozenset({
     "aten::_flash_attention_forward", "aten::_efficient_attention_forward",
     "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math",
 })
+# The kernels' own entry points take (batch, seq, heads, dim), not SDPA's (batch, heads, seq, dim)
+_ATTENTION_BMHK = frozenset({"aten::_flash_attention_forward", "aten::_efficient_attention_forward"})
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ def conv_flops(x: Sequence[int], w: Sequence[int], *, stride: Sequence[int], pad
                                 f"C_in/g={w[1]} k={kernel} S_out={out}")
 
 
+def _seq_before_heads(shape: list[int] | None) -> list[int] | None:
+    """(B, M, H, K) as (B, H, M, K); other ranks (the varlen (total, H, K) form) as they are."""
+    return [shape[0], shape[2], shape[1], shape[3]] if shape is not None and len(shape) == 4 else shape
+
+
 def _attention(q: list[int] | None, k: list[int] | None, v: list[int] | None,
                causal: bool | None) -> ModelledFlops | None:
     if q is None or k is None or len(q) < 3 or len(k) != len(q):
@@ -175,6 +182,8 @@ def modelled_flops(name: str, input_shapes: Sequence[Any] | None, *, is_causal: 
     if name in _LINEAR:
         return _linear(first, second)
     if name in _ATTENTION:
+        if name in _ATTENTION_BMHK:
+            first, second, third = (_seq_before_heads(x) for x in (first, second, third))
         return _attention(first, second, third, is_causal)
     if name in _CONV:
         if first is None or second is None:

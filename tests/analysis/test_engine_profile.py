@@ -41,10 +41,12 @@ def test_findings_on_the_engine_profile() -> None:
         "tensor_core_idle",
         "parallel_projections",
         "manual_attention",
+        "far_below_roofline",
     ]
     (tc,) = report.by_rule("tensor_core_idle")
     assert sorted({key.split("#")[0] for key in tc.operators}) == ["aten::bmm", "aten::mm"]
     assert len(tc.operators) == 16 and tc.evidence.facts[0].endswith("fp32 x16")
+    assert "bound tightened by the bf16_tensor roofline" in tc.evidence.facts[-1]
     (attention,) = report.by_rule("manual_attention")
     assert attention.operators[:3] == ["aten::bmm#0", "aten::_softmax#0", "aten::bmm#1"]
 

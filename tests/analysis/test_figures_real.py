@@ -14,6 +14,7 @@ from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution import attribute_run
 from profiler_core.report.digest import time_by_class
 from profiler_core.schema import OperatorClass, Profile
+from tests.analysis.roofline_bounds import TARGET_ROOF, headroom_ns, precision_bound_ns
 from tests.attribution.reference_join import reference_join
 
 CAPTURES = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200"
@@ -116,4 +117,8 @@ def test_gain_bounds_are_the_affected_share_of_kernel_time(profiles: dict, name:
             continue
         ids = {i for key in f.operators for i in ops[key].kernel_ids}
         affected = sum(prof.kernels[i].duration_ns for i in ids)
+        if f.rule_id == "far_below_roofline":
+            affected = headroom_ns(prof, f.operators)
+        elif f.transformation in TARGET_ROOF:
+            affected = min(affected, precision_bound_ns(prof, f.operators, *TARGET_ROOF[f.transformation]))
         assert f.gain_bound_pct == pytest.approx(100.0 * affected / total, abs=1e-3), f.rule_id

@@ -87,8 +87,8 @@ def test_measured_flops_win_and_a_disagreement_is_flagged(gpt2: Profile) -> None
 def test_diagnose_caps_the_bf16_bound_by_the_bf16_roofline(gpt2: Profile) -> None:
     from profiler_core.analysis import diagnose
 
-    plain = diagnose(gpt2).by_rule("tensor_core_idle")[0]
-    capped = diagnose(gpt2, roofline=True).by_rule("tensor_core_idle")[0]
+    plain = diagnose(gpt2, roofline=False).by_rule("tensor_core_idle")[0]
+    capped = diagnose(gpt2).by_rule("tensor_core_idle")[0]  # the roofline is part of every diagnosis
     assert capped.operators == plain.operators
     assert 0 < capped.gain_bound_ns < plain.gain_bound_ns  # a GEMM in bf16 still takes its roofline time
     assert any("bound tightened by the bf16_tensor roofline" in fact for fact in capped.evidence.facts)
@@ -98,13 +98,15 @@ def test_diagnose_flags_operators_far_below_both_roofs() -> None:
     from profiler_core.analysis import diagnose
 
     optimized = attribute_run(REPO / "examples" / "captures" / "h200" / "gpt2" / "optimized")
-    report = diagnose(optimized, roofline=True)
+    report = diagnose(optimized)
     (f,) = report.by_rule("far_below_roofline")
     rows = roofline(optimized, measured_roofs=True).by_key()
     assert f.operators and all(rows[k].fraction_of_roofline < 0.1 for k in f.operators)
     assert f.gain_bound_ns == int(sum(rows[k].headroom_ns for k in f.operators))  # the headroom, not the time
     assert f.gain_bound_ns < f.evidence.duration_ns
-    assert "far_below_roofline" in report.rules_run and not diagnose(optimized).by_rule("far_below_roofline")
+    plain = diagnose(optimized, roofline=False)
+    assert "far_below_roofline" in report.rules_run and "far_below_roofline" not in plain.rules_run
+    assert not plain.by_rule("far_below_roofline")
 
 
 GPT2_MEASURED = REPO / "examples" / "captures" / "h200" / "gpt2" / "roofline"
@@ -123,16 +125,41 @@ def test_measured_gemm_flops_on_the_h200_recapture_match_the_shapes() -> None:
     assert len(lm_head) == 2 and all(o.roof == "fp32" for o in lm_head)
 
 
-def test_oprof_diagnose_roofline_flag_adds_the_roofline_finding() -> None:
+def test_oprof_diagnose_no_roofline_flag_leaves_the_roofline_out() -> None:
     from typer.testing import CliRunner
 
     from profiler_core.cli import load_commands
 
     optimized = str(REPO / "examples" / "captures" / "h200" / "gpt2" / "optimized")
     runner = CliRunner()
+    default = runner.invoke(load_commands(), ["diagnose", "--json", optimized])
     with_roof = runner.invoke(load_commands(), ["diagnose", "--json", "--roofline", optimized])
-    plain = runner.invoke(load_commands(), ["diagnose", "--json", optimized])
-    assert with_roof.exit_code == 0 and plain.exit_code == 0, with_roof.output
-    rules = {f["rule_id"] for f in json.loads(with_roof.stdout)["findings"]}
-    assert "far_below_roofline" in rules
+    plain = runner.invoke(load_commands(), ["diagnose", "--json", "--no-roofline", optimized])
+    assert default.exit_code == 0 and with_roof.exit_code == 0 and plain.exit_code == 0, plain.output
+    assert json.loads(default.stdout) == json.loads(with_roof.stdout)
+    assert "far_below_roofline" in {f["rule_id"] for f in json.loads(default.stdout)["findings"]}
     assert "far_below_roofline" not in {f["rule_id"] for f in json.loads(plain.stdout)["findings"]}
+
+
+def test_fp32_memory_efficient_attention_is_counted_and_roofed_as_tf32() -> None:
+    """sdpa_attention/tf32: B=8, 512 tokens, 8 heads of 64, FP32 inputs; PyTorch's cutlassF_f32 kernel
+    runs its MMAs on the tensor cores (tensor pipes 28% active), as TF32."""
+    prof = attribute_run(REPO / "examples" / "captures" / "h200" / "sdpa_attention" / "tf32")
+    rows = [r for r in roofline(prof, measured_roofs=True).operators if r.name == "aten::_efficient_attention_forward"]
+    assert len(rows) == 2  # one per measured iteration
+    for r in rows:
+        assert r.flops == 4 * 8 * 8 * 512 * 512 * 64 and r.flop_source == "modelled"
+        assert r.flops_by_roof == {"tf32_tensor": r.flops} and r.bound == "compute"
+        assert r.roofline_time_ns == pytest.approx(r.flops / 494.5e12 * 1e9)  # the published TF32 peak
+
+
+def test_a_rule_subset_runs_the_roofline_note_only_when_named() -> None:
+    from profiler_core.analysis import diagnose
+    from profiler_core.errors import ProfilerError
+
+    optimized = attribute_run(REPO / "examples" / "captures" / "h200" / "gpt2" / "optimized")
+    assert not diagnose(optimized, rules=["launch_bound"]).by_rule("far_below_roofline")
+    named = diagnose(optimized, rules=["launch_bound", "far_below_roofline"])
+    assert named.rules_run == ["launch_bound", "far_below_roofline"] and named.by_rule("far_below_roofline")
+    with pytest.raises(ProfilerError, match="far_below_roofline needs the roofline"):
+        diagnose(optimized, rules=["far_below_roofline"], roofline=False)

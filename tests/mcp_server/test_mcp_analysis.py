@@ -32,6 +32,21 @@ async def test_diagnose_lists_findings_and_writes_them(pair_ws: Path) -> None:
     assert tc["operator_count"] > len(tc["operators"]) == 5
 
 
+async def test_diagnose_judges_the_roofline_unless_told_not_to(pair_ws: Path) -> None:
+    async with connect(roots=(pair_ws,)) as client:
+        default = await call_ok(client, "diagnose", {"profile": "base/profile.json", "top_k": 30})
+        plain = await call_ok(client, "diagnose", {"profile": "base/profile.json", "top_k": 30,
+                                                   "output": "base/findings_plain.json", "roofline": False})
+    written = FindingsReport.model_validate_json((pair_ws / "base" / "findings_plain.json").read_text())
+    assert "far_below_roofline" in {f["rule_id"] for f in default["findings"]}
+    assert "far_below_roofline" not in {f["rule_id"] for f in plain["findings"]} | set(written.rules_run)
+    tc, tc_plain = (next(f for f in r["findings"] if f["rule_id"] == "tensor_core_idle") for r in (default, plain))
+    assert 0 < tc["gain_bound_pct"] < tc_plain["gain_bound_pct"]  # capped by the bf16 roofline
+    (capped,) = FindingsReport.model_validate_json(Path(default["findings_file"]).read_text()).by_rule(
+        "tensor_core_idle")
+    assert any("bound tightened by the bf16_tensor roofline" in fact for fact in capped.evidence.facts)
+
+
 async def test_compare_pair(pair_ws: Path) -> None:
     async with connect(roots=(pair_ws,)) as client:
         args = {"baseline": "base/profile.json", "optimized": "opt/profile.json", "top_k": 3}

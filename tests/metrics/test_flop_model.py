@@ -21,7 +21,13 @@ from profiler_core.metrics.peaks import PEAKS, ROOFS, peaks_for_gpu
     ("aten::baddbmm", [[1], [8, 16, 32], [8, 32, 4]], 2 * 8 * 16 * 4 * 32),
     ("aten::scaled_dot_product_attention", [[4, 8, 512, 64], [4, 8, 512, 64], [4, 8, 512, 64]],
      4 * 4 * 8 * 512 * 512 * 64),
-], ids=["q_proj", "c_fc", "qk_bmm", "lm_head", "linear", "matmul", "matmul_broadcast", "baddbmm", "sdpa"])
+    # the kernels' entry points take (batch, seq, heads, dim): B=4, 512 tokens, 8 heads
+    ("aten::_efficient_attention_forward", [[4, 512, 8, 64], [4, 512, 8, 64], [4, 512, 8, 64]],
+     4 * 4 * 8 * 512 * 512 * 64),
+    ("aten::_flash_attention_forward", [[4, 512, 8, 64], [4, 256, 8, 64], [4, 256, 8, 64]],
+     4 * 4 * 8 * 512 * 256 * 64),
+], ids=["q_proj", "c_fc", "qk_bmm", "lm_head", "linear", "matmul", "matmul_broadcast", "baddbmm", "sdpa",
+        "efficient_bmhk", "flash_bmhk"])
 def test_gemm_and_attention_flops_from_shapes(name: str, shapes: list, flops: int) -> None:
     got = modelled_flops(name, shapes)
     assert got is not None and got.flops == flops

@@ -137,7 +137,8 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
                                                   "parallel_projections", "manual_attention"]
     rediagnosed = json.loads((out / "trial-4-qkv_fusion" / "findings.json").read_text())
     assert [f["rule_id"] for f in rediagnosed["findings"]] == ["memory_bound_elementwise", "manual_attention",
-                                                               "host_bound"]
+                                                               "host_bound", "far_below_roofline"]
+    assert rediagnosed["findings"][-1]["transformation"] is None  # a note: nothing for the loop to try
     assert not (out / "trial-5-sdpa" / "findings.json").exists()  # written for kept trials only
 
     kept = by_name["qkv_fusion"]
@@ -172,8 +173,10 @@ def test_a_kept_pass_re_diagnoses_and_drops_the_symptoms_it_removed(tmp_path: Pa
         ("cuda_graphs", "not_applied"), ("bf16_promotion", "kept")]
     assert result.kept_passes == ["bf16_promotion"] and len(fake.calls) == 2
     after = json.loads((tmp_path / "run" / "trial-2-bf16_promotion" / "findings.json").read_text())
-    # only the host-bound step is left (the tiny model's GPU idles), its cuda_graphs already tried
-    assert [f["rule_id"] for f in after["findings"]] == ["host_bound"]
+    # only the host-bound step is left (the tiny model's GPU idles), its cuda_graphs already tried,
+    # and the note that its tiny kernels sit far below both roofs (no pass licensed)
+    assert [(f["rule_id"], f["transformation"]) for f in after["findings"]] == [
+        ("host_bound", "cuda_graphs"), ("far_below_roofline", None)]
 
 
 def test_budget_counts_passes_tried_not_transformations_without_one(

@@ -22,7 +22,7 @@ def test_real_profile_summary() -> None:
     assert [o["key"] for o in s["top_operators"]][:2] == ["aten::mm#5", "aten::mm#11"]
     assert s["top_operators"][0]["bottleneck"] == "Tensor Cores idle, low occupancy"
     assert [f["rule"] for f in s["findings"]] == ["host_bound", "launch_bound", "tensor_core_idle",
-                                                  "parallel_projections", "manual_attention"]
+                                                  "parallel_projections", "manual_attention", "far_below_roofline"]
     assert s["time_by_class_pct"]["gemm"] == 83.6 and s["coverage"]["unattributed_pct"] == 0.0
 
 
