@@ -57,15 +57,27 @@ def aggregate_groups(
 class Aggregated:
     """Per-operator aggregates as arrays: values (NaN: null), and which counters are missing or partial."""
 
+    _BLOCK = 4096  # groups converted to Python floats at a time (all at once would double the memory)
+
     def __init__(self, values: np.ndarray, missing: np.ndarray, partial: np.ndarray, sizes: np.ndarray) -> None:
         self.values, self.missing, self.partial, self.sizes = values, missing, partial, sizes
+        self._block: tuple[int, list[list[float | None]]] = (-1, [])
+        self._flagged: np.ndarray | None = None
+
+    def _row(self, g: int) -> list[float | None]:
+        lo, rows = self._block
+        if not lo <= g < lo + len(rows):
+            lo = g - g % self._BLOCK
+            block = self.values[lo:lo + self._BLOCK]
+            rows = [[None if v != v else v for v in r] for r in block.tolist()]  # NaN -> None
+            self._block = (lo, rows)
+        return rows[g - lo]
 
     def group(self, g: int, specs: Sequence[CounterSpec]) -> tuple[dict[str, float | None], dict[str, str]]:
         """One group's (metrics, reasons for nulls or partial values), as profile.json holds them."""
-        row = self.values[g].tolist()
-        metrics: dict[str, float | None] = {s.field: (None if v != v else v) for s, v in zip(specs, row, strict=True)}
+        metrics: dict[str, float | None] = dict(zip([s.field for s in specs], self._row(g), strict=True))
         reasons: dict[str, str] = {}
-        if self.missing[g].any() or self.partial[g].any():
+        if self.flagged[g]:
             n = int(self.sizes[g])
             for spec, miss, part in zip(specs, self.missing[g].tolist(), self.partial[g].tolist(), strict=True):
                 f = spec.field
@@ -76,6 +88,18 @@ class Aggregated:
                                   "would mislead" if metrics[f] is None
                                   else f"weighted over the kernels of {n} that have this counter")
         return metrics, reasons
+
+    @property
+    def flagged(self) -> np.ndarray:
+        """Groups with a missing or partial counter (they carry reasons)."""
+        if self._flagged is None or len(self._flagged) != len(self.values):
+            self._flagged = self.missing.any(axis=1) | self.partial.any(axis=1)
+        return self._flagged
+
+    def invalidate(self) -> None:
+        """Forget cached rows after values were replaced."""
+        self._block = (-1, [])
+        self._flagged = None
 
 
 def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarray, grp: np.ndarray,

@@ -226,6 +226,7 @@ def mark_repeated_layers(ops: OperatorTable, table: KernelTable, padded: np.ndar
     ops.agg.values[changed] = redo.values
     ops.agg.missing[changed] = redo.missing
     ops.agg.partial[changed] = redo.partial
+    ops.agg.invalidate()
     for g in changed.tolist():
         ops.inherited_note[g] = f"counters inherited from the identical layer operator {ops.keys[rep[g]]}"
 

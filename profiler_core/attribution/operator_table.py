@@ -80,19 +80,26 @@ class OperatorTable(Sequence[Operator]):
     def kernel_ids(self, g: int) -> list[int]:
         return self.members[self.offsets[g]:self.offsets[g + 1]].tolist()
 
-    def record(self, g: int) -> dict[str, Any]:
-        """Operator ``g``'s fields, in the model's order (enum members, plain lists)."""
+    def record(self, g: int, *, shapes_as_lists: bool = True) -> dict[str, Any]:
+        """Operator ``g``'s fields, in the model's order (enum members, plain lists).
+
+        ``shapes_as_lists=False`` keeps input shapes as the parsers' tuples (for a JSON writer).
+        """
         metrics, reasons = self.agg.group(g, self.specs)
         note = self.inherited_note.get(g)
         if note is not None:
             reasons["_inherited"] = note
         fused = self.fused[self.fused_with[g]]
         shapes = self.input_shapes[self.shapes[g]]
+        if not isinstance(shapes, tuple | list):
+            shapes = None
+        elif shapes_as_lists:
+            shapes = _listify(shapes)
         rep = int(self.inherited_from[g])
         return {
             "key": self.keys[g], "name": self.names[g], "call_index": int(self.call_index[g]),
             "op_id": None if self.op_id[g] == NONE else int(self.op_id[g]),
-            "input_shapes": _listify(shapes), "op_class": self.op_class[g], "execution_context": self.context[g],
+            "input_shapes": shapes, "op_class": self.op_class[g], "execution_context": self.context[g],
             "is_fused": bool(fused), "fused_with": list(fused), "source_nodes": [], "kernel_ids": self.kernel_ids(g),
             "kernel_count": int(self.offsets[g + 1] - self.offsets[g]), "duration_ns": int(self.duration_ns[g]),
             "metrics": metrics, "metric_null_reasons": reasons, "confidence": CONFIDENCES[self.confidence[g]],
@@ -111,8 +118,6 @@ class OperatorTable(Sequence[Operator]):
         return self.context
 
 
-def _listify(value: object) -> list | None:
+def _listify(value: tuple | list) -> list:
     """Input shapes as JSON lists (tuples from the parsers)."""
-    if not isinstance(value, tuple | list):
-        return None
     return json.loads(json.dumps(value))
