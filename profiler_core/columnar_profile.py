@@ -122,14 +122,16 @@ def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef) -> None:
     ops = profile.operators
     records = getattr(ops, "record", None)
     for lo in range(0, len(ops), _CHUNK):
-        chunk = [records(g, shapes_as_lists=False) if records else ops[g].model_dump() for g in range(lo, min(lo + _CHUNK, len(ops)))]
+        chunk = [records(g, shapes_as_lists=False) if records else ops[g].model_dump()
+                 for g in range(lo, min(lo + _CHUNK, len(ops)))]
         for rec in chunk:
             if rec.get("phase") is None:
                 rec.pop("phase", None)
         body = orjson.dumps(chunk)[1:-1]
         out.write((b"," if lo else b"") + body)
     out.write(b'],"kernels":[],"unattributed":[' + b",".join(dump(u) for u in profile.unattributed) + b"]")
-    out.write(b',"coverage":' + dump(profile.coverage) + b',"counters":[' + b",".join(dump(c) for c in profile.counters))
+    out.write(b',"coverage":' + dump(profile.coverage) + b',"counters":[')
+    out.write(b",".join(dump(c) for c in profile.counters))
     out.write(b'],"warnings":' + orjson.dumps(profile.warnings) + b',"kernel_table":' + dump(ref) + b"}")
 
 
@@ -205,8 +207,8 @@ def from_arrow(arrow: Any) -> KernelTable:
     for x in SOURCES:
         src.code(x.value)
     tier_names = Interner()
-    for x in TIERS:
-        tier_names.code(x.value)
+    for t in TIERS:
+        tier_names.code(t.value)
     keys = Interner()
     op = codes("operator_key", keys)
     none_key = keys.codes.get(None, NONE)

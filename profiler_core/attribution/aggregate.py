@@ -93,7 +93,7 @@ class Aggregated:
     def flagged(self) -> np.ndarray:
         """Groups with a missing or partial counter (they carry reasons)."""
         if self._flagged is None or len(self._flagged) != len(self.values):
-            self._flagged = self.missing.any(axis=1) | self.partial.any(axis=1)
+            self._flagged = np.asarray(self.missing.any(axis=1) | self.partial.any(axis=1))
         return self._flagged
 
     def invalidate(self) -> None:

@@ -22,6 +22,7 @@ from profiler_core.attribution.timeline import align_timelines
 from profiler_core.records import CounterRow, TimelineKernel
 from profiler_core.schema import CounterSource
 
+
 def dims_codes(records: Sequence[TimelineKernel | CounterRow], attr: str, dims: Interner) -> np.ndarray:
     """Grid or block of each record as a code into ``dims`` (-1: unknown); one interner per join."""
     codes, add = dims.codes, dims.code

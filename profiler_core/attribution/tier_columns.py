@@ -132,12 +132,12 @@ def correlation_columns(n: int, kineto_index: np.ndarray, kineto_kernels: Sequen
             per_name.append((1, vocab.strings.code(clean_op_name(nm)), vocab.no_fused, vocab.none, 0))
         else:
             per_name.append((0, vocab.none, vocab.no_fused, vocab.none, 0))
-    speaks, op, fused, detail, forced = _table(per_name, 5)
+    t_speaks, t_op, t_fused, t_detail, forced = _table(per_name, 5)
     nc = np.where(opi != NONE, name_code[np.maximum(opi, 0)], NONE)
-    out.has = (opi != NONE) & (speaks[nc] == 1)
+    out.has = (opi != NONE) & (t_speaks[nc] == 1)
     sel = np.flatnonzero(out.has)
     ops_sel = opi[sel]
-    out.op[sel], out.fused[sel], out.detail[sel] = op[nc[sel]], fused[nc[sel]], detail[nc[sel]]
+    out.op[sel], out.fused[sel], out.detail[sel] = t_op[nc[sel]], t_fused[nc[sel]], t_detail[nc[sel]]
     out.kind[sel], out.a[sel], out.op_id[sel] = 2, ext[sel], ext[sel]
     shapes = np.array([vocab.shapes.code(cpu_ops[i].input_shapes) for i in ops_sel.tolist()], dtype=np.int64)
     out.shapes[sel] = shapes
@@ -200,18 +200,18 @@ def ncu_nvtx_columns(n: int, rows: Sequence[CounterRow], row_of: np.ndarray, mea
         else:
             per_stack.append((1, vocab.strings.code(parsed.name), kind, depth, op_id, shapes, vocab.no_fused,
                               NONE if compiled is None else int(compiled), vocab.strings.code("ncu NVTX range")))
-    speaks, op, kind, depth, op_id, shapes, fused, compiled, detail = _table(per_stack, 9)
+    t_speaks, t_op, t_kind, t_depth, t_op_id, t_shapes, t_fused, t_compiled, t_detail = _table(per_stack, 9)
     ri = np.where(measured & (row_of != NONE), row_of, NONE)
     sc = np.where(ri != NONE, stack_code[np.maximum(ri, 0)], NONE)
-    out.has = speaks[sc] == 1
+    out.has = t_speaks[sc] == 1
     sel = np.flatnonzero(out.has)
     s = sc[sel]
     ncu_id = column(rows, "ncu_id")[ri[sel]]
-    out.op[sel], out.kind[sel], out.op_id[sel] = op[s], kind[s], op_id[s]
-    out.a[sel] = np.where(kind[s] == 3, ncu_id, op_id[s])
-    out.b[sel] = np.where(kind[s] == 3, depth[s], 0)
-    out.shapes[sel], out.fused[sel], out.detail[sel] = shapes[s], fused[s], detail[s]
-    out.compiled[sel] = compiled[s].astype(np.int8)
+    out.op[sel], out.kind[sel], out.op_id[sel] = t_op[s], t_kind[s], t_op_id[s]
+    out.a[sel] = np.where(t_kind[s] == 3, ncu_id, t_op_id[s])
+    out.b[sel] = np.where(t_kind[s] == 3, t_depth[s], 0)
+    out.shapes[sel], out.fused[sel], out.detail[sel] = t_shapes[s], t_fused[s], t_detail[s]
+    out.compiled[sel] = t_compiled[s].astype(np.int8)
     return out
 
 
@@ -227,11 +227,12 @@ def fusion_columns(name_code: np.ndarray, names: Sequence[str], fusions: Mapping
             per_name.append((0, vocab.none, vocab.no_fused, vocab.none))
             continue
         prim, fused, _ = resolve(nm)
-        per_name.append((1, vocab.strings.code(prim), vocab.fused.code(fused), vocab.strings.code(f"Inductor {rec.source}")))
-    speaks, op, fused, detail = _table(per_name, 4)
-    out.has = speaks[name_code] == 1
+        per_name.append((1, vocab.strings.code(prim), vocab.fused.code(fused),
+                         vocab.strings.code(f"Inductor {rec.source}")))
+    t_speaks, t_op, t_fused, t_detail = _table(per_name, 4)
+    out.has = t_speaks[name_code] == 1
     sel = np.flatnonzero(out.has)
     nc = name_code[sel]
-    out.op[sel], out.fused[sel], out.detail[sel] = op[nc], fused[nc], detail[nc]
+    out.op[sel], out.fused[sel], out.detail[sel] = t_op[nc], t_fused[nc], t_detail[nc]
     out.kind[sel], out.a[sel], out.compiled[sel] = 2, sel, 1
     return out
