@@ -1,14 +1,17 @@
-"""The columnar form of a large profile: profile.json (operators, coverage, a pointer) + a Parquet kernel table.
+"""The columnar form of a large profile: profile.json (coverage, metadata, pointers) + Parquet tables.
 
-    profile.json               schema version 1, ``kernels: []``, ``kernel_table: {"format": "parquet",
-                               "path": "profile.kernels.parquet", "kernel_count": N, "bytes": B}``
-    profile.kernels.parquet    one row per kernel, in kernel-id order (columns: docs/attribution.md)
+    profile.json                 schema version 1, ``kernels: []``, ``operators: []``,
+                                 ``kernel_table: {"format": "parquet", "path": "profile.kernels.parquet",
+                                 "kernel_count": N, "bytes": B}``, ``operator_table: {... "operator_count": M}``
+    profile.kernels.parquet      one row per kernel, in kernel-id order (columns: docs/attribution.md)
+    profile.operators.parquet    one row per operator, in profile order (attribution/operator_parquet.py)
 
-Both are written atomically: the table first, then profile.json (write a temp file, rename),
-so a reader sees the old pair or the new one. ``read_profile`` loads the table into a
-``KernelTable`` (attribution/kernel_table.py): ``profile.kernels`` then builds each ``Kernel``
-model on access, so diagnose, report, compare and export read the columnar form unchanged.
-pyarrow is imported here only, when a large profile is written or read.
+Each is written atomically: the tables first, then profile.json (write a temp file, rename),
+so a reader sees the old set or the new one. ``read_profile`` loads the tables into a
+``KernelTable`` (attribution/kernel_table.py) and ``OperatorColumns``: ``profile.kernels`` and
+``profile.operators`` then build each model on access, so diagnose, report, compare and export
+read the columnar form unchanged. pyarrow is imported here only, when a large profile is written
+or read.
 """
 
 from __future__ import annotations
@@ -25,15 +28,21 @@ from profiler_core.attribution.columns import NONE, Interner
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.errors import SchemaError
-from profiler_core.schema import KernelTableRef, Profile
+from profiler_core.schema import KernelTableRef, OperatorTableRef, Profile
 
 TABLE_SUFFIX = ".kernels.parquet"
+OPERATOR_SUFFIX = ".operators.parquet"
 _CHUNK = 20_000  # operators serialised per batch
 
 
 def table_path(profile_path: Path) -> Path:
     """``profile.json`` -> ``profile.kernels.parquet`` beside it."""
     return profile_path.with_name(profile_path.stem + TABLE_SUFFIX)
+
+
+def operator_table_path(profile_path: Path) -> Path:
+    """``profile.json`` -> ``profile.operators.parquet`` beside it."""
+    return profile_path.with_name(profile_path.stem + OPERATOR_SUFFIX)
 
 
 def _strings(codes: np.ndarray, strings: list[Any]) -> Any:
@@ -99,7 +108,11 @@ def to_arrow(t: KernelTable) -> Any:
 
 
 def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
-    """Write ``profile`` (kernels as a KernelTable) as profile.json + its Parquet table, each atomically."""
+    """Write ``profile`` (kernels as a KernelTable) as profile.json + its Parquet tables, each atomically.
+
+    Operators kept as columns (an ``OperatorTable`` from the engine, or ``OperatorColumns`` read
+    back) go to profile.operators.parquet; a plain list of models stays in profile.json.
+    """
     import pyarrow.parquet as pq
 
     from profiler_core.atomic_write import write_stream_atomic
@@ -111,15 +124,35 @@ def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Pa
     parquet = table_path(target)
     write_stream_atomic(parquet, lambda handle: pq.write_table(to_arrow(table), handle, compression="zstd"))
     ref = KernelTableRef(path=parquet.name, kernel_count=len(table), bytes=parquet.stat().st_size)
-    return write_stream_atomic(target, lambda handle: _write_json(handle, profile, ref))
+    op_ref = None
+    arrow = _operator_arrow(profile.operators)
+    if arrow is not None:
+        op_parquet = operator_table_path(target)
+        write_stream_atomic(op_parquet, lambda handle: pq.write_table(arrow, handle, compression="zstd"))
+        op_ref = OperatorTableRef(path=op_parquet.name, operator_count=arrow.num_rows,
+                                  bytes=op_parquet.stat().st_size)
+        del arrow
+    return write_stream_atomic(target, lambda handle: _write_json(handle, profile, ref, op_ref))
 
 
-def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef) -> None:
+def _operator_arrow(ops: Any) -> Any:
+    """The operators as an Arrow table, when they are columns; None for a list of models."""
+    from profiler_core.attribution.operator_parquet import OperatorColumns, operators_to_arrow
+    from profiler_core.attribution.operator_table import OperatorTable
+
+    if isinstance(ops, OperatorTable):
+        return operators_to_arrow(ops)
+    if isinstance(ops, OperatorColumns):
+        return ops.arrow
+    return None
+
+
+def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef, op_ref: OperatorTableRef | None) -> None:
     def dump(model: Any) -> bytes:
         return model.__pydantic_serializer__.to_json(model)
 
     out.write(b'{"schema_version":1,"capture":' + dump(profile.capture) + b',"operators":[')
-    ops = profile.operators
+    ops = [] if op_ref is not None else profile.operators
     records = getattr(ops, "record", None)
     for lo in range(0, len(ops), _CHUNK):
         chunk = [records(g, shapes_as_lists=False) if records else ops[g].model_dump()
@@ -132,24 +165,25 @@ def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef) -> None:
     out.write(b'],"kernels":[],"unattributed":[' + b",".join(dump(u) for u in profile.unattributed) + b"]")
     out.write(b',"coverage":' + dump(profile.coverage) + b',"counters":[')
     out.write(b",".join(dump(c) for c in profile.counters))
-    out.write(b'],"warnings":' + orjson.dumps(profile.warnings) + b',"kernel_table":' + dump(ref) + b"}")
+    out.write(b'],"warnings":' + orjson.dumps(profile.warnings) + b',"kernel_table":' + dump(ref))
+    out.write((b',"operator_table":' + dump(op_ref) if op_ref is not None else b"") + b"}")
 
 
-def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
-    """Load the Parquet table a profile.json points at into ``profile.kernels`` (errors name the file)."""
-    ref = profile.kernel_table
-    assert ref is not None
+def _read_parquet(profile_path: Path, ref: Any, what: str, rows: int, listed: int) -> Any:
+    """The Parquet table ``ref`` points at, checked against its size and row count (errors name the file)."""
     parquet = profile_path.parent / ref.path
     if Path(ref.path).name != ref.path:
-        raise SchemaError(f"{profile_path}: kernel_table.path {ref.path!r} is not a file name beside the profile; "
+        raise SchemaError(f"{profile_path}: {what}.path {ref.path!r} is not a file name beside the profile; "
                           "re-run 'oprof attribute'")
-    if profile.kernels:
-        raise SchemaError(f"{profile_path}: lists kernels and a kernel table; a profile holds one or the other")
+    if listed:
+        raise SchemaError(f"{profile_path}: lists {what.split('_')[0]}s and a {what.replace('_', ' ')}; "
+                          "a profile holds one or the other")
+    label = what.replace("_", " ")
     try:
         size = parquet.stat().st_size
     except FileNotFoundError as err:
-        raise SchemaError(f"{parquet}: the kernel table {profile_path.name} points at is missing; keep the two "
-                          "files together, or re-run 'oprof attribute'") from err
+        raise SchemaError(f"{parquet}: the {label} {profile_path.name} points at is missing; keep the files "
+                          "together, or re-run 'oprof attribute'") from err
     if size != ref.bytes:
         raise SchemaError(f"{parquet}: {size} bytes, but {profile_path.name} says {ref.bytes} (truncated, or from "
                           "another attribution); re-run 'oprof attribute'")
@@ -159,16 +193,39 @@ def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
     try:
         arrow = pq.read_table(parquet)
     except (pa.ArrowException, OSError) as err:
-        raise SchemaError(f"{parquet}: not a readable Parquet kernel table ({err}); the file is truncated or "
+        raise SchemaError(f"{parquet}: not a readable Parquet {label} ({err}); the file is truncated or "
                           "damaged: re-run 'oprof attribute'") from err
-    if arrow.num_rows != ref.kernel_count:
-        raise SchemaError(f"{parquet}: {arrow.num_rows} kernels, but {profile_path.name} says {ref.kernel_count}; "
+    if arrow.num_rows != rows:
+        raise SchemaError(f"{parquet}: {arrow.num_rows} rows, but {profile_path.name} says {rows}; "
                           "re-run 'oprof attribute'")
+    return arrow
+
+
+def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
+    """Load the Parquet tables a profile.json points at into ``profile.kernels`` / ``profile.operators``."""
+    ref = profile.kernel_table
+    assert ref is not None
+    arrow = _read_parquet(profile_path, ref, "kernel_table", ref.kernel_count, len(profile.kernels))
+    parquet = profile_path.parent / ref.path
     try:
-        object.__setattr__(profile, "__dict__", {**profile.__dict__, "kernels": from_arrow(arrow)})
+        kernels = from_arrow(arrow)
     except (KeyError, ValueError, TypeError) as err:
         raise SchemaError(f"{parquet}: not an oprof kernel table ({type(err).__name__}: {err}); "
                           "re-run 'oprof attribute'") from err
+    del arrow
+    fields = {**profile.__dict__, "kernels": kernels}
+    op_ref = profile.operator_table
+    if op_ref is not None:
+        from profiler_core.attribution.operator_parquet import OperatorColumns
+
+        op_arrow = _read_parquet(profile_path, op_ref, "operator_table", op_ref.operator_count,
+                                 len(profile.operators))
+        try:
+            fields["operators"] = OperatorColumns(op_arrow)
+        except (KeyError, ValueError, TypeError, AttributeError) as err:
+            raise SchemaError(f"{profile_path.parent / op_ref.path}: not an oprof operator table "
+                              f"({type(err).__name__}: {err}); re-run 'oprof attribute'") from err
+    object.__setattr__(profile, "__dict__", fields)
 
 
 def from_arrow(arrow: Any) -> KernelTable:

@@ -252,6 +252,15 @@ class KernelTableRef(_Model):
     bytes: Count  # size of the file as written: a truncated or replaced table is caught before it is read
 
 
+class OperatorTableRef(_Model):
+    """Where a large profile keeps its operators: a Parquet file beside profile.json (docs/attribution.md)."""
+
+    format: Literal["parquet"] = "parquet"
+    path: str  # file name, relative to the profile's folder
+    operator_count: Count
+    bytes: Count  # size of the file as written
+
+
 class Profile(_Model):
     schema_version: Literal[1] = SCHEMA_VERSION
     capture: CaptureMeta = Field(default_factory=CaptureMeta)
@@ -263,6 +272,35 @@ class Profile(_Model):
     warnings: list[str] = Field(default_factory=list)
     # large profiles only: ``kernels`` is empty in the file and the kernels are this table's rows
     kernel_table: KernelTableRef | None = Field(default=None, exclude_if=lambda v: v is None)
+    # large profiles only: ``operators`` is empty in the file and the operators are this table's rows
+    operator_table: OperatorTableRef | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    # A large profile's kernels and operators are columns (a lazy view): as one document they are
+    # models again, which holds ~10 KB per kernel, so only up to EMIT_MAX_KERNELS.
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        return BaseModel.model_dump(self.as_rows(), **kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
+        return BaseModel.model_dump_json(self.as_rows(), **kwargs)
+
+    def as_rows(self) -> Profile:
+        """This profile with every kernel and operator a model (itself when it already is).
+
+        Raises ``SchemaError`` for a columnar profile above ``EMIT_MAX_KERNELS`` kernels.
+        """
+        if isinstance(self.kernels, list) and isinstance(self.operators, list):
+            return self
+        n = len(self.kernels)
+        if n > EMIT_MAX_KERNELS:
+            raise SchemaError(
+                f"this profile holds {n} kernels in Parquet tables, too many for one JSON document "
+                f"(at most {EMIT_MAX_KERNELS}); read profile.kernels.parquet and profile.operators.parquet "
+                "directly (pyarrow, pandas), or use 'oprof summary', 'oprof report' or 'oprof export'")
+        return self.model_copy(update={"kernels": list(self.kernels), "operators": list(self.operators),
+                                       "kernel_table": None, "operator_table": None})
+
+
+EMIT_MAX_KERNELS = 200_000
 
 
 _object_setattr = object.__setattr__
@@ -301,8 +339,13 @@ def check_references(profile: Profile) -> None:
 
     Checks: operator keys and kernel ids are unique; every kernel's ``attribution.operator_key``
     and every ``inherited_from`` name an operator (kernel) of this profile; every operator's
-    ``kernel_ids`` and every unattributed entry name a kernel of it.
+    ``kernel_ids`` and every unattributed entry name a kernel of it. A large profile's tables
+    are checked column by column (attribution/table_checks.py).
     """
+    if not isinstance(profile.kernels, list):
+        from profiler_core.attribution.table_checks import table_references
+
+        return table_references(profile)
     keys: set[str] = set()
     for op in profile.operators:
         if op.key in keys:

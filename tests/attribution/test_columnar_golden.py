@@ -42,7 +42,7 @@ def _json(profile: Profile) -> bytes:
 
 def _rows(profile: Profile) -> Profile:
     """A profile read in its columnar form, as the row form (kernels as models, no table pointer)."""
-    return profile.model_copy(update={"kernels": list(profile.kernels), "kernel_table": None})
+    return profile.as_rows()
 
 
 @pytest.mark.parametrize("run", RUNS, ids=IDS)
@@ -121,5 +121,5 @@ def test_missing_parquet_is_a_named_error(written: Path, tmp_path: Path) -> None
 
 def test_no_temp_files_are_left_and_the_json_names_the_table(written: Path) -> None:
     names = sorted(p.name for p in written.parent.iterdir())
-    assert names == ["profile.json", "profile.kernels.parquet"]
+    assert names == ["profile.json", "profile.kernels.parquet", "profile.operators.parquet"]
     assert b'"kernels":[]' in written.read_bytes() and b'"kernel_table":{"format":"parquet"' in written.read_bytes()

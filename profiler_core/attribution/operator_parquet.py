@@ -1,0 +1,217 @@
+"""A large profile's operators as a Parquet table (profile.operators.parquet), and the lazy view read from it.
+
+One row per operator, in profile order. Columns: ``key``, ``name``, ``call_index``, ``op_id``,
+``input_shapes`` (JSON text), ``op_class``, ``execution_context``, ``is_fused``, ``fused_with``
+and ``source_nodes`` (JSON arrays as text), ``kernel_ids`` (a list column), ``kernel_count``,
+``duration_ns``, ``metrics.<field>`` (one per counter field, null where the value is null),
+``metric_null_reasons`` (a JSON object as text), ``confidence``, ``library``, ``layer_role``,
+``inherited_from``, ``module_path``, ``phase``. Strings are dictionary-encoded; nulls are None.
+
+:func:`operators_to_arrow` writes an :class:`OperatorTable` column by column (the reasons are
+worked out once per distinct pattern of missing counters, not per operator);
+:class:`OperatorColumns` is what ``read_profile`` puts in ``profile.operators``: a
+``Sequence[Operator]`` that builds each model on access. pyarrow is imported only here and in
+profiler_core/columnar_profile.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from profiler_core.attribution.columns import NONE
+from profiler_core.attribution.operator_table import CONFIDENCES, ROLES, OperatorTable
+from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
+
+_BLOCK = 4096  # operators whose metrics are turned into Python floats at a time
+
+
+def _dict_column(codes: np.ndarray, values: Sequence[str | None]) -> Any:
+    """A dictionary-encoded string column (None values are nulls)."""
+    import pyarrow as pa
+
+    none = np.array([v is None for v in values] + [True])
+    idx = np.where(codes == NONE, len(values), codes)
+    dictionary = pa.array(["" if v is None else v for v in values] or [""], type=pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=none[idx]), dictionary)
+
+
+def _encode(values: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Codes and distinct values of a list of hashable values (first-seen order)."""
+    seen: dict[Any, int] = {}
+    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), dtype=np.int64, count=len(values))
+    return codes, list(seen)
+
+
+def _reasons_codes(ops: OperatorTable) -> tuple[np.ndarray, list[str]]:
+    """Each operator's ``metric_null_reasons`` as a code into JSON texts, worked out once per distinct pattern."""
+    n = len(ops)
+    codes = np.zeros(n, dtype=np.int64)
+    texts = ["{}"]
+    agg = ops.agg
+    flagged = np.flatnonzero(agg.flagged) if n else np.zeros(0, dtype=np.int64)
+    if len(flagged):
+        nulls = np.isnan(agg.values[flagged])
+        pattern = np.hstack([agg.missing[flagged], agg.partial[flagged], nulls & agg.partial[flagged],
+                             agg.sizes[flagged].reshape(-1, 1)]).astype(np.int64)
+        _, first, inverse = np.unique(pattern, axis=0, return_index=True, return_inverse=True)
+        for g in flagged[first].tolist():
+            texts.append(json.dumps(agg.group(g, ops.specs)[1]))
+        codes[flagged] = 1 + inverse.reshape(-1)
+    for g in sorted(ops.inherited_note):
+        reasons = agg.group(g, ops.specs)[1]
+        reasons["_inherited"] = ops.inherited_note[g]
+        codes[g] = len(texts)
+        texts.append(json.dumps(reasons))
+    return codes, texts
+
+
+def operators_to_arrow(ops: OperatorTable) -> Any:
+    """The operator table as an Arrow table (the Parquet file's columns, module docstring)."""
+    import pyarrow as pa
+
+    n = len(ops)
+    shapes_text = [json.dumps(v) if isinstance(v, tuple | list) else None for v in ops.input_shapes]
+    fused_text = [json.dumps(list(f)) for f in ops.fused]
+    cls_codes, cls_values = _encode(ops.op_class)
+    ctx_codes, ctx_values = _encode(ops.context)
+    lib_codes, lib_values = _encode(ops.library)
+    mod_codes, mod_values = _encode(ops.module_path)
+    phase_codes, phase_values = _encode(ops.phase)
+    name_codes, name_values = _encode(ops.names)
+    fused_sizes = np.array([len(f) for f in ops.fused] + [0], dtype=np.int64)
+    rep = ops.inherited_from
+    reason_codes, reason_texts = _reasons_codes(ops)
+    cols: dict[str, Any] = {
+        "key": pa.array(ops.keys, type=pa.string()), "name": _dict_column(name_codes, name_values),
+        "call_index": pa.array(ops.call_index.astype(np.int64)),
+        "op_id": pa.array(ops.op_id.astype(np.int64), mask=ops.op_id == NONE),
+        "input_shapes": _dict_column(ops.shapes, shapes_text),
+        "op_class": _dict_column(cls_codes, [c.value for c in cls_values]),
+        "execution_context": _dict_column(ctx_codes, [c.value for c in ctx_values]),
+        "is_fused": pa.array(fused_sizes[ops.fused_with] > 0),
+        "fused_with": _dict_column(ops.fused_with, fused_text),
+        "source_nodes": _dict_column(np.zeros(n, dtype=np.int64), ["[]"]),
+        "kernel_ids": pa.LargeListArray.from_arrays(pa.array(ops.offsets.astype(np.int64)),
+                                                    pa.array(ops.members.astype(np.int64))),
+        "kernel_count": pa.array(np.diff(ops.offsets).astype(np.int64)),
+        "duration_ns": pa.array(ops.duration_ns.astype(np.int64)),
+    }
+    for c, spec in enumerate(ops.specs):
+        values = ops.agg.values[:, c]
+        cols[f"metrics.{spec.field}"] = pa.array(values, mask=np.isnan(values))
+    cols["metric_null_reasons"] = _dict_column(reason_codes, reason_texts)
+    cols["confidence"] = _dict_column(ops.confidence.astype(np.int64), [c.value for c in CONFIDENCES])
+    cols["library"] = _dict_column(lib_codes, lib_values)
+    cols["layer_role"] = _dict_column(ops.layer_role.astype(np.int64), list(ROLES))
+    cols["inherited_from"] = pa.array([None if r == NONE else ops.keys[r] for r in rep.tolist()], type=pa.string()) \
+        if (rep != NONE).any() else pa.nulls(n, type=pa.string())
+    cols["module_path"] = _dict_column(mod_codes, mod_values)
+    cols["phase"] = _dict_column(phase_codes, phase_values)
+    meta = {b"oprof.metric_fields": json.dumps([s.field for s in ops.specs]).encode(),
+            b"oprof.schema_version": b"1"}
+    return pa.table(cols).replace_schema_metadata(meta)
+
+
+class _Strings:
+    """A dictionary column as (codes, values): code -1 is None."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, arr: Any, convert: Any = None) -> None:
+        arr = arr.dictionary_encode() if not hasattr(arr, "dictionary") else arr
+        values = arr.dictionary.to_pylist()
+        # "" stands in the dictionary for None (a null row): never a JSON text or an enum value
+        self.values = [convert(v) if v else None for v in values] if convert else values
+        self.codes = arr.indices.fill_null(NONE).to_numpy().astype(np.int64)
+
+    def __getitem__(self, g: int) -> Any:
+        c = self.codes[g]
+        return None if c == NONE else self.values[c]
+
+
+class OperatorColumns(Sequence[Operator]):
+    """Operators read from profile.operators.parquet: a read-only ``Sequence[Operator]`` built on access."""
+
+    def __init__(self, arrow: Any) -> None:
+        self.arrow = arrow  # kept: writing the profile again writes this table as it is
+        meta = arrow.schema.metadata or {}
+        self.metric_fields: tuple[str, ...] = tuple(json.loads(meta[b"oprof.metric_fields"]))
+
+        def col(name: str) -> Any:
+            return arrow.column(name).combine_chunks()
+
+        def ints(name: str) -> np.ndarray:
+            return col(name).fill_null(NONE).to_numpy().astype(np.int64)
+
+        self.n = arrow.num_rows
+        self.keys = col("key")  # an Arrow array: one Python string per operator only when asked
+        self.name = _Strings(col("name"))
+        self.call_index, self.op_id = ints("call_index"), ints("op_id")
+        self.shapes = _Strings(col("input_shapes"), json.loads)
+        self.op_class = _Strings(col("op_class"), OperatorClass)
+        self.context = _Strings(col("execution_context"), ExecutionContext)
+        self.is_fused = col("is_fused").to_numpy(zero_copy_only=False)
+        self.fused_with = _Strings(col("fused_with"), json.loads)
+        self.source_nodes = _Strings(col("source_nodes"), json.loads)
+        ids = col("kernel_ids")
+        self.offsets = ids.offsets.to_numpy().astype(np.int64)
+        self.members = ids.values.to_numpy().astype(np.int64)
+        self.kernel_count, self.duration_ns = ints("kernel_count"), ints("duration_ns")
+        self.metrics = np.stack([col(f"metrics.{f}").fill_null(np.nan).to_numpy() for f in self.metric_fields],
+                                axis=1) if self.metric_fields else np.zeros((self.n, 0))
+        self.reasons = _Strings(col("metric_null_reasons"), json.loads)
+        self.confidence = _Strings(col("confidence"), Confidence)
+        self.library = _Strings(col("library"))
+        self.layer_role = _Strings(col("layer_role"))
+        self.inherited_from = col("inherited_from")
+        self.module_path = _Strings(col("module_path"))
+        self.phase = _Strings(col("phase"))
+        self._block: tuple[int, list[list[float | None]]] = (-1, [])
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, g: int) -> Operator: ...
+    @overload
+    def __getitem__(self, g: slice) -> list[Operator]: ...
+    def __getitem__(self, g: int | slice) -> Operator | list[Operator]:
+        if isinstance(g, slice):
+            return [self.model(i) for i in range(*g.indices(self.n))]
+        if not -self.n <= g < self.n:
+            raise IndexError(g)
+        return self.model(g % self.n)
+
+    def __iter__(self) -> Iterator[Operator]:
+        return (self.model(g) for g in range(self.n))
+
+    def _metrics(self, g: int) -> dict[str, float | None]:
+        lo, rows = self._block
+        if not lo <= g < lo + len(rows):
+            lo = g - g % _BLOCK
+            rows = [[None if v != v else v for v in r] for r in self.metrics[lo:lo + _BLOCK].tolist()]
+            self._block = (lo, rows)
+        return dict(zip(self.metric_fields, rows[g - lo], strict=True))
+
+    def model(self, g: int) -> Operator:
+        """Operator ``g`` as the model profile.json lists (built without validation: every value is typed)."""
+        op_id = int(self.op_id[g])
+        return construct_trusted(Operator, {
+            "key": self.keys[g].as_py(), "name": self.name[g], "call_index": int(self.call_index[g]),
+            "op_id": None if op_id == NONE else op_id, "input_shapes": self.shapes[g],
+            "op_class": self.op_class[g], "execution_context": self.context[g], "is_fused": bool(self.is_fused[g]),
+            "fused_with": list(self.fused_with[g]), "source_nodes": list(self.source_nodes[g]),
+            "kernel_ids": self.members[self.offsets[g]:self.offsets[g + 1]].tolist(),
+            "kernel_count": int(self.kernel_count[g]), "duration_ns": int(self.duration_ns[g]),
+            "metrics": self._metrics(g), "metric_null_reasons": dict(self.reasons[g]),
+            "confidence": self.confidence[g], "library": self.library[g], "layer_role": self.layer_role[g],
+            "inherited_from": self.inherited_from[g].as_py(), "module_path": self.module_path[g],
+            "phase": self.phase[g],
+        })
+
+    def execution_contexts(self) -> list[ExecutionContext]:
+        return [self.context.values[c] for c in self.context.codes.tolist()]
