@@ -10,8 +10,8 @@ has real-looking work to do (this is benchmark input only, never shipped as a ca
 
 Each size runs in a fresh process with its inputs already parsed; the figures are the
 attribution (all tiers, aggregation, layer dedup), the write (profile.json, or profile.json
-plus its Parquet kernel table above the columnar threshold), and the process's peak RSS, inputs
-included. The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture.
+plus its Parquet kernel and operator tables above the columnar threshold), the process's peak
+RSS, inputs included, and reading the written profile back (``read_profile``, with its checks). The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture.
 
     python benchmarks/bench_attribute.py [--sizes 572,100k,1M] [--capture joinable|gpt2]
 """
@@ -106,7 +106,7 @@ def _rss_mb() -> float:
 
 def _child(capture: str, size: int) -> None:
     from profiler_core.attribution import attribute
-    from profiler_core.schema import write_profile
+    from profiler_core.schema import read_profile, write_profile
 
     base = len(replicate(capture, 1)[0].kernels)
     kin, nsy, ncu, ind, _ = replicate(capture, max(1, round(size / base)))
@@ -118,12 +118,18 @@ def _child(capture: str, size: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         write_profile(Path(tmp) / "profile.json", profile)
         written = sum(p.stat().st_size for p in Path(tmp).iterdir())
-    t2 = time.perf_counter()
-    print(json.dumps({"kernels": len(profile.kernels), "operators": len(profile.operators),
-                      "attribute_s": t1 - t0, "write_s": t2 - t1, "total_s": t2 - t0,
-                      "cpu_s": time.process_time() - c0, "inputs_rss_mb": inputs_mb, "peak_rss_mb": _rss_mb(),
-                      "written_mb": written / 1e6, "attributed_pct": profile.coverage.attributed_time_pct}),
-          flush=True)
+        t2 = time.perf_counter()
+        cpu, peak = time.process_time() - c0, _rss_mb()
+        kernels, operators, pct = len(profile.kernels), len(profile.operators), profile.coverage.attributed_time_pct
+        del profile, kin, nsy, ncu, ind
+        t3 = time.perf_counter()
+        back = read_profile(Path(tmp) / "profile.json")  # with its reference and consistency checks
+        read_s = time.perf_counter() - t3
+        assert len(back.kernels) == kernels
+    print(json.dumps({"kernels": kernels, "operators": operators, "attribute_s": t1 - t0, "write_s": t2 - t1,
+                      "total_s": t2 - t0, "cpu_s": cpu, "inputs_rss_mb": inputs_mb, "peak_rss_mb": peak,
+                      "written_mb": written / 1e6, "attributed_pct": pct, "read_s": read_s,
+                      "peak_after_read_mb": _rss_mb()}), flush=True)
     sys.stdout.flush()
 
 
@@ -154,7 +160,7 @@ def main() -> None:
         return
     print(f"capture {args.capture}; each size in a fresh process, inputs parsed before the clock starts")
     print(f"{'kernels':>9} {'operators':>9} {'attribute s':>11} {'write s':>8} {'total s':>8} {'cpu s':>6} "
-          f"{'inputs MB':>9} {'peak RSS MB':>11} {'written MB':>10}  before / floor")
+          f"{'inputs MB':>9} {'peak RSS MB':>11} {'written MB':>10} {'read s':>6}  before / floor")
     for size in (parse_size(s) for s in args.sizes.split(",")):
         out = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--child", str(size)],
                              capture_output=True, text=True, cwd=REPO, check=False)
@@ -164,7 +170,7 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{r['kernels']:>9} {r['operators']:>9} {r['attribute_s']:>11.2f} {r['write_s']:>8.2f} "
               f"{r['total_s']:>8.2f} {r['cpu_s']:>6.2f} {r['inputs_rss_mb']:>9.0f} {r['peak_rss_mb']:>11.0f} "
-              f"{r['written_mb']:>10.1f}  {FLOORS.get(round(size, -5), '')}")
+              f"{r['written_mb']:>10.1f} {r['read_s']:>6.2f}  {FLOORS.get(round(size, -5), '')}")
     wall, rss = time_cli(GPT2_RUN)
     print(f"oprof attribute {GPT2_RUN.relative_to(REPO)} (whole command, fresh process): {wall:.2f} s wall, "
           f"{rss:.0f} MiB peak (target 1.5 s; issue: 3.86 s / 350 MiB before, 0.46 s / 57 MiB floor)")

@@ -123,3 +123,59 @@ def test_no_temp_files_are_left_and_the_json_names_the_table(written: Path) -> N
     names = sorted(p.name for p in written.parent.iterdir())
     assert names == ["profile.json", "profile.kernels.parquet", "profile.operators.parquet"]
     assert b'"kernels":[]' in written.read_bytes() and b'"kernel_table":{"format":"parquet"' in written.read_bytes()
+
+
+def test_truncated_operator_parquet_is_a_named_error(written: Path, tmp_path: Path) -> None:
+    profile, _ = _copy(written, tmp_path)
+    table = tmp_path / "profile.operators.parquet"
+    table.write_bytes(table.read_bytes()[:100])
+    with pytest.raises(SchemaError, match=r"profile\.operators\.parquet.*truncated"):
+        read_profile(profile)
+
+
+def test_operators_are_read_lazily_and_rewritten_as_they_are(written: Path, tmp_path: Path) -> None:
+    from profiler_core.attribution.operator_parquet import OperatorColumns
+
+    back = read_profile(written)
+    assert isinstance(back.operators, OperatorColumns) and back.operator_table is not None
+    assert b'"operators":[]' in written.read_bytes()
+    write_profile(tmp_path / "profile.json", back)
+    again = read_profile(tmp_path / "profile.json")
+    assert _json(_rows(again)) == _json(_rows(back))
+
+
+def _with_operator(profile: Profile, g: int, **changes: object) -> Profile:
+    ops = list(profile.operators)
+    ops[g] = ops[g].model_copy(update=changes)
+    return profile.model_copy(update={"operators": ops})
+
+
+def test_checks_on_columns_name_the_first_problem(written: Path) -> None:
+    from profiler_core.profile_checks import profile_problem
+    from profiler_core.schema import check_references
+
+    back = read_profile(written)
+    key = back.operators[1].key
+    with pytest.raises(SchemaError, match=f"operator key '{key}' appears twice"):
+        check_references(_with_operator(back, 0, key=key))
+    with pytest.raises(SchemaError, match="lists kernel 999999"):
+        check_references(_with_operator(back, 2, kernel_ids=[999999]))
+    with pytest.raises(SchemaError, match="inherits from operator 'nowhere#0'"):
+        check_references(_with_operator(back, 3, inherited_from="nowhere#0"))
+    assert profile_problem(back) is None
+    problem = profile_problem(_with_operator(back, 4, duration_ns=back.operators[4].duration_ns + 1))
+    assert problem is not None and problem.startswith("operators[4]") and "not the sum" in problem
+    cov = back.coverage.model_copy(update={"kernel_count": 1})
+    assert "coverage says 1 kernels" in (profile_problem(back.model_copy(update={"coverage": cov})) or "")
+
+
+def test_a_columnar_profile_dumps_as_rows_or_names_the_fix(written: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiler_core import schema
+
+    back = read_profile(written)
+    doc = back.model_dump(mode="json")
+    assert len(doc["kernels"]) == len(back.kernels) and len(doc["operators"]) == len(back.operators)
+    assert "kernel_table" not in doc and "operator_table" not in doc
+    monkeypatch.setattr(schema, "EMIT_MAX_KERNELS", 10)
+    with pytest.raises(SchemaError, match=r"too many for one JSON document.*profile\.kernels\.parquet"):
+        back.model_dump_json()
