@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from profiler_core.ingest.arrow_columns import dense_indices, one_chunk, to_numpy
 from profiler_core.ingest.record_factory import record_factory
-from profiler_core.records import CounterRow, Dim3, NvtxRange, RuntimeCall, TimelineKernel
+from profiler_core.record_columns import NcuColumns
+from profiler_core.records import CounterRow, Dim3, NcuReport, NvtxRange, RuntimeCall, TimelineKernel
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,7 +42,11 @@ def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     array = one_chunk(column) if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(array.type):
         distinct = np.empty(len(array.dictionary) + 1, dtype=object)
-        distinct[:-1] = array.dictionary.to_pylist()
+        values = array.dictionary.to_pylist()
+        if pa.types.is_list(array.dictionary.type):  # NVTX stacks: one tuple per distinct stack
+            values = [tuple(v) for v in values]
+        for k, value in enumerate(values):  # (a slice assignment would unpack the tuples)
+            distinct[k] = value
         distinct[-1] = None
         return distinct[dense_indices(array.indices, len(array.dictionary))].tolist()  # type: ignore[no-any-return]
     if array.null_count == 0 and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
@@ -80,7 +85,7 @@ def counter_records(launches: pa.Table, metrics: pa.Table) -> list[CounterRow]:
     columns = [python_values(metrics.column(name)) for name in names]
     per_row = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)] if names else \
         [{} for _ in range(launches.num_rows)]
-    stacks = [tuple(stack) for stack in launches.column("nvtx_stack").to_pylist()]
+    stacks = python_values(launches.column("nvtx_stack"))
     return list(map(
         CounterRow,
         python_values(launches.column("ncu_id")),
@@ -94,3 +99,31 @@ def counter_records(launches: pa.Table, metrics: pa.Table) -> list[CounterRow]:
         python_values(launches.column("process_id")),
         python_values(launches.column("context")),
     ))
+
+
+def counter_columns(report: NcuReport) -> NcuColumns:
+    """``NcuColumns`` of a report read as rows (the details page, ``.ncu-rep``); small inputs only."""
+    import pyarrow as pa
+
+    rows = report.rows
+    names = list(dict.fromkeys(name for row in rows for name in row.metrics))
+    stacks: dict[tuple[str, ...], int] = {}
+
+    def dim(attr: str, axis: int) -> pa.Array:
+        return pa.array([None if getattr(r, attr) is None else getattr(r, attr)[axis] for r in rows], pa.int64())
+
+    launches = pa.table({
+        "ncu_id": pa.array([r.ncu_id for r in rows], pa.int64()),
+        "name": pa.array([r.name for r in rows], pa.string()).dictionary_encode(),
+        **{f"{prefix}_{axis}": dim(prefix, k) for prefix in ("grid", "block") for k, axis in enumerate("xyz")},
+        "stream": pa.array([r.stream for r in rows], pa.int64()),
+        "device": pa.array([r.device for r in rows], pa.int64()),
+        "nvtx_stack": pa.DictionaryArray.from_arrays(
+            pa.array([stacks.setdefault(r.nvtx_stack, len(stacks)) for r in rows], pa.int32()),
+            pa.array([list(s) for s in list(stacks)], pa.list_(pa.string()))),
+        "process_id": pa.array([r.process_id for r in rows], pa.int64()),
+        "context": pa.array([r.context for r in rows], pa.int64()),
+    })
+    metrics = pa.table({n: pa.array([r.metrics.get(n) for r in rows], pa.float64()) for n in names})
+    return NcuColumns(path=report.path, launches=launches, metrics=metrics,
+                      metrics_returned=report.metrics_returned, source=report.source, units=report.units)

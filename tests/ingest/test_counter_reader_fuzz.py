@@ -1,7 +1,9 @@
 """Fuzz the ncu and Inductor readers with truncated and corrupted copies of real artifacts.
 
 Whatever the damage, a reader either returns records or raises ``ArtifactFormatError``: never
-another exception, and a truncated CSV never yields a half-read value.
+another exception, and a truncated CSV never yields a half-read value. The untouched files are
+read, and a damaged copy whose cells are still numbers is read too (the fuzzing is not just
+watching every file be refused).
 """
 
 from __future__ import annotations
@@ -55,14 +57,54 @@ def _read_copy(reader, data: bytes, suffix: str):  # type: ignore[no-untyped-def
 @pytest.mark.parametrize("kind", list(CSV_FILES), ids=list(CSV_FILES))
 def test_damaged_ncu_csv(kind: str) -> None:
     original = CSV_FILES[kind].read_bytes()
+    untouched = _read_copy(read_ncu, original, ".csv")
+    assert untouched is not None and untouched.rows  # the real file itself is accepted
+    outcomes: set[str] = set()
 
     @FUZZ
     @given(damaged(original))
     def check(data: bytes) -> None:
         report = _read_copy(read_ncu, data, ".csv")
         assert report is None or report.rows
+        outcomes.add("refused" if report is None else "read")
 
     check()
+    assert "refused" in outcomes
+
+
+@st.composite
+def redigited(draw: st.DrawFn, original: bytes) -> tuple[bytes, int]:
+    """``original`` with a few digits of its data rows (after the header and units) changed to other digits."""
+    data = bytearray(original)
+    start = original.index(b"\n", original.index(b'"ID"'))
+    start = original.index(b"\n", start + 1) + 1  # past the units row
+    digits = [i for i in range(start, len(data)) if 48 <= data[i] <= 57]
+    changed = 0
+    for _ in range(draw(st.integers(1, 6))):
+        at = digits[draw(st.integers(0, len(digits) - 1))]
+        new = draw(st.integers(48, 57))
+        changed += data[at] != new
+        data[at] = new
+    return bytes(data), changed
+
+
+@pytest.mark.parametrize("kind", list(CSV_FILES), ids=list(CSV_FILES))
+def test_ncu_csv_with_other_digits_still_parses(kind: str) -> None:
+    original = CSV_FILES[kind].read_bytes()
+    launches = len(read_ncu(CSV_FILES[kind]).rows)
+    outcomes: set[str] = set()
+
+    @FUZZ
+    @given(redigited(original))
+    def check(mutant: tuple[bytes, int]) -> None:
+        report = _read_copy(read_ncu, mutant[0], ".csv")
+        # A digit changed in an ID can make two launches share one (refused) or a value impossible
+        # (refused); otherwise the mutant reads, every launch still there.
+        assert report is None or len(report.rows) == launches
+        outcomes.add("refused" if report is None else "read")
+
+    check()
+    assert "read" in outcomes
 
 
 def test_truncated_ncu_csv_never_half_reads_a_value() -> None:
