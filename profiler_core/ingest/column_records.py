@@ -12,7 +12,8 @@ the records are built from the lists in one ``map`` over the fast slot construct
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from profiler_core.ingest.arrow_columns import dense_indices, one_chunk, to_numpy
 from profiler_core.ingest.record_factory import record_factory
@@ -20,6 +21,7 @@ from profiler_core.record_columns import NcuColumns
 from profiler_core.records import CounterRow, Dim3, NcuReport, NvtxRange, RuntimeCall, TimelineKernel
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 _KERNEL_FIELDS = (
@@ -29,29 +31,43 @@ _KERNEL_FIELDS = (
 )
 _RUNTIME_FIELDS = ("name", "start_ns", "end_ns", "tid", "correlation_id")
 _NVTX_FIELDS = ("text", "start_ns", "end_ns", "tid", "domain")
+_SLICE_ROWS = 1 << 16  # rows converted at a time: their per-column lists are all that is held besides
+T = TypeVar("T")
+_Values = Callable[["pa.Table", str], list[Any]]
 _make_kernel = record_factory(TimelineKernel, _KERNEL_FIELDS)
 _make_call = record_factory(RuntimeCall, _RUNTIME_FIELDS)
 _make_range = record_factory(NvtxRange, _NVTX_FIELDS)
 
 
-def python_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """The values of ``column`` as a list of Python objects, None for null."""
-    import numpy as np
+def python_values(column: pa.ChunkedArray | pa.Array, distinct: np.ndarray | None = None) -> list[Any]:
+    """The values of ``column`` as a list of Python objects, None for null.
+
+    ``distinct``: ``distinct_values`` of a dictionary column, when the caller converts it in slices.
+    """
     import pyarrow as pa
 
     array = one_chunk(column) if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(array.type):
-        distinct = np.empty(len(array.dictionary) + 1, dtype=object)
-        values = array.dictionary.to_pylist()
-        if pa.types.is_list(array.dictionary.type):  # NVTX stacks: one tuple per distinct stack
-            values = [tuple(v) for v in values]
-        for k, value in enumerate(values):  # (a slice assignment would unpack the tuples)
-            distinct[k] = value
-        distinct[-1] = None
-        return distinct[dense_indices(array.indices, len(array.dictionary))].tolist()  # type: ignore[no-any-return]
+        if distinct is None:
+            distinct = distinct_values(array)
+        return distinct[dense_indices(array.indices, len(distinct) - 1)].tolist()  # type: ignore[no-any-return]
     if array.null_count == 0 and (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
         return to_numpy(array).tolist()  # type: ignore[no-any-return]
     return array.to_pylist()  # type: ignore[no-any-return]
+
+
+def distinct_values(array: pa.Array) -> np.ndarray:
+    """The dictionary of a dictionary array as a numpy object array, None appended (for null)."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = array.dictionary.to_pylist()
+    if pa.types.is_list(array.dictionary.type):  # NVTX stacks: one tuple per distinct stack
+        values = [tuple(v) for v in values]
+    distinct = np.empty(len(values) + 1, dtype=object)
+    for k, value in enumerate(values):  # (a slice assignment would unpack the tuples)
+        distinct[k] = value
+    return distinct
 
 
 def dims(table: pa.Table, prefix: str) -> list[Dim3 | None]:
@@ -64,41 +80,79 @@ def dims(table: pa.Table, prefix: str) -> list[Dim3 | None]:
 
 def timeline_records(kernels: pa.Table) -> list[TimelineKernel]:
     """``TimelineKernel`` per row of an ``NsysColumns.kernels`` table."""
-    values = {name: python_values(kernels.column(name)) for name in _KERNEL_FIELDS if name not in ("grid", "block")}
-    values["grid"], values["block"] = dims(kernels, "grid"), dims(kernels, "block")
-    return list(map(_make_kernel, *(values[name] for name in _KERNEL_FIELDS)))
+    return _in_slices(kernels, _timeline_slice)
 
 
 def runtime_records(calls: pa.Table) -> list[RuntimeCall]:
     """``RuntimeCall`` per row of an ``NsysColumns.runtime_calls`` table."""
-    return list(map(_make_call, *(python_values(calls.column(name)) for name in _RUNTIME_FIELDS)))
+    return _in_slices(calls, lambda part, values: list(map(_make_call, *(values(part, n) for n in _RUNTIME_FIELDS))))
 
 
 def nvtx_records(ranges: pa.Table) -> list[NvtxRange]:
     """``NvtxRange`` per row of an ``NsysColumns.nvtx_ranges`` table."""
-    return list(map(_make_range, *(python_values(ranges.column(name)) for name in _NVTX_FIELDS)))
+    return _in_slices(ranges, lambda part, values: list(map(_make_range, *(values(part, n) for n in _NVTX_FIELDS))))
 
 
 def counter_records(launches: pa.Table, metrics: pa.Table) -> list[CounterRow]:
     """``CounterRow`` per row of ``NcuColumns.launches``, its metrics dict from the same row of ``metrics``."""
     names = metrics.column_names
-    columns = [python_values(metrics.column(name)) for name in names]
-    per_row = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)] if names else \
-        [{} for _ in range(launches.num_rows)]
-    stacks = python_values(launches.column("nvtx_stack"))
+    if names:
+        launches = launches.append_column("\0metrics", pa_struct(metrics))
+    return _in_slices(launches, lambda part, values: _counter_slice(part, values, names))
+
+
+def _in_slices(table: pa.Table, build: Callable[[pa.Table, _Values], list[T]]) -> list[T]:
+    """``build`` over consecutive slices of ``table``: the per-column lists of one slice at a time.
+
+    A dictionary column's distinct values become Python objects once, not once per slice.
+    """
+    import pyarrow as pa
+
+    distinct = {name: distinct_values(one_chunk(table.column(name))) for name in table.column_names
+                if pa.types.is_dictionary(table.schema.field(name).type)}
+
+    def values(part: pa.Table, name: str) -> list[Any]:
+        return python_values(part.column(name), distinct.get(name))
+
+    records: list[T] = []
+    for start in range(0, table.num_rows, _SLICE_ROWS):
+        records += build(table.slice(start, _SLICE_ROWS), values)
+    return records
+
+
+def _timeline_slice(kernels: pa.Table, values: _Values) -> list[TimelineKernel]:
+    fields = {name: values(kernels, name) for name in _KERNEL_FIELDS if name not in ("grid", "block")}
+    fields["grid"], fields["block"] = dims(kernels, "grid"), dims(kernels, "block")
+    return list(map(_make_kernel, *(fields[name] for name in _KERNEL_FIELDS)))
+
+
+def _counter_slice(launches: pa.Table, values: _Values, names: list[str]) -> list[CounterRow]:
+    if names:
+        packed = one_chunk(launches.column("\0metrics"))
+        columns = [python_values(field) for field in packed.flatten()]
+        per_row = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+    else:
+        per_row = [{} for _ in range(launches.num_rows)]
     return list(map(
         CounterRow,
-        python_values(launches.column("ncu_id")),
-        python_values(launches.column("name")),
+        values(launches, "ncu_id"),
+        values(launches, "name"),
         dims(launches, "grid"),
         dims(launches, "block"),
-        python_values(launches.column("stream")),
-        python_values(launches.column("device")),
+        values(launches, "stream"),
+        values(launches, "device"),
         per_row,
-        stacks,
-        python_values(launches.column("process_id")),
-        python_values(launches.column("context")),
+        values(launches, "nvtx_stack"),
+        values(launches, "process_id"),
+        values(launches, "context"),
     ))
+
+
+def pa_struct(table: pa.Table) -> pa.Array:
+    """The columns of ``table`` as one struct array (a column that slices with the rows)."""
+    import pyarrow as pa
+
+    return pa.StructArray.from_arrays([one_chunk(c) for c in table.columns], names=table.column_names)
 
 
 def counter_columns(report: NcuReport) -> NcuColumns:
