@@ -138,27 +138,27 @@ def floor_nsys_adbc(path):
     import adbc_driver_manager, adbc_driver_sqlite, pyarrow as pa
     database = adbc_driver_sqlite.connect(f"file:{{path}}?mode=ro")
     conn = adbc_driver_manager.AdbcConnection(database)
-    rows = 0
+    tables = []  # all three held at the end, as the reader's result holds them
     for sql in NSYS_QUERIES:
         statement = adbc_driver_manager.AdbcStatement(conn)
         statement.set_options(**{{"adbc.sqlite.query.batch_rows": str(1 << 22)}})
         statement.set_sql_query(sql)
         handle, _ = statement.execute_query()
-        rows += pa.RecordBatchReader._import_from_c(handle.address).read_all().num_rows
+        tables.append(pa.RecordBatchReader._import_from_c(handle.address).read_all())
         statement.close()
-    return {{"rows": rows}}
+    return {{"rows": sum(t.num_rows for t in tables)}}
 
 
 def floor_nsys_sqlite3(path):
     import sqlite3, pyarrow as pa
     conn = sqlite3.connect(f"file:{{path}}?mode=ro", uri=True)
-    rows = 0
+    tables = []
     for sql in NSYS_QUERIES:
         cursor = conn.execute(sql)
         names = [d[0] for d in cursor.description]
         columns = list(zip(*cursor.fetchall())) or [()] * len(names)
-        rows += pa.table({{n: pa.array(c) for n, c in zip(names, columns)}}).num_rows
-    return {{"rows": rows}}
+        tables.append(pa.table({{n: pa.array(c) for n, c in zip(names, columns)}}))
+    return {{"rows": sum(t.num_rows for t in tables)}}
 
 
 def floor_ncu(path):

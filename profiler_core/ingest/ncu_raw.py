@@ -2,7 +2,7 @@
 
 The raw page (``ncu --csv --page raw``) is one row per launch and one column per metric, the
 units in its second row; it is the shape captures produce and can run to a million rows.
-pyarrow parses it on every core; only the columns the reader keeps are converted, names,
+pyarrow parses it block by block; only the columns the reader keeps are converted, names,
 stacks and launch dimensions are dictionary-encoded while parsing, and each distinct NVTX
 stack or ``(x, y, z)`` is parsed once::
 
@@ -62,10 +62,11 @@ def read_raw_columns(layout: RawLayout) -> NcuColumns:
         bad_rows.append(f"{where} has {row.actual_columns} fields, the header {len(layout.header)}")
         return "error"
 
+    inferred: pa.Schema | None = None
     for attempt in range(2):
         try:
             with layout.open_at_header() as handle:
-                table = pacsv.read_csv(
+                reader = pacsv.open_csv(
                     handle,
                     read_options=pacsv.ReadOptions(skip_rows_after_names=1, block_size=_BLOCK_BYTES),
                     parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
@@ -74,6 +75,8 @@ def read_raw_columns(layout: RawLayout) -> NcuColumns:
                         strings_can_be_null=False, quoted_strings_can_be_null=True,
                     ),
                 )
+                inferred = reader.schema
+                table = reader.read_all()
             break
         except pa.ArrowException as err:
             if bad_rows:
@@ -81,11 +84,16 @@ def read_raw_columns(layout: RawLayout) -> NcuColumns:
                     f"{layout.path}: {bad_rows[0]}: the export is truncated or corrupt") from err
             if attempt or not _CONVERSION.search(str(err)) or "utf8" in str(err).lower():
                 raise ArtifactFormatError(f"{layout.path}: {_reason(err)}; {layout.hint}") from err
-            # A later block holds a value the type inferred from the first cannot: read every
-            # column as text this time and convert it here.
-            strings = dict.fromkeys(keep, pa.string())
-    launches = _launches(layout, table)
-    metrics = _metrics(layout, table)
+            # The column types come from the first block; a later block holds a value they cannot
+            # (``1,024`` after rows of ``998``): read the numeric columns as text this time and
+            # convert them here.
+            names = keep if inferred is None else inferred.names
+            strings = {name: pa.string() for name in names if name not in text_types}
+    try:
+        launches = _launches(layout, table)
+        metrics = _metrics(layout, table)
+    except pa.ArrowException as err:  # a cell that is not UTF-8 text, in a column read as bytes
+        raise ArtifactFormatError(f"{layout.path}: {_reason(err)}; {layout.hint}") from err
     return NcuColumns(path=layout.path, launches=launches, metrics=metrics,
                       metrics_returned=frozenset(), source="csv", units={})
 

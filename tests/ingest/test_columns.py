@@ -99,3 +99,22 @@ def test_readers_never_import_pandas(joinable: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+def test_ncu_column_types_that_change_after_the_first_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Types are inferred from the first block; a later value they cannot hold makes the reader read again.
+
+    With 32 KB blocks the BERT capture's counters change type mid-file (``998`` rows, then ``1,024``).
+    """
+    import pyarrow.csv as pacsv
+
+    from profiler_core.ingest import ncu_raw
+
+    path = REPO / "examples" / "captures" / "h200" / "hf_bert_train" / "baseline" / "counters.csv"
+    whole = read_ncu(path).rows
+    opened = []
+    real_open = pacsv.open_csv
+    monkeypatch.setattr(pacsv, "open_csv", lambda *a, **k: opened.append(1) or real_open(*a, **k))
+    monkeypatch.setattr(ncu_raw, "_BLOCK_BYTES", 1 << 15)
+    assert read_ncu(path).rows == whole
+    assert len(opened) == 2  # the second read took the numeric columns as text
