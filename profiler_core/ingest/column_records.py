@@ -71,11 +71,15 @@ def distinct_values(array: pa.Array) -> np.ndarray:
 
 
 def dims(table: pa.Table, prefix: str) -> list[Dim3 | None]:
-    """``(x, y, z)`` per row from the ``{prefix}_x/_y/_z`` columns; None where ``x`` is null."""
+    """``(x, y, z)`` per row from the ``{prefix}_x/_y/_z`` columns; None where ``x`` is null.
+
+    Equal dimensions share one tuple (a capture launches a few hundred distinct shapes).
+    """
     xs, ys, zs = (python_values(table.column(f"{prefix}_{axis}")) for axis in "xyz")
+    shared: dict[Dim3, Dim3] = {}
     if table.column(f"{prefix}_x").null_count == 0:
-        return list(zip(xs, ys, zs, strict=True))
-    return [None if x is None else (x, y, z) for x, y, z in zip(xs, ys, zs, strict=True)]
+        return [shared.setdefault(d, d) for d in zip(xs, ys, zs, strict=True)]
+    return [None if d[0] is None else shared.setdefault(d, d) for d in zip(xs, ys, zs, strict=True)]
 
 
 def timeline_records(kernels: pa.Table) -> list[TimelineKernel]:

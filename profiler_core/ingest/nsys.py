@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.arrow_columns import NameTable, column_of, first_true, from_numpy, to_numpy
-from profiler_core.ingest.column_records import python_values, timeline_records
+from profiler_core.ingest.column_records import nvtx_records, python_values, runtime_records, timeline_records
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
 from profiler_core.ingest.nsys_tables import (
     integer_columns,
@@ -64,8 +64,16 @@ _STRING_COLUMNS = ("name", "kind", "short_name")
 def read_nsys(path: str | os.PathLike[str]) -> NsysTimeline:
     """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export as records."""
     columns = read_nsys_columns(path)
+    tables = [columns.kernels, columns.runtime_calls, columns.nvtx_ranges]
+    meta = (columns.path, columns.gpus, columns.warnings)
+    del columns
+    records: list[list[Any]] = []
     with gc_paused():
-        return columns.timeline()
+        # Each table is let go once its records exist: the peak is the records and one table.
+        for convert in (timeline_records, runtime_records, nvtx_records):
+            records.append(convert(tables.pop(0)))
+        return NsysTimeline(path=meta[0], kernels=records[0], runtime_calls=records[1], nvtx_ranges=records[2],
+                            gpus=meta[1], warnings=meta[2])
 
 
 def read_nsys_columns(path: str | os.PathLike[str]) -> NsysColumns:
