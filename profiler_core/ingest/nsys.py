@@ -55,8 +55,8 @@ _KERNEL_COPIED = {
 }
 _COPY_COPIED = {"start": "start_ns", "end": "end_ns", "streamId": "stream", "deviceId": "device",
                 "correlationId": "correlation_id", "bytes": "bytes_moved", "graphNodeId": "graph_node_id"}
-# Nullable columns whose type is checked per row: join keys and the two summed into smem_bytes.
-# (Each typeof() costs about 5% of the fetch; grid and block only ever get copied.)
+# Nullable columns whose type is checked: join keys and the two summed into smem_bytes (grid and
+# block only ever get copied; a text among them still fails, as a column that is not integers).
 _KERNEL_CHECKED = ("correlationId", "staticSharedMemory", "dynamicSharedMemory")
 _STRING_COLUMNS = ("name", "kind", "short_name")
 
