@@ -68,8 +68,9 @@ async def follow(context: Context, jobs: JobManager, job_id: str, wait_s: float)
     reported = -1  # number of the last event sent; 0 is the "started" line
     while True:
         snap = jobs.snapshot(job_id)
-        if reported < 0 and snap.events == 0:
-            await context.report_progress(0, None, f"capture {job_id} started")
+        if reported < 0:  # a first line, however far the job got before this call looked
+            await context.report_progress(0, None, f"capture {job_id} started" if snap.events == 0 else
+                                          f"capture {job_id}: following, {snap.events} event(s) so far")
             reported = 0
         first = snap.events - len(snap.recent) + 1  # the event number of recent[0]
         for number, event in enumerate(snap.recent, start=first):
