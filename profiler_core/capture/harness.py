@@ -28,6 +28,7 @@ from typing import Any
 
 from profiler_core.capture.config import CompileMode, HarnessPhase
 from profiler_core.errors import WorkloadError
+from profiler_core.rundir.layout import MODULE_MAP_NAME
 from profiler_core.workload import last_frame
 
 RESULT_KEY = "oprof_harness"
@@ -67,7 +68,6 @@ def workload_error_line(text: str) -> str | None:
 
 # ---------------------------------------------------------------- child side
 
-MODULE_MAP_NAME = "modules.json"
 
 
 class ModuleOrder:

@@ -41,7 +41,27 @@ from profiler_core.capture.config import CaptureConfig, ClockPolicy, CounterMode
 from profiler_core.capture.determinism import PhaseLaunches, check_phases, load_phase_launches
 from profiler_core.capture.harness import WORKLOAD_ERROR_EXIT, parse_result, workload_error_line
 from profiler_core.capture.inductor_artifacts import pack_torch_trace
-from profiler_core.capture.manifest import (
+from profiler_core.capture.runner import ProcessResult, failure_summary, run_process
+from profiler_core.capture.spot_check import counter_spread, load_counter_rows
+from profiler_core.capture.tools import find_ncu, find_nsys, find_nvidia_smi, tool_version
+from profiler_core.errors import (
+    CaptureCancelledError,
+    DeterminismError,
+    ProfilerError,
+    ToolFailedError,
+    ToolNotFoundError,
+    WorkloadError,
+)
+from profiler_core.rundir.layout import (
+    INDUCTOR_DIR,
+    KINETO_NAME,
+    LOGS_DIR,
+    OUTPUT_CODE_LOG,
+    PROFILE_NAME,
+    TORCH_TRACE_ARCHIVE,
+    TORCH_TRACE_DIR,
+)
+from profiler_core.rundir.manifest import (
     Artifacts,
     ClockRecord,
     CounterRecord,
@@ -53,17 +73,6 @@ from profiler_core.capture.manifest import (
     RunStatus,
     WorkloadRecord,
     write_manifest,
-)
-from profiler_core.capture.runner import ProcessResult, failure_summary, run_process
-from profiler_core.capture.spot_check import counter_spread, load_counter_rows
-from profiler_core.capture.tools import find_ncu, find_nsys, find_nvidia_smi, tool_version
-from profiler_core.errors import (
-    CaptureCancelledError,
-    DeterminismError,
-    ProfilerError,
-    ToolFailedError,
-    ToolNotFoundError,
-    WorkloadError,
 )
 from profiler_core.schema import ToolVersions
 from profiler_core.workload import checked_workload_path, workload_identity
@@ -224,7 +233,7 @@ class CaptureSession:
                   stdout_path: Path | None = None) -> tuple[PhaseRecord, ProcessResult, ClockObserver | None]:
         """Run one child, record it in the manifest (whatever happens), return its outcome."""
         self._check_cancel()
-        logs = self.run_dir / "logs"
+        logs = self.run_dir / LOGS_DIR
         out = stdout_path or logs / f"{name}.stdout.log"
         err = logs / f"{name}.stderr.log"
         record = PhaseRecord(name=name, status=PhaseStatus.OK, command=command, started_at=_utc_now(),
@@ -311,11 +320,11 @@ class CaptureSession:
     def kineto(self) -> None:
         """Phase 1: Kineto trace + Inductor artifacts, cold cache (which it warms)."""
         self.say("kineto", "running (cold compile)")
-        inductor = self.run_dir / "inductor"
-        trace_dir, output_code = inductor / "torch_trace", inductor / "output_code.log"
+        inductor = self.run_dir / INDUCTOR_DIR
+        trace_dir, output_code = inductor / TORCH_TRACE_DIR, inductor / OUTPUT_CODE_LOG
         inductor.mkdir(parents=True, exist_ok=True)
         env = phases.kineto_env(self.env, torch_trace_dir=trace_dir, output_code_log=output_code)
-        command = self.harness_cmd(HarnessPhase.KINETO, out=self.run_dir / "kineto.json", provenance=True)
+        command = self.harness_cmd(HarnessPhase.KINETO, out=self.run_dir / KINETO_NAME, provenance=True)
         record, result, _ = self.run_child("kineto", command, env=env)
         self.raise_workload_error(record, result)
         if result.returncode != 0:
@@ -323,14 +332,14 @@ class CaptureSession:
                 f"kineto phase failed (exit {result.returncode}): {failure_summary(result)}; "
                 f"see {result.stderr_path}")
         data = self.harness_result(record, result)
-        if not (self.run_dir / "kineto.json").is_file():
-            raise ToolFailedError(f"kineto phase wrote no trace at {self.run_dir / 'kineto.json'}")
-        self.manifest.artifacts.kineto = "kineto.json"
+        if not (self.run_dir / KINETO_NAME).is_file():
+            raise ToolFailedError(f"kineto phase wrote no trace at {self.run_dir / KINETO_NAME}")
+        self.manifest.artifacts.kineto = KINETO_NAME
         self._absorb_harness(data)
-        if pack_torch_trace(trace_dir, inductor / "torch_trace.tgz"):
-            self.manifest.artifacts.torch_trace = "inductor/torch_trace.tgz"
+        if pack_torch_trace(trace_dir, inductor / TORCH_TRACE_ARCHIVE):
+            self.manifest.artifacts.torch_trace = f"{INDUCTOR_DIR}/{TORCH_TRACE_ARCHIVE}"
         if output_code.is_file() and output_code.stat().st_size > 0:
-            self.manifest.artifacts.output_code = "inductor/output_code.log"
+            self.manifest.artifacts.output_code = f"{INDUCTOR_DIR}/{OUTPUT_CODE_LOG}"
         elif self.config.compile_mode.value != "eager":
             self.manifest.warnings.append("Inductor wrote no output code; fused kernels fall back to "
                                           "provenance (if any) for their operators")
@@ -373,7 +382,7 @@ class CaptureSession:
         self.say("check", "comparing phases")
         art, counters = self.manifest.artifacts, self.manifest.counters
         found: PhaseLaunches = load_phase_launches(
-            self.run_dir, kineto=art.kineto or "kineto.json",
+            self.run_dir, kineto=art.kineto or KINETO_NAME,
             timeline=art.timeline if self.manifest.timeline_source == "nsys" else None,
             counters_csv=art.counters_csv)
         record = DeterminismRecord(checked=True, kernels=len(found.kineto))
@@ -397,16 +406,12 @@ class CaptureSession:
     def attribute(self) -> None:
         """Optional: attribute the run and write profile.json."""
         self.say("attribute", "attributing")
-        try:
-            from profiler_core.attribution import attribute_run
-        except ImportError as err:
-            raise ProfilerError(f"attribution is not available in this installation ({err}); "
-                                f"run 'oprof attribute {self.run_dir}' where it is") from err
+        from profiler_core.attribution import attribute_run
         from profiler_core.schema import write_profile
 
         profile = attribute_run(self.run_dir)
-        write_profile(self.run_dir / "profile.json", profile)
-        self.manifest.artifacts.profile = "profile.json"
+        write_profile(self.run_dir / PROFILE_NAME, profile)
+        self.manifest.artifacts.profile = PROFILE_NAME
         self.say("attribute", "done: profile.json")
 
     # ------------------------------------------------------------ driver

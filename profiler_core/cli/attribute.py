@@ -12,8 +12,8 @@ from rich.table import Table
 from profiler_core.attribution import attribute_files, attribute_run
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.distributed.attribute import MultiRankProfile, attribute_ranks
-from profiler_core.distributed.layout import RANKS_JSON, is_multi_rank
 from profiler_core.errors import ProfilerError
+from profiler_core.rundir import RANKS_JSON, is_multi_rank
 from profiler_core.schema import Profile, write_profile
 
 ELSEWHERE = Path("oprof-runs") / "attribute"  # profiles of captures the user only asked to read

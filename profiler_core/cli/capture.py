@@ -93,7 +93,7 @@ def capture_command(
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     if nproc_per_node is not None:
         from profiler_core.distributed.capture import capture_ranks
-        from profiler_core.distributed.layout import read_ranks_manifest
+        from profiler_core.rundir import read_ranks_manifest
 
         with Progress(*columns, console=err_console, transient=False) as progress:
             run_dir = capture_ranks(workload, config, nproc_per_node, progress=_PhaseProgress(progress))

@@ -44,7 +44,7 @@ def compare_command(
 
     Two multi-rank run directories are compared rank by rank, plus the merged view.
     """
-    from profiler_core.distributed.layout import is_multi_rank
+    from profiler_core.rundir import is_multi_rank
 
     if is_multi_rank(base) and is_multi_rank(opt):
         _compare_ranks(base, opt, as_json=as_json, fail_if_slower=fail_if_slower)

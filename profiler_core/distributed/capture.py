@@ -28,7 +28,17 @@ from profiler_core.capture import phases
 from profiler_core.capture.chip import detect_gpu, select_counters
 from profiler_core.capture.config import CaptureConfig, ClockPolicy, CounterMode, HarnessPhase, ReplayMode
 from profiler_core.capture.inductor_artifacts import pack_torch_trace
-from profiler_core.capture.manifest import (
+from profiler_core.capture.pipeline import (
+    _find_tools,
+    _make_run_dir,
+    _utc_now,
+    environment_subset,
+)
+from profiler_core.capture.runner import failure_summary, run_process
+from profiler_core.distributed import launch
+from profiler_core.errors import ProfilerError, ToolFailedError, ToolNotFoundError
+from profiler_core.rundir import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
+from profiler_core.rundir.manifest import (
     Artifacts,
     ClockRecord,
     CounterRecord,
@@ -38,16 +48,6 @@ from profiler_core.capture.manifest import (
     WorkloadRecord,
     write_manifest,
 )
-from profiler_core.capture.pipeline import (
-    _find_tools,
-    _make_run_dir,
-    _utc_now,
-    environment_subset,
-)
-from profiler_core.capture.runner import failure_summary, run_process
-from profiler_core.distributed import launch
-from profiler_core.distributed.layout import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
-from profiler_core.errors import ProfilerError, ToolFailedError, ToolNotFoundError
 from profiler_core.workload import checked_workload_path
 
 ProgressFn = Callable[[str, int, int, str], None]

@@ -22,7 +22,6 @@ import profiler_core.attribution
 from profiler_core.capture import pipeline
 from profiler_core.capture.config import CaptureConfig
 from profiler_core.capture.determinism import PhaseLaunches, launches
-from profiler_core.capture.manifest import PhaseStatus, RunStatus, read_manifest
 from profiler_core.errors import (
     CaptureCancelledError,
     DeterminismError,
@@ -31,6 +30,7 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.metrics.catalog import COUNTER_FIELDS, FLOP_FIELDS
+from profiler_core.rundir.manifest import PhaseStatus, RunStatus, read_manifest
 from profiler_core.schema import Profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
 from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
