@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.analysis import compare, diagnose
-from profiler_core.analysis.operator_class import overhead_kind
 from profiler_core.attribution import attribute_run
+from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.cli import load_commands
 from profiler_core.schema import Tier
 

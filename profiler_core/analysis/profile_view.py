@@ -13,7 +13,7 @@ from functools import cached_property
 
 from profiler_core.analysis.aggregation import aggregate_counters
 from profiler_core.analysis.findings import FindingEvidence
-from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
 
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]

@@ -14,8 +14,8 @@ import statistics
 from collections import Counter
 
 from profiler_core.analysis.findings import Finding, FindingKind, Transformation
-from profiler_core.analysis.operator_class import overhead_kind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from profiler_core.attribution.names import choose_name_key, kernel_base_name
 from profiler_core.errors import DeterminismError
-from profiler_core.records import CounterRow, TimelineKernel
+from profiler_core.records import CounterRow, LaunchDims, TimelineKernel
 from profiler_core.schema import CounterSource
 
 ConfigKey = tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None]
@@ -66,7 +66,7 @@ def _choose_key(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) -
     return key, label, warnings
 
 
-def dims_agree(k: TimelineKernel, r: CounterRow | TimelineKernel) -> bool:
+def dims_agree(k: LaunchDims, r: LaunchDims) -> bool:
     """Whether two records of one launch ran the same grid and block (unknown dims agree)."""
     return (r.grid is None or k.grid is None or tuple(r.grid) == tuple(k.grid)) and (
         r.block is None or k.block is None or tuple(r.block) == tuple(k.block)

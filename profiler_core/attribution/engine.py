@@ -19,7 +19,6 @@ from typing import Literal
 
 import numpy as np
 
-from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.attribution.aggregate import aggregate_groups, specs_with_flops
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
 from profiler_core.attribution.dedup import mark_repeated_layers
@@ -35,6 +34,7 @@ from profiler_core.attribution.evidence import (
 )
 from profiler_core.attribution.graphs import graph_replay_claims
 from profiler_core.attribution.library import kernel_library
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.step_phase import kernel_phases, operator_phase
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from profiler_core.analysis.aggregation import aggregate_counters
-from profiler_core.analysis.operator_class import aten_name, classify_operator
+from profiler_core.attribution.operator_class import aten_name, classify_operator
 from profiler_core.metrics.catalog import field_for_ncu_name
 from profiler_core.schema import (
     Attribution,

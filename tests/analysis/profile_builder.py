@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiler_core.analysis.aggregation import aggregate_counters
-from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.schema import (
     Attribution,
     CaptureMeta,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler_core.analysis.operator_class import (
+from profiler_core.attribution.operator_class import (
     aten_name,
     classify_operator,
     gemm_precision,
