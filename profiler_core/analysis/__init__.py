@@ -4,7 +4,6 @@
     comparison = compare(baseline, optimized)  # Comparison: speedup, per-class/operator deltas
 """
 
-from profiler_core.analysis.aggregation import aggregate_counters
 from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, ComparabilityCheck, check_comparability
 from profiler_core.analysis.compare import (
@@ -52,7 +51,6 @@ __all__ = [
     "ShiftCheck",
     "Thresholds",
     "Transformation",
-    "aggregate_counters",
     "align_operators",
     "check_comparability",
     "classify_operator",

@@ -18,7 +18,7 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
-from profiler_core.analysis.aggregation import aggregate_counters
+from profiler_core.attribution.aggregate import aggregate_samples
 from profiler_core.attribution.operator_class import aten_name, classify_operator
 from profiler_core.metrics.catalog import field_for_ncu_name
 from profiler_core.schema import (
@@ -122,7 +122,7 @@ def build_profile(kineto: Path, ncu_csv: Path, fusion_text: str, *, workload: st
             execution_context=ExecutionContext.COMPILED_GRAPH, is_fused=bool(fused_with),
             fused_with=fused_with, kernel_ids=[k.id for k in ks], kernel_count=len(ks),
             duration_ns=sum(k.duration_ns for k in ks),
-            metrics=aggregate_counters((k.counters, k.duration_ns) for k in ks),
+            metrics=aggregate_samples((k.counters, k.duration_ns) for k in ks),
             confidence=Confidence.HIGH,
         ))
         calls[name] += 1
