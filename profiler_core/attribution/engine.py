@@ -39,8 +39,9 @@ from profiler_core.attribution.step_phase import kernel_phases, operator_phase
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
-from profiler_core.metrics.availability import chip_from_name
+from profiler_core.metrics.availability import counter_availability, returned_by
 from profiler_core.metrics.catalog import CATALOG, FLOP_CATALOG, CounterSpec, field_for_ncu_name
+from profiler_core.metrics.chips import chip_from_name
 from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
 from profiler_core.schema import (
     Attribution,
@@ -367,21 +368,9 @@ def _coverage(kernels: Sequence[Kernel]) -> Coverage:
 
 def _availability(ncu: NcuReport | None, chip: str | None,
                   specs: Sequence[CounterSpec] = CATALOG) -> list[CounterAvailability]:
-    out = []
     if len(specs) > len(CATALOG):  # FLOP counters were asked for: say which of them came back
         specs = CATALOG + FLOP_CATALOG
-    for spec in specs:
-        name = spec.ncu_name_for(chip)
-        if ncu is None:
-            out.append(CounterAvailability(field=spec.field, ncu_name=name, available=False,
-                                           reason="no counter run was given"))
-            continue
-        returned = name in ncu.metrics_returned or any(n in ncu.metrics_returned for n in spec.ncu_names)
-        out.append(CounterAvailability(
-            field=spec.field, ncu_name=name, available=returned,
-            reason=None if returned else f"ncu returned no '{name}' (not offered on {chip or 'this chip'}, "
-            "or not requested)"))
-    return out
+    return counter_availability(chip, specs, returned_by(ncu.metrics_returned if ncu is not None else None, chip))
 
 
 def _capture_meta(capture: CaptureMeta | None, kineto: KinetoTrace | None, nsys: NsysTimeline | None,

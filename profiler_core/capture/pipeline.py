@@ -28,7 +28,7 @@ from pathlib import Path
 
 import profiler_core
 from profiler_core.capture import phases
-from profiler_core.capture.chip import GpuInfo, chip_for_capability, detect_gpu
+from profiler_core.capture.chip import GpuInfo, detect_gpu
 from profiler_core.capture.clocks import (
     ClockObserver,
     ClockReader,
@@ -52,6 +52,7 @@ from profiler_core.errors import (
     ToolNotFoundError,
     WorkloadError,
 )
+from profiler_core.metrics.chips import chip_for_capability
 from profiler_core.rundir.layout import (
     INDUCTOR_DIR,
     KINETO_NAME,
