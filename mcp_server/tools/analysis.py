@@ -30,10 +30,10 @@ from mcp_server.models import (
 from mcp_server.tools import hints, load_profile
 from mcp_server.views import MAX_WARNINGS, enum_value, showing, us
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Profile
 
-PREFERRED_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                      "sm_throughput_pct", "memory_throughput_pct", "local_memory_wavefronts")
+PREFERRED_COUNTERS = (*HEADLINE_COUNTERS, "memory_throughput_pct", "local_memory_wavefronts")
 SKIPPED_COUNTERS = frozenset({"gpu_time_duration_ns"})  # replayed under ncu: never a duration to compare
 ProfileArg = Annotated[str, Field(description="A profile.json written by attribute.")]
 OutputArg = Annotated[str | None, Field(

@@ -24,6 +24,7 @@ from mcp_server.models import CaptureJobStatus, CaptureResultOut, PhaseSummary, 
 from mcp_server.runs import MANIFEST_NAME, read_run, summarize_manifest
 from mcp_server.tools import hints, workload_file
 from mcp_server.views import capped_warnings
+from profiler_core.compile_mode import CaptureCompileMode
 
 POLL_S = 0.1  # how often a waiting call looks for new progress
 MAX_WAIT_S = 110  # below Claude Code's 2-minute auto-background threshold
@@ -128,7 +129,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         workload: Annotated[str, Field(
             description="Workload .py file defining get_model_and_inputs(device) (and optionally step).")],
         context: Context,
-        compile_mode: Annotated[Literal["eager", "default", "max-autotune", "reduce-overhead"] | None, Field(
+        compile_mode: Annotated[CaptureCompileMode | None, Field(
             description="eager, or torch.compile with this Inductor mode; default 'default'.")] = None,
         warmup: Annotated[int | None, Field(ge=0, le=1000, description="Warmup iterations (default 2).")
                           ] = None,

@@ -21,6 +21,7 @@ from mcp_server.models import (
 )
 from mcp_server.tools import hints, workload_file
 from mcp_server.views import enum_value
+from profiler_core.compile_mode import TorchCompileMode
 from profiler_core.errors import PassError
 from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
 
@@ -100,7 +101,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                         "to them as evidence (no other pass is applied).")] = None,
         device: Annotated[Literal["cuda", "cpu"], Field(
             description="Where the workload runs for the baseline and the validation.")] = "cuda",
-        compile_mode: Annotated[Literal["default", "max-autotune", "reduce-overhead"] | None, Field(
+        compile_mode: Annotated[TorchCompileMode | None, Field(
             description="torch.compile mode; default: the passes decide (cuda_graphs picks reduce-overhead).")
         ] = None,
         compiler: Annotated[Literal["inductor", "eager"], Field(

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 from profiler_core.analysis.roofline import FAR_BELOW, Roofline, roofline
 from profiler_core.attribution.aggregate import aggregate_samples
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Profile
 
 _INDEXED = re.compile(r"^(.*?)(?:^|\.)(\d+)$")
-ROLLUP_COUNTERS = ("dram_bytes_read", "dram_bytes_written", "sm_throughput_pct", "dram_throughput_pct",
-                   "tensor_core_active_pct", "achieved_occupancy_pct")
+ROLLUP_COUNTERS = ("dram_bytes_read", "dram_bytes_written", *HEADLINE_COUNTERS)
 
 
 @dataclass

@@ -16,12 +16,12 @@ from collections import Counter
 from profiler_core.analysis.findings import Finding, FindingKind, Transformation
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.attribution.operator_class import overhead_kind
+from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
 _MEMORY_FIELDS = ("dram_throughput_pct", "sm_throughput_pct", "dram_bytes_read", "dram_bytes_written")
 _SPILL_FIELDS = ("local_memory_wavefronts", "registers_per_thread", "achieved_occupancy_pct")
-_GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
 
 
 @rule("memory_bound_elementwise")
@@ -77,7 +77,7 @@ def launch_bound(ctx: RuleContext) -> list[Finding]:
     kernels = [k for k in view.profile.kernels if k.kind == "kernel"]
     if len(kernels) < t.launch_bound_min_kernels:
         return []
-    if (view.profile.capture.compile_mode or "") in _GRAPHED_MODES:
+    if (view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES:
         return []
     if sum(1 for k in kernels if k.graph_id is not None) * 2 > len(kernels):
         return []  # already replayed from CUDA graphs

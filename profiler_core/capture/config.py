@@ -12,16 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from profiler_core.compile_mode import CompileMode
 from profiler_core.errors import ProfilerError
-
-
-class CompileMode(StrEnum):
-    """How the harness wraps the model: eager, or torch.compile with one of Inductor's modes."""
-
-    EAGER = "eager"
-    DEFAULT = "default"
-    MAX_AUTOTUNE = "max-autotune"
-    REDUCE_OVERHEAD = "reduce-overhead"
 
 
 class CounterMode(StrEnum):

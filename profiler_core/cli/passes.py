@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from profiler_core.cli import command, emit_json, out_console
+from profiler_core.compile_mode import TORCH_COMPILE_MODES
 from profiler_core.errors import PassError, ValidationFailedError
 from profiler_core.passes import apply_pass_plan, list_passes
 from profiler_core.passes.plan import OptimizationPlan, PassRecord, PassStatus, PlanStatus
@@ -86,8 +87,7 @@ def apply_pass(
                       "[default: oprof-runs/<name>-optimized].")
     ] = None,
     compile_mode: Annotated[str | None, typer.Option(
-        "--compile-mode", help="torch.compile mode: default, reduce-overhead, max-autotune, "
-                               "max-autotune-no-cudagraphs.")] = None,
+        "--compile-mode", help=f"torch.compile mode: {', '.join(TORCH_COMPILE_MODES)}.")] = None,
     compiler: Annotated[str, typer.Option(
         "--compiler", help="inductor, or eager: Level-1 rewrites only, no Inductor (a fast check).")
     ] = "inductor",

@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.compile_mode import CaptureCompileMode
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.rundir.layout import MANIFEST_NAME
@@ -79,7 +80,7 @@ class WorkloadRecord(_Model):
     path: str
     sha256: str
     identity: str | None = None  # which workload this measures (an optimized plan names its original's)
-    compile_mode: Literal["eager", "default", "max-autotune", "reduce-overhead"]
+    compile_mode: CaptureCompileMode
     warmup_iterations: int
     measured_iterations: int
     device: str
