@@ -10,6 +10,8 @@ these, and format the result; the rules of a use case live here once::
     findings = api.diagnose_profile(prof)
     cmp = api.compare_profiles(base, prof, force=False, force_option="--force")
     rep = api.report(prof, baseline=base)                 # .html(), .markdown(), .summary(), .perfetto()
+    api.capture(Path("model.py"), CaptureConfig(ranks=2))  # one capture per rank, under torchrun
+    plan = api.apply_passes(Path("model.py"), ["sdpa"], device="cpu")
 
 Every heavy import (torch, pandas, the capture pipeline) happens inside the function that
 needs it, so a light command stays light.
@@ -18,12 +20,12 @@ needs it, so a light command stays light.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profiler_core.errors import AttributionError, ProfilerError, WorkloadMismatchError
+from profiler_core.errors import AttributionError, PassError, ProfilerError, WorkloadMismatchError
 
 if TYPE_CHECKING:
     import threading
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from profiler_core.distributed.attribute import MultiRankProfile
     from profiler_core.distributed.compare import MultiRankComparison
     from profiler_core.optimize.loop import OptimizeConfig, OptimizeResult
+    from profiler_core.passes.plan import OptimizationPlan
+    from profiler_core.passes.registry import PassSpec
     from profiler_core.report.end_to_end import EndToEnd
     from profiler_core.rundir import RanksManifest, RunManifest
     from profiler_core.schema import Profile
@@ -109,7 +113,7 @@ def load_profile(path: Path) -> Profile:
     reason = stale_reason(path, profile)
     if reason is not None:
         raise ProfilerError(f"{reason}: it is stale; attribute its run directory {path.parent} again to "
-                            "rewrite it, or pass the run directory")
+                            "rewrite it")
     return profile
 
 
@@ -280,14 +284,14 @@ class Captured:
     manifest: RunManifest | RanksManifest
 
 
-def capture(workload: Path, config: CaptureConfig, *, ranks: int | None = None, progress: ProgressFn | None = None,
+def capture(workload: Path, config: CaptureConfig, *, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> Captured:
-    """Capture ``workload`` (every phase, checked); ``ranks``: that many processes under torchrun."""
-    if ranks is not None:
+    """Capture ``workload`` (every phase, checked); ``config.ranks``: that many processes under torchrun."""
+    if config.ranks is not None:
         from profiler_core.distributed.capture import capture_ranks
         from profiler_core.rundir import read_ranks_manifest
 
-        run_dir = capture_ranks(workload, config, ranks, progress=progress, cancel=cancel)
+        run_dir = capture_ranks(workload, config, config.ranks, progress=progress, cancel=cancel)
         return Captured(run_dir=run_dir, manifest=read_ranks_manifest(run_dir))
     from profiler_core.capture.pipeline import capture as capture_one
 
@@ -301,3 +305,50 @@ def optimize(workload: Path, config: OptimizeConfig | None = None, *, progress: 
     from profiler_core.optimize import optimize as run_loop
 
     return run_loop(workload, config, progress=progress, cancel=cancel)
+
+
+# ------------------------------------------------------------------ passes
+
+
+def list_passes() -> list[PassSpec]:
+    """Every registered graph pass (built-in and plugins)."""
+    from profiler_core.passes import list_passes as registered
+
+    return list(registered())
+
+
+def findings_for_passes(findings_path: Path, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The findings of a findings.json whose transformation is one of the passes ``names`` (any alias).
+
+    Applying every transformation a findings file licenses is what ``--from-findings`` does;
+    this keeps only the findings of the passes asked for, so their evidence travels with them.
+    """
+    from profiler_core.passes import get_pass
+    from profiler_core.passes.findings import passes_named_by, read_findings
+
+    chosen = {get_pass(n).name for n in names}
+    kept = []
+    for name, finding in passes_named_by(read_findings(findings_path)):
+        try:
+            canonical = get_pass(name).name
+        except PassError:
+            continue  # a structural fix (no pass of that name): never among the chosen ones
+        if canonical in chosen:
+            kept.append(dict(finding))
+    return kept
+
+
+def apply_passes(workload: Path, passes: Sequence[str], *, device: str = "cuda",
+                 findings: Path | Sequence[Mapping[str, Any]] | None = None, out_dir: Path | None = None,
+                 compile_mode: str | None = None, compiler: str = "inductor",
+                 raise_on_failure: bool = True) -> OptimizationPlan:
+    """Apply ``passes`` to ``workload``, validate its outputs against the original, write the plan.
+
+    ``findings``: a findings.json (every transformation it licenses is applied too), or the
+    findings handed to the passes as evidence. A plan that fails validation raises unless
+    ``raise_on_failure`` is False (then its status says so).
+    """
+    from profiler_core.passes import apply_pass_plan
+
+    return apply_pass_plan(workload, list(passes), device=device, findings=findings, out_dir=out_dir,
+                           compile_mode=compile_mode, compiler=compiler, raise_on_failure=raise_on_failure)

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import profiler_core
@@ -53,6 +52,7 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.metrics.chips import chip_for_capability
+from profiler_core.rundir.create import new_run_dir, utc_now
 from profiler_core.rundir.layout import (
     INDUCTOR_DIR,
     KINETO_NAME,
@@ -80,7 +80,6 @@ from profiler_core.workload import checked_workload_path, workload_identity
 
 ProgressFn = Callable[[str, int, int, str], None]
 
-DEFAULT_RUNS_DIR = Path("oprof-runs")
 _ENV_PREFIXES = ("CUDA_", "TORCH", "PYTORCH_", "TRITON_", "NVIDIA_", "CUBLAS", "CUDNN", "NCCL_",
                  "INDUCTOR_", "OPROF_", "OMP_NUM_THREADS", "LD_LIBRARY_PATH", "PYTHONPATH")
 _ENV_SECRETS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -94,30 +93,6 @@ class CaptureResult:
     manifest: RunManifest
 
 
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def default_run_dir(workload: Path, base: Path = DEFAULT_RUNS_DIR) -> Path:
-    """``oprof-runs/<workload stem>-<UTC timestamp>/`` (suffixed if that name is taken)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    candidate = base / f"{workload.stem}-{stamp}"
-    n = 2
-    while candidate.exists():
-        candidate = base / f"{workload.stem}-{stamp}-{n}"
-        n += 1
-    return candidate
-
-
-def _make_run_dir(config: CaptureConfig, workload: Path) -> Path:
-    run_dir = config.out_dir if config.out_dir is not None else default_run_dir(workload)
-    run_dir = Path(run_dir)
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise ProfilerError(f"{run_dir}: already holds files; pass a new or empty --out directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
-
-
 def environment_subset(env: dict[str, str]) -> dict[str, str]:
     """The variables that can change what a capture measures (no secrets)."""
     return {k: v for k, v in sorted(env.items())
@@ -125,14 +100,14 @@ def environment_subset(env: dict[str, str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class _Tools:
+class Tools:
     ncu: Path | None
     nsys: Path | None
     nsys_missing: str | None
     nvidia_smi: Path | None
 
 
-def _find_tools(config: CaptureConfig) -> _Tools:
+def find_tools(config: CaptureConfig) -> Tools:
     ncu = find_ncu() if config.counters is not CounterMode.NONE else None
     nsys: Path | None = None
     missing: str | None = None
@@ -142,7 +117,7 @@ def _find_tools(config: CaptureConfig) -> _Tools:
         except ToolNotFoundError as err:
             missing = str(err)
     smi = find_nvidia_smi() if config.clocks is ClockPolicy.LOCK else None
-    return _Tools(ncu=ncu, nsys=nsys, nsys_missing=missing, nvidia_smi=smi)
+    return Tools(ncu=ncu, nsys=nsys, nsys_missing=missing, nvidia_smi=smi)
 
 
 def _quiet_ncu() -> Path | None:
@@ -155,7 +130,7 @@ def _quiet_ncu() -> Path | None:
 class CaptureSession:
     """One capture in progress: its run directory, manifest and phase runner."""
 
-    def __init__(self, workload: Path, config: CaptureConfig, gpu: GpuInfo, tools: _Tools, run_dir: Path,
+    def __init__(self, workload: Path, config: CaptureConfig, gpu: GpuInfo, tools: Tools, run_dir: Path,
                  progress: ProgressFn | None, cancel: threading.Event | None) -> None:
         self.workload, self.config, self.gpu, self.tools, self.run_dir = workload, config, gpu, tools, run_dir
         self.progress, self.cancel = progress, cancel
@@ -172,7 +147,7 @@ class CaptureSession:
         self.reader: ClockReader | None = None
         self.manifest = RunManifest(
             operator_profiler=profiler_core.__version__,
-            created_at=_utc_now(),
+            created_at=utc_now(),
             workload=WorkloadRecord(
                 path=str(workload), sha256=hashlib.sha256(workload.read_bytes()).hexdigest(),
                 identity=workload_identity(workload),
@@ -237,7 +212,7 @@ class CaptureSession:
         logs = self.run_dir / LOGS_DIR
         out = stdout_path or logs / f"{name}.stdout.log"
         err = logs / f"{name}.stderr.log"
-        record = PhaseRecord(name=name, status=PhaseStatus.OK, command=command, started_at=_utc_now(),
+        record = PhaseRecord(name=name, status=PhaseStatus.OK, command=command, started_at=utc_now(),
                              stdout_log=os.path.relpath(out, self.run_dir),
                              stderr_log=os.path.relpath(err, self.run_dir))
         self.manifest.phases.append(record)
@@ -469,12 +444,12 @@ def capture(workload: str | Path, config: CaptureConfig | None = None, *,
     config = config or CaptureConfig()
     path = checked_workload_path(workload)
     gpu = detect_gpu(config.device)
-    tools = _find_tools(config)
+    tools = find_tools(config)
     if config.inductor_cache_dir is not None:
         try:
             Path(config.inductor_cache_dir).mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ProfilerError(f"{config.inductor_cache_dir}: cannot hold the Inductor cache "
                                 f"({err.strerror or err}); give a directory that can be created") from err
-    run_dir = _make_run_dir(config, path)
+    run_dir = new_run_dir(config.out_dir, path)
     return CaptureSession(path, config, gpu, tools, run_dir, progress, cancel).run()

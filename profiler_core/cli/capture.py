@@ -87,12 +87,13 @@ def capture_command(
         spot_check=spot_check, dedup_iterations=dedup_iterations, replay_mode=replay_mode,
         nsys=nsys, clocks=clocks, ncu_clock_control=ncu_clock_control,
         phase_timeout_s=phase_timeout, attribute=attribute, flop_counters=not no_flop_counters,
+        ranks=nproc_per_node,
     )
     if python:
         config = dataclasses.replace(config, python=python)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:
-        result = api.capture(workload, config, ranks=nproc_per_node, progress=_PhaseProgress(progress))
+        result = api.capture(workload, config, progress=_PhaseProgress(progress))
     manifest = result.manifest
     if as_json:
         emit_json(manifest)

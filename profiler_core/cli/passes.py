@@ -94,7 +94,7 @@ def apply_pass(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
 ) -> None:
     """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
-    from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
 
     out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
     plan = apply_pass_plan(

@@ -28,16 +28,12 @@ from profiler_core.capture import phases
 from profiler_core.capture.chip import detect_gpu, select_counters
 from profiler_core.capture.config import CaptureConfig, ClockPolicy, CounterMode, HarnessPhase, ReplayMode
 from profiler_core.capture.inductor_artifacts import pack_torch_trace
-from profiler_core.capture.pipeline import (
-    _find_tools,
-    _make_run_dir,
-    _utc_now,
-    environment_subset,
-)
+from profiler_core.capture.pipeline import environment_subset, find_tools
 from profiler_core.capture.runner import failure_summary, run_process
 from profiler_core.distributed import launch
 from profiler_core.errors import ProfilerError, ToolFailedError, ToolNotFoundError
 from profiler_core.rundir import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
+from profiler_core.rundir.create import new_run_dir, utc_now
 from profiler_core.rundir.manifest import (
     Artifacts,
     ClockRecord,
@@ -88,12 +84,12 @@ class _RankCapture:
         self.env = launch.distributed_env(
             phases.phase_env(os.environ, inductor_cache=self.cache_dir, pythonpath=package_root))
         self.gpu = detect_gpu(config.device)
-        self.tools = _find_tools(config)
+        self.tools = find_tools(config)
         self.plan = ["kineto", "timeline", "counters", "manifests"]
         self.art: dict[int, Artifacts] = {r: Artifacts() for r in range(nproc)}
         self.metrics: list[str] = []
         self.top = RanksManifest(
-            operator_profiler=profiler_core.__version__, created_at=_utc_now(), workload=str(workload),
+            operator_profiler=profiler_core.__version__, created_at=utc_now(), workload=str(workload),
             world_size=nproc, launcher=launch.torchrun_prefix(config.python, nproc),
             ranks=[RankEntry(rank=r, dir=rank_dir(Path("."), r).as_posix()) for r in range(nproc)],
             environment=environment_subset(self.env))
@@ -227,7 +223,7 @@ def capture_ranks(workload: str | Path, config: CaptureConfig, nproc_per_node: i
     check_gpu_count(visible_gpu_count(config.python), nproc_per_node)
     # clock locking is per GPU; not done per rank yet
     config = dataclasses.replace(config, clocks=ClockPolicy.OFF)
-    cap = _RankCapture(path, config, nproc_per_node, _make_run_dir(config, path), progress, cancel)
+    cap = _RankCapture(path, config, nproc_per_node, new_run_dir(config.out_dir, path), progress, cancel)
     try:
         write_ranks_manifest(cap.run_dir, cap.top)
         cap.kineto()

@@ -183,10 +183,10 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
 def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: ProgressFn | None,
               cancel: threading.Event | None, caches: Path) -> OptimizeResult:
     from profiler_core.analysis import compare, diagnose
-    from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
     from profiler_core.passes import apply_pass_plan, get_pass
     from profiler_core.report import render_html
     from profiler_core.report.end_to_end import EndToEnd
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
 
     config = config or OptimizeConfig()
     cap = dataclasses.replace(config.capture, device=config.device)

@@ -30,6 +30,7 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.metrics.catalog import COUNTER_FIELDS, FLOP_FIELDS
+from profiler_core.rundir.create import default_run_dir
 from profiler_core.rundir.manifest import PhaseStatus, RunStatus, read_manifest
 from profiler_core.schema import Profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
@@ -425,10 +426,10 @@ def test_out_dir_holding_files_is_refused(fakes: FakeLog, tmp_path: Path) -> Non
 
 
 def test_default_run_dir_is_stem_and_utc_time(tmp_path: Path) -> None:
-    first = pipeline.default_run_dir(WORKLOAD, base=tmp_path)
+    first = default_run_dir(WORKLOAD, base=tmp_path)
     assert first.parent == tmp_path and first.name.startswith("tiny_attention-") and first.name.endswith("Z")
     first.mkdir()
-    assert pipeline.default_run_dir(WORKLOAD, base=tmp_path).name.startswith(first.name)
+    assert default_run_dir(WORKLOAD, base=tmp_path).name.startswith(first.name)
 
 
 def test_environment_subset_keeps_relevant_variables_only() -> None:
