@@ -8,7 +8,10 @@ profile); a pass plan may compile with any mode torch.compile takes
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal, get_args
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from profiler_core.errors import WorkloadError
 
 
 class CompileMode(StrEnum):
@@ -30,3 +33,22 @@ TORCH_COMPILE_MODES: tuple[str, ...] = get_args(TorchCompileMode)
 
 # Modes in which Inductor replays the step as CUDA graphs (one launch per graph, not per kernel).
 CUDA_GRAPH_MODES: frozenset[str] = frozenset({CompileMode.REDUCE_OVERHEAD.value, CompileMode.MAX_AUTOTUNE.value})
+
+
+def compile_model(model: Any, mode: CompileMode, path: Path) -> Any:
+    """``model`` compiled in ``mode`` (eager: as it is); a compile failure names the workload and the fix."""
+    import torch
+
+    if mode is CompileMode.EAGER:
+        return model
+    if isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
+        # the workload compiled its model itself (workload_optimized.py does, with the plan's
+        # backend and mode): compiling it again would nest two compilers
+        return model
+    try:
+        return torch.compile(model, mode=None if mode is CompileMode.DEFAULT else mode.value)
+    except Exception as err:
+        raise WorkloadError(
+            f"{path}: torch.compile(mode={mode.value!r}) failed: {type(err).__name__}: {err}; "
+            "try --compile-mode eager"
+        ) from err
