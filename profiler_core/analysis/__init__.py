@@ -22,12 +22,12 @@ from profiler_core.analysis.findings import (
     FindingEvidence,
     FindingKind,
     FindingsReport,
-    Transformation,
 )
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.rules import RULES, RuleContext, rule
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds, threshold_docs
 from profiler_core.attribution.operator_class import classify_operator, gemm_precision, overhead_kind
+from profiler_core.transformations import Transformation
 
 __all__ = [
     "DEFAULT_THRESHOLDS",

@@ -13,11 +13,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
+from profiler_core.transformations import Transformation
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
 _MEMORY_FIELDS = ("dram_throughput_pct", "sm_throughput_pct", "dram_bytes_read", "dram_bytes_written")
@@ -179,7 +180,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
     )]
 
 
-@rule("high_unattributed")
+@rule("high_unattributed", always_reported=True)
 def high_unattributed(ctx: RuleContext) -> list[Finding]:
     """A large share of kernel time maps to no operator: the work left the graph."""
     view = ctx.view
@@ -207,7 +208,7 @@ def high_unattributed(ctx: RuleContext) -> list[Finding]:
     )]
 
 
-@rule("counters_missing")
+@rule("counters_missing", always_reported=True)
 def counters_missing(ctx: RuleContext) -> list[Finding]:
     """Kernel time without hardware counters: every counter-based rule is blind there."""
     view = ctx.view

@@ -12,10 +12,11 @@ time unprofiled, with 47 us of kernels (4% busy under the profiler, 9% without).
 
 from __future__ import annotations
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import busy_and_span_ns, pct
 from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
+from profiler_core.transformations import Transformation
 
 
 @rule("host_bound")

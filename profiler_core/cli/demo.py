@@ -123,7 +123,7 @@ def _row(example_dir: Path, out: Path) -> tuple[str, ...]:
 
     done = api.analyse_shipped_run(example_dir, out)
     top = next(iter(in_priority_order(done.findings.findings)), None)
-    top_text = f"{top.rule_id} -> {top.transformation.value if top.transformation else 'structural'}" if top else "-"
+    top_text = f"{top.rule_id} -> {top.transformation or 'structural'}" if top else "-"
     c = done.comparison
     kernel = (f"{c.base_total_ns / 1e3:.0f} -> {c.opt_total_ns / 1e3:.0f} us ({c.speedup:.2f}x)" if c is not None
               else f"{done.baseline.coverage.duration_ns / 1e3:.0f} us")

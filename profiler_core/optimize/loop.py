@@ -158,7 +158,7 @@ def candidate_passes(findings: object) -> list[tuple[str, str]]:
     seen: set[str] = set()
     out = []
     for f in in_priority_order(findings.findings):  # type: ignore[attr-defined]
-        t = f.transformation.value if f.transformation is not None else None
+        t = f.transformation
         if t and t not in seen:
             seen.add(t)
             out.append((t, f.rule_id))
