@@ -13,7 +13,7 @@ import pytest
 
 from profiler_core.analysis import FindingsReport, Transformation, diagnose
 from profiler_core.analysis.roofline import roofline
-from tests.analysis.capture_profiles import PAIR, joinable_profile, pair_profile
+from tests.analysis.real_profiles import PAIR, joinable_profile, pair_profile
 from tests.analysis.roofline_bounds import TARGET_ROOF, precision_bound_ns
 
 

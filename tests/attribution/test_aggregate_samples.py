@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from profiler_core.attribution.aggregate import aggregate_samples
-from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.real_profiles import pair_profile
 
 
 def test_short_kernel_does_not_hide_the_long_one() -> None:

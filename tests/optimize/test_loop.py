@@ -28,7 +28,7 @@ from profiler_core.passes.manager import COMPILE_MODES
 from profiler_core.schema import Profile
 from profiler_core.transformations import Transformation
 from profiler_core.workload import load_workload
-from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.real_profiles import pair_profile
 
 REPO = Path(__file__).parent.parent.parent
 EXAMPLE = REPO / "examples" / "sdpa_attention.py"
