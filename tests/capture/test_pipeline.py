@@ -21,7 +21,7 @@ import pytest
 import profiler_core.attribution
 from profiler_core.capture import pipeline
 from profiler_core.capture.config import CaptureConfig
-from profiler_core.capture.determinism import PhaseLaunches, launches
+from profiler_core.capture.determinism import PhaseLaunches, load_phase_launches
 from profiler_core.errors import (
     CaptureCancelledError,
     DeterminismError,
@@ -34,27 +34,14 @@ from profiler_core.rundir.create import default_run_dir
 from profiler_core.rundir.manifest import PhaseStatus, RunStatus, read_manifest
 from profiler_core.schema import Profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
-from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "data" / "h200_joinable" / "tiny_attention.py"
-
-
-def _real_loader(
-    run_dir: Path, *, kineto: str, timeline: str | None, counters_csv: str | None
-) -> PhaseLaunches:
-    return PhaseLaunches(
-        kineto=launches(kineto_kernels(run_dir / kineto)),
-        nsys=launches(nsys_kernels(run_dir / timeline)) if timeline else None,
-        ncu=launches(ncu_rows(run_dir / counters_csv)) if counters_csv else None,
-    )
 
 
 @pytest.fixture
 def fakes(fake_env: FakeLog, monkeypatch: pytest.MonkeyPatch) -> FakeLog:
     monkeypatch.setattr(pipeline, "detect_gpu", lambda device: H200)
     monkeypatch.setattr(pipeline, "open_clock_reader", lambda index: (FakeReader(), None))
-    monkeypatch.setattr(pipeline, "load_phase_launches", _real_loader)
-    monkeypatch.setattr(pipeline, "load_counter_rows", ncu_rows)
     return fake_env
 
 
@@ -311,7 +298,7 @@ def test_divergent_phase_raises_and_is_recorded(
     fakes: FakeLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def shifted(run_dir: Path, **kw: str | None) -> PhaseLaunches:
-        found = _real_loader(run_dir, **kw)  # type: ignore[arg-type]
+        found = load_phase_launches(run_dir, **kw)  # type: ignore[arg-type]
         assert found.nsys is not None
         return PhaseLaunches(kineto=found.kineto, nsys=found.nsys[1:], ncu=found.ncu)
 
