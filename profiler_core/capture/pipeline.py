@@ -311,7 +311,6 @@ class CaptureSession:
         if not (self.run_dir / KINETO_NAME).is_file():
             raise ToolFailedError(f"kineto phase wrote no trace at {self.run_dir / KINETO_NAME}")
         self.manifest.artifacts.kineto = KINETO_NAME
-        self._absorb_harness(data)
         if pack_torch_trace(trace_dir, inductor / TORCH_TRACE_ARCHIVE):
             self.manifest.artifacts.torch_trace = f"{INDUCTOR_DIR}/{TORCH_TRACE_ARCHIVE}"
         if output_code.is_file() and output_code.stat().st_size > 0:
@@ -319,13 +318,11 @@ class CaptureSession:
         elif self.config.compile_mode.value != "eager":
             self.manifest.warnings.append("Inductor wrote no output code; fused kernels fall back to "
                                           "provenance (if any) for their operators")
-        kernels = data.get("kernels")
-        self.kineto_kernels = kernels if isinstance(kernels, int) else None
-        if isinstance(kernels, int) and kernels % self.config.iters == 0:
-            self.kernels_per_iteration = kernels // self.config.iters
+        kernels = self.absorb_harness(data)
         self.say("kineto", f"done in {record.duration_s:.1f} s ({kernels} kernels)")
 
-    def _absorb_harness(self, data: dict) -> None:
+    def absorb_harness(self, data: dict) -> object:
+        """What the kineto phase's harness reported: the GPU, the versions, the kernels per iteration."""
         info, versions = data.get("device_info") or {}, data.get("versions") or {}
         gpu = self.manifest.gpu
         gpu.sm_count = info.get("sm_count", gpu.sm_count)
@@ -337,6 +334,11 @@ class CaptureSession:
                 gpu.chip = chip_for_capability((int(major), int(minor)))
         v = self.manifest.versions
         v.torch, v.cuda, v.python = versions.get("torch"), versions.get("cuda"), versions.get("python")
+        kernels = data.get("kernels")
+        self.kineto_kernels = kernels if isinstance(kernels, int) else None
+        if isinstance(kernels, int) and kernels % self.config.iters == 0:
+            self.kernels_per_iteration = kernels // self.config.iters
+        return kernels
 
     def timeline(self) -> None:
         """Phase 2: nsys timeline of the measured region; on any failure the Kineto trace serves."""
@@ -356,13 +358,23 @@ class CaptureSession:
     def check(self) -> None:
         """Same kernels, order and sizes in every phase; spot-check spread in per-config mode."""
         self.say("check", "comparing phases")
+        found = self.check_phases_of(self.run_dir, self.manifest)
         art, counters = self.manifest.artifacts, self.manifest.counters
+        if counters.mode == "per-config" and counters.spot_check > 1 and art.counters_csv:
+            rows = load_counter_rows(self.run_dir / art.counters_csv)
+            counters.spot_check_spread = counter_spread(rows, counters.metrics, counters.spot_check)
+        agreeing = ", ".join(["kineto", *self.manifest.determinism.compared])
+        self.say("check", f"done: {len(found.kineto)} kernels agree across {agreeing}")
+
+    def check_phases_of(self, run_dir: Path, manifest: RunManifest) -> PhaseLaunches:
+        """The determinism check of one run directory, recorded in its ``manifest`` (raises on a divergence)."""
+        art, counters = manifest.artifacts, manifest.counters
         found: PhaseLaunches = load_phase_launches(
-            self.run_dir, kineto=art.kineto or KINETO_NAME,
-            timeline=art.timeline if self.manifest.timeline_source == "nsys" else None,
+            run_dir, kineto=art.kineto or KINETO_NAME,
+            timeline=art.timeline if manifest.timeline_source == "nsys" else None,
             counters_csv=art.counters_csv)
         record = DeterminismRecord(checked=True, kernels=len(found.kineto))
-        self.manifest.determinism = record
+        manifest.determinism = record
         try:
             record.compared = check_phases(
                 found, counter_mode=counters.mode,
@@ -373,11 +385,7 @@ class CaptureSession:
         record.passed = True
         if found.ncu is not None:
             counters.rows = len(found.ncu)
-        if counters.mode == "per-config" and counters.spot_check > 1 and art.counters_csv:
-            rows = load_counter_rows(self.run_dir / art.counters_csv)
-            counters.spot_check_spread = counter_spread(rows, counters.metrics, counters.spot_check)
-        agreeing = ", ".join(["kineto", *record.compared])
-        self.say("check", f"done: {len(found.kineto)} kernels agree across {agreeing}")
+        return found
 
     def attribute(self) -> None:
         """Optional: attribute the run and write profile.json."""
@@ -442,6 +450,9 @@ def capture(workload: str | Path, config: CaptureConfig | None = None, *,
     missing required tool. Afterwards every failure is also recorded in the manifest.
     """
     config = config or CaptureConfig()
+    if config.ranks is not None:
+        raise ProfilerError(f"ranks={config.ranks}: a capture of several ranks runs under torchrun; call "
+                            "profiler_core.api.capture (oprof capture --nproc-per-node N)")
     path = checked_workload_path(workload)
     gpu = detect_gpu(config.device)
     tools = find_tools(config)
