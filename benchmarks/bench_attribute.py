@@ -1,18 +1,25 @@
-"""Attribution at scale: synthetic captures of 10k, 100k and 1M kernels built from a real one.
+"""Attribution at scale: synthetic captures of up to 1M kernels built from a real one.
 
-The real H200 capture in tests/data/h200_joinable (44 kernels: Kineto, nsys, ncu, Inductor)
-is replicated with shifted times and ids, so every tier has real-looking work to do. Each
-size runs in a fresh process; the figure is the attribution itself (all tiers, aggregation,
-layer dedup, profile.json written), plus the process's peak RSS.
+A real H200 capture's parsed records are replicated with shifted times and ids, so every tier
+has real-looking work to do (this is benchmark input only, never shipped as a capture):
 
-    python benchmarks/bench_attribute.py [--sizes 10000 100000 1000000]
+* ``joinable`` (default): tests/data/h200_joinable, 44 kernels, Kineto + nsys + ncu (one row
+  per launch, with ncu's NVTX stacks) + Inductor: all four tiers speak for every kernel;
+* ``gpt2``: examples/captures/h200/gpt2/baseline_nsys, 508 kernels, Kineto + nsys + per-config
+  ncu + Inductor.
+
+Each size runs in a fresh process with its inputs already parsed; the figures are the
+attribution (all tiers, aggregation, layer dedup), the write (profile.json, or profile.json
+plus its Parquet kernel table above the columnar threshold), and the process's peak RSS, inputs
+included. The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture.
+
+    python benchmarks/bench_attribute.py [--sizes 572,100k,1M] [--capture joinable|gpt2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import subprocess
 import sys
@@ -22,21 +29,40 @@ from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data" / "h200_joinable"
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
+CAPTURES = {
+    "joinable": (REPO / "tests" / "data" / "h200_joinable", "kineto.json", "nsys.sqlite", "ncu_full_raw.csv",
+                 "torch_trace.tgz"),
+    "gpt2": (REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline_nsys", "kineto.json.gz",
+             "timeline.sqlite", "counters.csv", "inductor"),
+}
+GPT2_RUN = REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline"
+# The figures of issue "fast at scale", same machine class: (today, columnar prototype), seconds / MB
+FLOORS = {100_000: "issue: 7.2 s / 1.6 GB before; prototype 0.44 s / 454 MB",
+          1_000_000: "issue: 78 s CPU / 15.4 GB before; prototype 3.7 s / 1.3 GB"}
 
 
-def _replicate(copies: int):
+def parse_size(text: str) -> int:
+    """``572`` / ``100k`` / ``1M`` -> kernels."""
+    text = text.strip()
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def replicate(capture: str, copies: int):
+    """The capture's parsed records, ``copies`` times over, with shifted times, correlation and External ids."""
     from profiler_core.ingest import read_inductor, read_kineto, read_ncu, read_nsys
     from profiler_core.records import KinetoTrace, NcuReport, NsysTimeline
 
-    kin = read_kineto(DATA / "kineto.json")
-    nsy = read_nsys(DATA / "nsys.sqlite")
-    ncu = read_ncu(DATA / "ncu_full_raw.csv")
-    ind = read_inductor(DATA / "torch_trace.tgz")
+    root, kin_name, nsys_name, ncu_name, ind_name = CAPTURES[capture]
+    kin = read_kineto(root / kin_name)
+    nsy = read_nsys(root / nsys_name)
+    ncu = read_ncu(root / ncu_name)
+    ind = read_inductor(root / ind_name)
+    per_config = len(ncu.rows) < len(nsy.kernels)
 
-    def span(items, attr_s="start_ns", attr_e="end_ns"):
-        return max(getattr(i, attr_e) for i in items) - min(getattr(i, attr_s) for i in items) + 1_000
+    def span(items):
+        return max(i.end_ns for i in items) - min(i.start_ns for i in items) + 1_000
 
     k_period = span(kin.kernels + kin.cpu_ops)
     n_period = span(nsy.kernels + nsy.nvtx_ranges + nsy.runtime_calls)
@@ -66,54 +92,82 @@ def _replicate(copies: int):
         runtime_calls=[shift(r, c, n_period, ncorr_step) for c in range(copies) for r in nsy.runtime_calls],
         nvtx_ranges=[shift(r, c, n_period) for c in range(copies) for r in nsy.nvtx_ranges],
     )
-    rows = [replace(r, ncu_id=r.ncu_id + c * len(ncu.rows)) for c in range(copies) for r in ncu.rows]
+    # a per-config counter run measures each configuration's first launches only: its rows stay as they are
+    rows = ncu.rows if per_config else [replace(r, ncu_id=r.ncu_id + c * len(ncu.rows))
+                                        for c in range(copies) for r in ncu.rows]
     ncu2 = NcuReport(path=ncu.path, rows=rows, metrics_returned=ncu.metrics_returned, source=ncu.source,
                      units=ncu.units)
-    return kin2, nsy2, ncu2, ind
+    return kin2, nsy2, ncu2, ind, len(nsy.kernels)
 
 
-def _child(size: int) -> None:
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(capture: str, size: int) -> None:
     from profiler_core.attribution import attribute
     from profiler_core.schema import write_profile
 
-    copies = max(1, size // 44)
-    kin, nsy, ncu, ind = _replicate(copies)
+    base = len(replicate(capture, 1)[0].kernels)
+    kin, nsy, ncu, ind, _ = replicate(capture, max(1, round(size / base)))
+    inputs_mb = _rss_mb()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     profile = attribute(kineto=kin, nsys=nsy, ncu=ncu, inductor=ind)
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         write_profile(Path(tmp) / "profile.json", profile)
+        written = sum(p.stat().st_size for p in Path(tmp).iterdir())
     t2 = time.perf_counter()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"kernels": len(profile.kernels), "operators": len(profile.operators),
-                      "attribute_s": t1 - t0, "write_s": t2 - t1, "total_s": t2 - t0, "peak_rss_mb": rss_mb,
-                      "attributed_pct": profile.coverage.attributed_time_pct}))
+                      "attribute_s": t1 - t0, "write_s": t2 - t1, "total_s": t2 - t0,
+                      "cpu_s": time.process_time() - c0, "inputs_rss_mb": inputs_mb, "peak_rss_mb": _rss_mb(),
+                      "written_mb": written / 1e6, "attributed_pct": profile.coverage.attributed_time_pct}),
+          flush=True)
+    sys.stdout.flush()
+
+
+# The whole command in a fresh interpreter, timed by its own small parent (RUSAGE_CHILDREN is that child's).
+_PROBE = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+          "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+          "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def time_cli(run: Path) -> tuple[float, float]:
+    """(wall s, peak RSS MiB) of ``oprof attribute RUN --out <tmp>``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = [sys.executable, "-c", "import sys; from profiler_core.cli import main; main(sys.argv[1:])",
+               "attribute", str(run), "--out", str(Path(tmp) / "profile.json")]
+        out = subprocess.run([sys.executable, "-c", _PROBE, *cli], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.split()
+    return float(out[0]), int(out[1]) / 1024
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--sizes", default="572,100k,1M", help="comma-separated kernel counts (k, M suffixes)")
+    ap.add_argument("--capture", choices=sorted(CAPTURES), default="joinable")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child(args.child)
+        _child(args.capture, args.child)
         return
-    results = []
-    print(f"{'kernels':>9} {'operators':>9} {'attribute s':>11} {'write s':>8} {'total s':>8} {'peak RSS MB':>11}")
-    for size in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--child", str(size)], capture_output=True, text=True,
-                             cwd=REPO, check=False)
+    print(f"capture {args.capture}; each size in a fresh process, inputs parsed before the clock starts")
+    print(f"{'kernels':>9} {'operators':>9} {'attribute s':>11} {'write s':>8} {'total s':>8} {'cpu s':>6} "
+          f"{'inputs MB':>9} {'peak RSS MB':>11} {'written MB':>10}  before / floor")
+    for size in (parse_size(s) for s in args.sizes.split(",")):
+        out = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--child", str(size)],
+                             capture_output=True, text=True, cwd=REPO, check=False)
         if out.returncode != 0:
-            print(f"{size}: failed\n{out.stderr[-2000:]}")
+            print(f"{size}: failed (exit {out.returncode})\n{out.stderr[-2000:]}")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        results.append(r)
         print(f"{r['kernels']:>9} {r['operators']:>9} {r['attribute_s']:>11.2f} {r['write_s']:>8.2f} "
-              f"{r['total_s']:>8.2f} {r['peak_rss_mb']:>11.0f}")
-    if len(results) >= 2:
-        a, b = results[0], results[-1]
-        exponent = math.log(b["total_s"] / a["total_s"]) / math.log(b["kernels"] / a["kernels"])
-        print(f"growth exponent (total time, {a['kernels']} -> {b['kernels']} kernels): {exponent:.2f}")
+              f"{r['total_s']:>8.2f} {r['cpu_s']:>6.2f} {r['inputs_rss_mb']:>9.0f} {r['peak_rss_mb']:>11.0f} "
+              f"{r['written_mb']:>10.1f}  {FLOORS.get(round(size, -5), '')}")
+    wall, rss = time_cli(GPT2_RUN)
+    print(f"oprof attribute {GPT2_RUN.relative_to(REPO)} (whole command, fresh process): {wall:.2f} s wall, "
+          f"{rss:.0f} MiB peak (target 1.5 s; issue: 3.86 s / 350 MiB before, 0.46 s / 57 MiB floor)")
 
 
 if __name__ == "__main__":

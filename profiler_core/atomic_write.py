@@ -24,8 +24,9 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from profiler_core.errors import OutputError
 
@@ -143,6 +144,31 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
         tmp.unlink(missing_ok=True)
         raise _cannot_write(path, err) from err
     except BaseException:  # Ctrl-C, SIGTERM (as SystemExit): no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
+    return Path(path) if Path(path).is_symlink() else target
+
+
+def write_stream_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:
+    """Write ``path`` atomically from ``write(handle)``, for outputs too large to hold as one buffer."""
+    target, mode = output_target(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sweep_orphans(target.parent)
+        fd, tmp = _temp_in(target.parent, target.name)
+    except OSError as err:
+        raise _cannot_write(path, err) from err
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode if mode is not None else 0o666 & ~_umask())
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise _cannot_write(path, err) from err
+    except BaseException:  # Ctrl-C, SIGTERM (as SystemExit), a failing writer: no temp file stays behind
         tmp.unlink(missing_ok=True)
         raise
     return Path(path) if Path(path).is_symlink() else target

@@ -243,6 +243,15 @@ class CounterAvailability(_Model):
     reason: str | None = None
 
 
+class KernelTableRef(_Model):
+    """Where a large profile keeps its kernels: a Parquet file beside profile.json (docs/attribution.md)."""
+
+    format: Literal["parquet"] = "parquet"
+    path: str  # file name, relative to the profile's folder
+    kernel_count: Count
+    bytes: Count  # size of the file as written: a truncated or replaced table is caught before it is read
+
+
 class Profile(_Model):
     schema_version: Literal[1] = SCHEMA_VERSION
     capture: CaptureMeta = Field(default_factory=CaptureMeta)
@@ -252,6 +261,8 @@ class Profile(_Model):
     coverage: Coverage = Field(default_factory=Coverage)
     counters: list[CounterAvailability] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # large profiles only: ``kernels`` is empty in the file and the kernels are this table's rows
+    kernel_table: KernelTableRef | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 _object_setattr = object.__setattr__
@@ -325,7 +336,15 @@ INDENT_MAX_KERNELS = 20_000  # above this, compact JSON: indentation doubles siz
 
 
 def write_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
-    """Write ``profile`` as JSON, atomically (indented while small enough to read by eye)."""
+    """Write ``profile`` as JSON, atomically (indented while small enough to read by eye).
+
+    A profile whose kernels are columns (a large capture) is written as profile.json holding
+    operators and coverage, plus its kernels in Parquet beside it (profiler_core/columnar_profile.py).
+    """
+    if not isinstance(profile.kernels, list):
+        from profiler_core.columnar_profile import write_columnar_profile
+
+        return write_columnar_profile(path, profile)
     indent = 1 if len(profile.kernels) <= INDENT_MAX_KERNELS else None
     from profiler_core.atomic_write import write_bytes_atomic
 
@@ -380,6 +399,10 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         profile = Profile.model_validate(data)
     except ValidationError as err:
         raise SchemaError(f"{p}: invalid profile, {first_error(err)}") from err
+    if profile.kernel_table is not None:
+        from profiler_core.columnar_profile import attach_kernel_table
+
+        attach_kernel_table(p, profile)
     try:
         check_references(profile)
     except SchemaError as err:

@@ -12,6 +12,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 PACKAGES = ("profiler_core", "mcp_server")
+# Known, named exceptions (docs/architecture.md says why); each must still occur, so none outlives its fix.
+KNOWN = {
+    # schema.read_profile / write_profile load and write a Parquet kernel table, whose model lives
+    # with the columnar engine (attribution/kernel_table.py): to move below the schema
+    ("profiler_core.schema", "profiler_core.columnar_profile"),
+}
 
 
 def read_layers(text: str) -> dict[str, int]:
@@ -101,9 +107,16 @@ def test_every_package_is_in_a_layer(layers: dict[str, int]) -> None:
     assert {"ingest", "rundir", "attribution", "analysis", "capture", "api", "cli"} <= set(layers)
 
 
+def _known(v: Violation) -> bool:
+    return any(v.where == where and f"imports {module} " in f"{v.what} " for where, module in KNOWN)
+
+
 def test_no_import_points_up_or_reaches_a_private(layers: dict[str, int]) -> None:
-    problems = all_violations(layers)
+    found = all_violations(layers)
+    problems = [v for v in found if not _known(v)]
     assert problems == [], "\n".join(f"{v.where}: {v.what}" for v in problems)
+    stale = [k for k in KNOWN if not any(v.where == k[0] and f"imports {k[1]} " in f"{v.what} " for v in found)]
+    assert stale == [], f"fixed: remove {stale} from KNOWN"
 
 
 def test_the_check_catches_an_upward_and_a_private_import(layers: dict[str, int]) -> None:

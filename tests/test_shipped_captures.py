@@ -30,7 +30,12 @@ def test_every_capture_is_shipped() -> None:
             "lstm_encoder_unrolled/optimized", "gpt2/freezing", "sdpa_attention/tf32"} <= names
 
 
-@pytest.mark.parametrize("name", [n for n in (f"{p.parent.name}/{p.name}" for p in RUNS) if "cuda_graphs" not in n])
+# graph replays record no per-kernel launch: the ResNet's cuDNN calls inside its graph are placed
+# only where the captured launch order allows (test_a_graphed_resnet_names_what_it_could_not_place)
+GRAPHED_PARTLY = {"gpt2/cuda_graphs_trial", "tv_resnet18/optimized"}
+
+
+@pytest.mark.parametrize("name", [n for n in (f"{p.parent.name}/{p.name}" for p in RUNS) if n not in GRAPHED_PARTLY])
 def test_captures_attribute_fully_and_consistently(profiles: dict, name: str) -> None:
     prof = profiles[name]
     assert prof.coverage.attributed_time_pct >= 99.0
@@ -203,6 +208,7 @@ def test_bert_training_step_is_validated_on_every_gradient_and_update(profiles: 
     assert any("stay float32" in note for note in validation["notes"])  # bf16 keeps FP32 master weights
     base, opt = profiles["hf_bert_train/baseline"], profiles["hf_bert_train/optimized"]
     assert sum(k.duration_ns for k in opt.kernels) < sum(k.duration_ns for k in base.kernels)
+    assert run["wall_speedup"] > 1.0 and run["plain_run_s"] > 0
     phases = {op.phase for op in base.operators}
     assert {"forward", "backward", "optimizer"} <= phases
 
@@ -214,8 +220,19 @@ def test_qwen2_validation_compares_every_cache_layer(profiles: dict) -> None:
     assert {f"past_key_values.layers[{i}].{kv}" for i in range(6) for kv in ("keys", "values")} <= paths
     run = _optimize("hf_qwen2_decoder")
     kept = [t for t in run["trials"] if t["outcome"] == "kept"]
-    assert kept and run["wall_speedup"] > 1.0
-    rejected = [t for t in run["trials"] if t["outcome"] == "rejected_validation"]
+    assert [t["transformation"] for t in kept] == ["bf16_promotion", "cuda_graphs"] == run["kept_passes"]
+    assert run["kernel_speedup"] > 5 and validation["passed"]
+    # bf16 held every cache leaf to its tolerance: the rotary angles (an outer product) stayed float32
+    plan = json.loads((CAPTURES / "hf_qwen2_decoder" / "optimized" / "plan.json").read_text())
+    skipped = [why for record in plan["passes"] for why in record.get("details", {}).get("gemms_skipped", {}).values()]
+    assert any("outer product" in why for why in skipped)
+    graphs = kept[1]
+    assert graphs["judged_on"] == "wall_time" and graphs["wall_ms"] < graphs["best_wall_ms"]
+    # the same workload's baseline, timed end to end by an earlier run of the loop (which kept qkv_fusion)
+    earlier = _optimize("hf_qwen2_decoder/qkv_fusion_run")
+    assert earlier["wall_time"]["baseline"]["median_ms"] > graphs["best_wall_ms"] > graphs["wall_ms"]
+    assert earlier["wall_speedup"] > 1.0
+    rejected = [t for t in earlier["trials"] if t["outcome"] == "rejected_validation"]
     assert all("past_key_values.layers[" in t["reason"] for t in rejected)  # the failing leaf is named
 
 
@@ -224,3 +241,16 @@ def test_resnet_findings_license_the_cnn_passes(profiles: dict) -> None:
     licensed = {f.rule_id: f.transformation for f in report.findings if f.transformation is not None}
     assert licensed.get("conv_batchnorm") == "conv_bn_folding"
     assert licensed.get("conv_tensor_core_low") == "bf16_promotion"
+    assert licensed.get("launch_bound") == "cuda_graphs"  # launch-sized gaps between ordinary kernels
+    run = _optimize("tv_resnet18")
+    graphs = next(t for t in run["trials"] if t["transformation"] == "cuda_graphs")
+    assert graphs["outcome"] == "kept" and graphs["judged_on"] == "wall_time"
+    assert graphs["wall_ms"] < graphs["best_wall_ms"] and run["wall_speedup"] > 1.0
+    assert run["wall_time"]["optimized"]["median_ms"] == pytest.approx(graphs["wall_ms"])  # timed once
+
+
+def test_a_graphed_resnet_names_what_it_could_not_place(profiles: dict) -> None:
+    prof = profiles["tv_resnet18/optimized"]
+    assert 90.0 <= prof.coverage.attributed_time_pct < 100.0
+    assert prof.unattributed and all("CUDA graph replay" in u.reason for u in prof.unattributed)
+    assert any("CUDA graph replays" in w for w in prof.warnings)

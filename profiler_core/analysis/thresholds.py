@@ -64,6 +64,9 @@ class Thresholds:
         50.0, "Share of all kernels (by count) that must be that short for a launch-bound finding.")
     launch_bound_min_kernels: int = _t(
         20, "Fewest kernels in a profile before launch overhead is judged at all.")
+    launch_gap_min_pct: float = _t(
+        45.0, "Share of the timeline (kernels plus the gaps between them) spent in such gaps that makes a step "
+              "launch-bound even when its kernels are not tiny.")
     launch_gap_max_us: float = _t(
         100.0, "Idle gaps between kernels longer than this (microseconds) are host work, not launch cost.")
     launch_latency_idle_pct: float = _t(

@@ -45,20 +45,79 @@ def aggregate_groups(
 
     ``specs`` names the matrix columns in order; it starts with the catalog's 20 (the weights).
     """
-    fields = tuple(spec.field for spec in specs)
-    col_of = {f: i for i, f in enumerate(fields)}
     n_groups = len(groups)
     if n_groups == 0:
         return []
     idx = np.fromiter((i for g in groups for i in g), dtype=np.int64)
     grp = np.repeat(np.arange(n_groups), [len(g) for g in groups])
+    agg = aggregate_arrays(matrix, durations_ns, idx, grp, n_groups, specs)
+    return [agg.group(g, specs) for g in range(n_groups)]
+
+
+class Aggregated:
+    """Per-operator aggregates as arrays: values (NaN: null), and which counters are missing or partial."""
+
+    _BLOCK = 4096  # groups converted to Python floats at a time (all at once would double the memory)
+
+    def __init__(self, values: np.ndarray, missing: np.ndarray, partial: np.ndarray, sizes: np.ndarray) -> None:
+        self.values, self.missing, self.partial, self.sizes = values, missing, partial, sizes
+        self._block: tuple[int, list[list[float | None]]] = (-1, [])
+        self._flagged: np.ndarray | None = None
+
+    def _row(self, g: int) -> list[float | None]:
+        lo, rows = self._block
+        if not lo <= g < lo + len(rows):
+            lo = g - g % self._BLOCK
+            block = self.values[lo:lo + self._BLOCK]
+            rows = [[None if v != v else v for v in r] for r in block.tolist()]  # NaN -> None
+            self._block = (lo, rows)
+        return rows[g - lo]
+
+    def group(self, g: int, specs: Sequence[CounterSpec]) -> tuple[dict[str, float | None], dict[str, str]]:
+        """One group's (metrics, reasons for nulls or partial values), as profile.json holds them."""
+        metrics: dict[str, float | None] = dict(zip([s.field for s in specs], self._row(g), strict=True))
+        reasons: dict[str, str] = {}
+        if self.flagged[g]:
+            n = int(self.sizes[g])
+            for spec, miss, part in zip(specs, self.missing[g].tolist(), self.partial[g].tolist(), strict=True):
+                f = spec.field
+                if miss:
+                    reasons[f] = "no kernel of this operator has this counter"
+                elif part:
+                    reasons[f] = (f"only some of the {n} kernels have this counter; a partial {spec.aggregation} "
+                                  "would mislead" if metrics[f] is None
+                                  else f"weighted over the kernels of {n} that have this counter")
+        return metrics, reasons
+
+    @property
+    def flagged(self) -> np.ndarray:
+        """Groups with a missing or partial counter (they carry reasons)."""
+        if self._flagged is None or len(self._flagged) != len(self.values):
+            self._flagged = np.asarray(self.missing.any(axis=1) | self.partial.any(axis=1))
+        return self._flagged
+
+    def invalidate(self) -> None:
+        """Forget cached rows after values were replaced."""
+        self._block = (-1, [])
+        self._flagged = None
+
+
+def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarray, grp: np.ndarray,
+                     n_groups: int, specs: Sequence[CounterSpec] = CATALOG,
+                     matrix_rows: np.ndarray | None = None) -> Aggregated:
+    """Aggregate kernels ``idx`` by group ids ``grp`` (kernels of a group in launch order).
+
+    Their counters are ``matrix[idx]``, or ``matrix[matrix_rows]`` when kernels share counter rows.
+    """
+    fields = tuple(spec.field for spec in specs)
+    col_of = {f: i for i, f in enumerate(fields)}
     sizes = np.bincount(grp, minlength=n_groups)
-    m = matrix[idx]
+    m = matrix[idx if matrix_rows is None else matrix_rows]
     dur = np.maximum(durations_ns[idx].astype(float), 0.0)
-    values: dict[str, np.ndarray] = {}
-    partial: dict[str, np.ndarray] = {}
-    missing: dict[str, np.ndarray] = {}
-    for spec in specs:
+    values = np.empty((n_groups, len(specs)))
+    partial = np.empty((n_groups, len(specs)), dtype=bool)
+    missing = np.empty((n_groups, len(specs)), dtype=bool)
+    for c, spec in enumerate(specs):
         col = m[:, col_of[spec.field]]
         have = ~np.isnan(col)
         count = np.bincount(grp, weights=have, minlength=n_groups)
@@ -72,29 +131,10 @@ def aggregate_groups(
             res[count < sizes] = np.nan
         else:
             res = _weighted(spec.aggregation, m, col_of, col, have, filled, dur, grp, n_groups)
-        values[spec.field] = res
-        partial[spec.field] = (count > 0) & (count < sizes)
-        missing[spec.field] = count == 0
-    # plain Python lists: indexing numpy scalars one by one is the slow part at scale
-    vals = {f: [None if v != v else v for v in values[f].tolist()] for f in fields}  # NaN -> None
-    miss = {f: missing[f].tolist() for f in fields}
-    part = {f: partial[f].tolist() for f in fields}
-    size_list = sizes.tolist()
-    out = []
-    for g in range(n_groups):
-        metrics: dict[str, float | None] = {f: vals[f][g] for f in fields}
-        reasons: dict[str, str] = {}
-        n = size_list[g]
-        for spec in specs:
-            f = spec.field
-            if miss[f][g]:
-                reasons[f] = "no kernel of this operator has this counter"
-            elif part[f][g]:
-                reasons[f] = (f"only some of the {n} kernels have this counter; a partial {spec.aggregation} "
-                              "would mislead" if metrics[f] is None
-                              else f"weighted over the kernels of {n} that have this counter")
-        out.append((metrics, reasons))
-    return out
+        values[:, c] = res
+        partial[:, c] = (count > 0) & (count < sizes)
+        missing[:, c] = count == 0
+    return Aggregated(values, missing, partial, sizes)
 
 
 def _weighted(rule: Aggregation, m: np.ndarray, col_of: dict[str, int], col: np.ndarray, have: np.ndarray,

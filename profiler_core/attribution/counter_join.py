@@ -59,11 +59,15 @@ def _choose_key(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) -
     Callable[[str], str], str, list[str]
 ]:
     key, label = choose_name_key((k.name for k in kernels), (r.name for r in rows))
-    warnings = [] if label == "join_key" else [
+    return key, label, key_warnings(label)
+
+
+def key_warnings(label: str) -> list[str]:
+    """What a join on a looser spelling than the join key says about it (nothing for the join key)."""
+    return [] if label == "join_key" else [
         f"kernel names joined on their {label.replace('_', ' ')} (the tools' demanglers spell them "
         "differently); order and grid/block checks still guard every pair"
     ]
-    return key, label, warnings
 
 
 def dims_agree(k: LaunchDims, r: LaunchDims) -> bool:

@@ -81,32 +81,67 @@ class ModuleSpans:
 def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
                         inductor: InductorArtifacts | None = None,
                         module_map: Mapping[str, str] | None = None) -> int:
-    """Fill ``module_path`` on kernels and operators in place; returns how many kernels got one."""
-    paths: list[str | None] = [None] * len(profile.kernels)
+    """Fill ``module_path`` on kernels and operators in place; returns how many kernels got one.
+
+    A large profile's kernels and operators are columns (attribution/kernel_table.py): their
+    module-path columns are filled instead.
+    """
+    kernels = _KernelFacts.of(profile)
+    paths: list[str | None] = [None] * len(kernels.kinds)
     if kineto is not None and kineto.module_spans:
-        _eager_paths(profile, kineto, ModuleSpans(kineto.module_spans, module_map), paths)
+        _eager_paths(kernels, kineto, ModuleSpans(kineto.module_spans, module_map), paths)
     if inductor is not None and inductor.call_modules:
-        _compiled_paths(profile, inductor.call_modules, paths)
-    for k, path in zip(profile.kernels, paths, strict=True):
-        k.module_path = path
-    for op in profile.operators:
-        known = [paths[i] for i in op.kernel_ids if i < len(paths) and paths[i] is not None]
-        op.module_path = common_module(known) if known else None  # type: ignore[arg-type]
+        _compiled_paths(profile, kernels, inductor.call_modules, paths)
+    if isinstance(profile.kernels, list):
+        for k, path in zip(profile.kernels, paths, strict=True):
+            k.module_path = path
+    else:
+        profile.kernels.module_path = profile.kernels.strings.encode(paths)
+    operators = profile.operators
+    for g in range(len(operators)):
+        ids = operators.kernel_ids(g) if not isinstance(operators, list) else operators[g].kernel_ids
+        known = [paths[i] for i in ids if i < len(paths) and paths[i] is not None]
+        path = common_module(known) if known else None  # type: ignore[arg-type]
+        if isinstance(operators, list):
+            operators[g].module_path = path
+        else:
+            operators.module_path[g] = path
     return sum(p is not None for p in paths)
 
 
-def _eager_paths(profile: Profile, kineto: KinetoTrace, spans: ModuleSpans, paths: list[str | None]) -> None:
+class _KernelFacts:
+    """What module assignment reads of each kernel, from the models or straight from the columns."""
+
+    def __init__(self, t1_op_id: list[int | None], kinds: list[str], names: list[str], keys: list[str | None]) -> None:
+        self.t1_op_id, self.kinds, self.names, self.keys = t1_op_id, kinds, names, keys
+
+    @classmethod
+    def of(cls, profile: Profile) -> _KernelFacts:
+        ks = profile.kernels
+        if isinstance(ks, list):
+            t1 = [next((e.op_id for e in k.attribution.evidence if e.tier is Tier.CUPTI_CORRELATION
+                        and e.op_id is not None), None) for k in ks]
+            return cls(t1, [k.kind for k in ks], [k.name for k in ks], [k.attribution.operator_key for k in ks])
+        ev = ks.evidence[0]  # TIER_ORDER starts with the CUPTI correlation
+        t1 = [None if (not h or i < 0) else i for h, i in zip(ev.has.tolist(), ev.op_id.tolist(), strict=True)]
+        s = ks.strings.values
+        return cls(t1, [s[c] for c in ks.kind.tolist()], ks.names(), ks.operator_key_list())
+
+
+def _eager_paths(kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans, paths: list[str | None]) -> None:
     ops = {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
-    for k in profile.kernels:
-        ev = next((e for e in k.attribution.evidence if e.tier is Tier.CUPTI_CORRELATION and e.op_id is not None),
-                  None)
-        op = ops.get(ev.op_id) if ev is not None and ev.op_id is not None else None
+    for j, op_id in enumerate(kernels.t1_op_id):
+        op = ops.get(op_id) if op_id is not None else None
         if op is not None:
-            paths[k.id] = spans.op_path(op)
+            paths[j] = spans.op_path(op)
 
 
-def _compiled_paths(profile: Profile, calls: Sequence[tuple[str, str | None]], paths: list[str | None]) -> None:
-    compiled = {op.key for op in profile.operators if op.execution_context in (
+def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tuple[str, str | None]],
+                    paths: list[str | None]) -> None:
+    ops = profile.operators
+    contexts = ops.context if not isinstance(ops, list) else [op.execution_context for op in ops]
+    op_keys = ops.keys if not isinstance(ops, list) else [op.key for op in ops]
+    compiled = {key for key, ctx in zip(op_keys, contexts, strict=True) if ctx in (
         ExecutionContext.COMPILED_GRAPH, ExecutionContext.CUDA_GRAPH_REPLAY)}
     names = [record_key(handle) for handle, _ in calls]
     triton = [is_generated_kernel_name(n) for n in names]
@@ -114,23 +149,22 @@ def _compiled_paths(profile: Profile, calls: Sequence[tuple[str, str | None]], p
     last_extern: int | None = None
     last_key: str | None = None
     n = len(calls)
-    for k in profile.kernels:
-        key = k.attribution.operator_key
-        if k.kind != "kernel" or key not in compiled:
+    for kid, (kind, kname, key) in enumerate(zip(kernels.kinds, kernels.names, kernels.keys, strict=True)):
+        if kind != "kernel" or key not in compiled:
             last_extern = None
             continue
-        if is_generated_kernel_name(k.name):
-            hit = next((j % n for j in range(pos, pos + n) if triton[j % n] and names[j % n] == k.name), None)
+        if is_generated_kernel_name(kname):
+            hit = next((j % n for j in range(pos, pos + n) if triton[j % n] and names[j % n] == kname), None)
             last_extern = None
             if hit is None:
                 continue
-            paths[k.id] = calls[hit][1]
+            paths[kid] = calls[hit][1]
             pos = hit + 1
         elif last_extern is not None and key == last_key:  # one library call, several kernels
-            paths[k.id] = calls[last_extern][1]
+            paths[kid] = calls[last_extern][1]
         elif not triton[pos % n]:
             last_extern = pos % n
-            paths[k.id] = calls[last_extern][1]
+            paths[kid] = calls[last_extern][1]
             pos = last_extern + 1
         else:
             last_extern = None

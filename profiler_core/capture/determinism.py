@@ -18,7 +18,7 @@ from typing import Any
 
 from profiler_core.attribution.counter_join import dims_agree
 from profiler_core.attribution.names import choose_name_key, kernel_base_name, normalize_kernel_name
-from profiler_core.attribution.timeline import launch_order
+from profiler_core.attribution.joins import launch_order
 from profiler_core.errors import DeterminismError
 from profiler_core.records import Dim3
 
@@ -58,13 +58,13 @@ def launches(items: Sequence[Any], normalize: Callable[[str], str] | None = None
     """Kernel launches of TimelineKernel / CounterRow records, in launch order.
 
     Memcpy/memset activities are dropped (ncu measures kernels only). Timeline kernels
-    are put in host launch order the way attribution orders them (``attribution.timeline.
-    launch_order``); counter rows keep their report order.
+    are put in host launch order the way the attribution engine orders them
+    (``attribution.joins.launch_order``); counter rows keep their report order.
     """
     norm = normalize or kernel_name_normalizer()
     kernels = [k for k in items if getattr(k, "kind", "kernel") == "kernel"]
     if kernels and hasattr(kernels[0], "start_ns"):
-        kernels = launch_order(kernels)
+        kernels = [kernels[i] for i in launch_order(kernels)]
     return [Launch(norm(k.name), k.name, _dim(k.grid), _dim(k.block)) for k in kernels]
 
 

@@ -4,7 +4,9 @@
       while the budget lasts, take the first licensed pass not tried yet:
         plan = accepted passes + this one -> apply + validate numerics (rejected: say why)
         capture the plan's workload_optimized.py -> profile -> compare with the best so far
-        keep the pass only when validation passed and the comparable capture is faster;
+        keep the pass only when validation passed and the comparable capture is faster (in profiled
+        kernel time; in end-to-end wall time when the licensing finding is about the timeline:
+        a CUDA graph removes launch gaps, not kernels);
         a kept pass makes its capture the best, and its findings (re-diagnosed) the next candidates
     -> run dir: baseline/, trial-N-<pass>/ (plan, wrapper, capture; findings.json when kept), findings.json,
        comparison.json, report.html, walltime.json, optimize.json
@@ -20,6 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +34,8 @@ from profiler_core.analysis.findings import in_priority_order
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
+from profiler_core.optimize import walltime
+from profiler_core.optimize.walltime import WallTime
 from profiler_core.rundir import FINDINGS_NAME, PROFILE_NAME
 from profiler_core.schema import Profile, read_profile
 
@@ -68,6 +73,11 @@ class Trial(BaseModel):
     kernel_ns: int | None = None
     speedup_vs_best: float | None = None
     wall_s: float | None = None  # what the trial cost: apply, validate, capture (seconds)
+    # what decided "faster": profiled kernel time, or (for a finding about the timeline, such as
+    # host-bound steps that CUDA graphs address) the end-to-end median of the best so far and of this plan
+    judged_on: Literal["kernel_time", "wall_time"] = "kernel_time"
+    best_wall_ms: float | None = None
+    wall_ms: float | None = None
 
 
 class OptimizeResult(BaseModel):
@@ -146,6 +156,12 @@ def model_trains(run_dir: Path) -> bool:
     except ProfilerError:
         return False
     return any(bool((phase.harness or {}).get("model_training")) for phase in manifest.phases)
+
+
+def judged_on_timeline(findings: object, rule: str) -> bool:
+    """Whether ``rule``'s finding bounds its gain on the timeline (idle gaps), not on kernel time."""
+    return any(f.rule_id == rule and f.gain_basis == "timeline"
+               for f in findings.findings)  # type: ignore[attr-defined]
 
 
 def candidate_passes(findings: object) -> list[tuple[str, str]]:
@@ -229,8 +245,23 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
     def next_candidate() -> tuple[str, str] | None:
         return next(((t, rule) for t, rule in candidate_passes(current) if t not in considered), None)
 
+    # end-to-end timings by run directory, each taken once: (figures, seconds the timing run took)
+    walls: dict[Path, tuple[WallTime, float]] = {}
+
+    def wall_of(run: Path) -> tuple[WallTime, float]:
+        if run not in walls:
+            workload, cache = (path, caches / "baseline") if run == baseline_dir else (
+                run / "workload_optimized.py", caches / run.name)
+            started = time.perf_counter()
+            figures = walltime.measure(workload, iters=config.wall_iters, warmup=config.wall_warmup,
+                                       compile_mode=cap.compile_mode.value, device=config.device,
+                                       python=cap.python,
+                                       inductor_cache=cache)
+            walls[run] = (figures, time.perf_counter() - started)
+        return walls[run]
+
     def run_trial(i: int, transformation: str, rule: str) -> Trial:
-        nonlocal kept, best, best_dir, tried
+        nonlocal tried
         trial = Trial(transformation=transformation, finding=rule, passes=[*kept, transformation], outcome="failed")
         result.trials.append(trial)
         try:
@@ -281,15 +312,36 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         if not cmp.comparability.comparable:
             trial.outcome = "not_comparable"
             trial.reason = "; ".join(cmp.comparability.warnings) or "captures are not comparable"
+        elif judged_on_timeline(current, rule) and config.wall_iters > 0:
+            trial.judged_on = "wall_time"
+            note(tried, f"timing {config.wall_iters} end-to-end iterations of the best so far and of this plan")
+            try:
+                before, after = wall_of(best_dir)[0], wall_of(trial_dir)[0]
+            except ProfilerError as err:
+                trial.outcome, trial.reason = "failed", f"end-to-end timing failed: {err}"
+                return trial
+            trial.best_wall_ms, trial.wall_ms = before.median_ms, after.median_ms
+            kernels = f"profiled kernel time {best.coverage.duration_ns} -> {prof.coverage.duration_ns} ns"
+            if after.median_ms * config.min_speedup > before.median_ms:
+                trial.outcome = "not_faster"
+                trial.reason = (f"end-to-end median {before.median_ms:.3f} -> {after.median_ms:.3f} ms "
+                                f"({config.wall_iters} iterations each); {kernels}")
+            else:
+                keep(trial, prof, trial_dir)
+                trial.reason = f"end-to-end median {before.median_ms:.3f} -> {after.median_ms:.3f} ms; {kernels}"
         elif cmp.speedup is None or cmp.speedup < config.min_speedup:
             trial.outcome = "not_faster"
             trial.reason = f"profiled kernel time {best.coverage.duration_ns} -> {prof.coverage.duration_ns} ns"
         else:
-            trial.outcome = "kept"
-            kept = trial.passes
-            best, best_dir = prof, trial_dir
-            result.validation = {"max_abs_err": trial.max_abs_err, "max_rel_err": trial.max_rel_err}
+            keep(trial, prof, trial_dir)
         return trial
+
+    def keep(trial: Trial, prof: Profile, trial_dir: Path) -> None:
+        nonlocal kept, best, best_dir
+        trial.outcome = "kept"
+        kept = trial.passes
+        best, best_dir = prof, trial_dir
+        result.validation = {"max_abs_err": trial.max_abs_err, "max_rel_err": trial.max_rel_err}
 
     i = 0
     while tried < config.budget and (candidate := next_candidate()) is not None:
@@ -301,6 +353,8 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         if trial.run_dir is not None:
             trial.wall_s = round(time.perf_counter() - started, 3)
         tell(trial)
+        # after every trial: a loop killed in the next one keeps what it had learned
+        write_text_atomic(out / "optimize.json", result.model_dump_json(indent=1))
         if trial.outcome == "failed" and "gives different results on two runs" in trial.reason:
             result.notes.append("no pass judged: " + trial.reason)
             break  # the workload itself is not reproducible: every other trial would fail the same way
@@ -335,7 +389,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         _check_cancel(cancel)
         note(config.budget + 1, f"timing {config.wall_iters} end-to-end iterations, baseline and optimized")
         try:
-            _wall_times(path, best_dir, config, result, caches)
+            _wall_times(baseline_dir, best_dir, result, wall_of)
         except ProfilerError as err:  # the end-to-end timing is extra: it must not lose the loop's results
             result.notes.append(f"wall time not measured: {err}")
         write_report()  # again, with the wall times beside kernel time
@@ -343,26 +397,14 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
     return result
 
 
-def _wall_times(path: Path, best_dir: Path, config: OptimizeConfig, result: OptimizeResult,
-                caches: Path) -> None:
-    """Time the baseline and the kept plan, each from its capture's Inductor cache where there is one.
-
-    ``caches / "baseline"`` exists only when the loop captured the baseline; measure ignores a
-    cache directory that does not exist.
-    """
-    from profiler_core.optimize.walltime import measure
-
-    mode = config.capture.compile_mode.value
-    started = time.perf_counter()
-    base = measure(path, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                   device=config.device, python=config.capture.python, inductor_cache=caches / "baseline")
+def _wall_times(baseline_dir: Path, best_dir: Path, result: OptimizeResult,
+                wall_of: Callable[[Path], tuple[WallTime, float]]) -> None:
+    """The baseline's and the kept plan's end-to-end times (a timing a trial already took is reused)."""
+    base, seconds = wall_of(baseline_dir)
     result.wall_time["baseline"] = base.as_dict()
-    result.plain_run_s = round(time.perf_counter() - started, 3)
-    wrapper = best_dir / "workload_optimized.py"
-    if wrapper.exists():
-        opt = measure(wrapper, iters=config.wall_iters, warmup=config.wall_warmup, compile_mode=mode,
-                      device=config.device, python=config.capture.python,
-                      inductor_cache=caches / best_dir.name)
+    result.plain_run_s = round(seconds, 3)
+    if best_dir != baseline_dir and (best_dir / "workload_optimized.py").exists():
+        opt, _ = wall_of(best_dir)
         result.wall_time["optimized"] = opt.as_dict()
         result.wall_speedup = base.median_ms / opt.median_ms if opt.median_ms else None
     write_text_atomic(Path(result.run_dir) / "walltime.json", json.dumps(result.wall_time, indent=1))

@@ -12,8 +12,10 @@ graph::
     before:  y = linear(x, w, b)
     after:   y = linear(x.to(bf16), w.to(bf16), b.to(bf16)).to(f32)
 
-GEMMs inside a region the model runs with autocast disabled (``with torch.autocast(...,
-enabled=False)``) stay float32, as autocast leaves them: the model's authors marked them
+Outer products (matmuls with a reduction of length 1) stay float32: nothing for the Tensor
+Cores, and bf16 would round every product. GEMMs inside a region the model runs with autocast
+disabled (``with torch.autocast(..., enabled=False)``) stay float32, as autocast leaves them:
+the model's authors marked them
 precision-sensitive. Rotary position embeddings are the common case: ``transformers``
 computes the angles ``inv_freq @ positions`` so, and in bf16 an angle of 255 rad is off by
 up to 0.54 rad, which turns every key and query past the first few positions.
@@ -45,6 +47,7 @@ from profiler_core.passes.fx_nodes import (
     copy_provenance,
     is_call,
     node_dtype,
+    node_shape,
     op_label,
     refresh_meta,
 )
@@ -52,6 +55,12 @@ from profiler_core.passes.registry import PassLevel, register_pass
 
 GEMM_FUNCTIONS = LINEAR_FUNCTIONS | MATMUL_FUNCTIONS | ADDMM_FUNCTIONS | SDPA_FUNCTIONS | CONV_FUNCTIONS
 GEMM_METHODS = MATMUL_METHODS | ADDMM_METHODS
+# A matmul whose reduction is this short is an outer product: memory-bound, nothing for the Tensor
+# Cores, so it stays float32 (bf16 would only round every product). ``transformers``
+# computes rotary angles as ``inv_freq (d/2, 1) @ positions (1, seq)``; at position 4095 bf16's
+# 8-bit mantissa is off by up to 8 rad, and transformers 5's ``maybe_autocast(enabled=False)``
+# leaves no autocast block in the graph to say so.
+OUTER_PRODUCT_MAX_K = 1
 
 
 DtypeOf = Callable[[Node], "torch.dtype | None"]
@@ -86,10 +95,25 @@ def _tensor_operands(node: Node, dtype_of: DtypeOf) -> list[tuple[int | str, Nod
     return operands
 
 
+def _inner_dim(node: Node) -> int | None:
+    """The reduction length K of a ``matmul / mm / bmm / @`` call, where its first operand's shape is known."""
+    if not is_call(node, MATMUL_FUNCTIONS, MATMUL_METHODS) or not node.args:
+        return None
+    shape = node_shape(node.args[0])
+    if not shape or len(shape) < 2:
+        return None  # a vector operand: a dot product or a matrix-vector product, left to the rule above
+    k = shape[-1]
+    return k if isinstance(k, int) else None
+
+
 def _promotable(node: Node, dtype_of: DtypeOf) -> str | None:
     """None if ``node`` may run in bf16, else why not."""
     if dtype_of(node) != torch.float32:
         return f"output is {dtype_of(node)}, not float32"
+    k = _inner_dim(node)
+    if k is not None and k <= OUTER_PRODUCT_MAX_K:
+        return (f"an outer product (inner dimension {k}): no tensor-core work to gain, and bf16 would round "
+                "every product (rotary angles inv_freq @ positions are one)")
     for _, operand in _tensor_operands(node, dtype_of):
         dtype = dtype_of(operand)
         if dtype == torch.bool:

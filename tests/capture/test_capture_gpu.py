@@ -11,6 +11,7 @@ import pytest
 
 from profiler_core.capture.config import CaptureConfig
 from profiler_core.capture.pipeline import capture
+from profiler_core.metrics import ncu_names_for_chip
 from profiler_core.rundir.manifest import PhaseStatus, RunStatus, read_manifest
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
@@ -35,7 +36,12 @@ def test_capture_tiny_attention_for_real(joinable: Path, tmp_path: Path) -> None
     assert m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
     assert m.determinism.kernels == m.phase("kineto").harness["kernels"] > 0
     assert m.gpu.chip and m.gpu.sm_count and m.versions.ncu and m.versions.torch
-    assert len(m.counters.metrics) == 20 and m.counters.replay_mode == "kernel"
+    # the 20 headline counters, and FLOP counters for the roofline as far as this ncu offers them
+    headline = ncu_names_for_chip(m.gpu.chip).items()
+    offered = ncu_names_for_chip(m.gpu.chip, flop_counters=True).items()
+    measured = m.counters.metrics.items()
+    assert len(headline) == 20 and headline <= measured <= offered and len(measured) > 20
+    assert m.counters.replay_mode == "kernel"
     assert all(p.status is PhaseStatus.OK for p in m.phases)
     assert all(p.clocks is not None and p.clocks.samples > 0 for p in m.phases)
 

@@ -38,7 +38,7 @@ EAGER = CaptureConfig(compile_mode=CompileMode.EAGER)
 class FakeCapture:
     """Stands in for loop._capture_profile: records each call and returns scripted real profiles."""
 
-    def __init__(self, trials: list[Profile | Exception]) -> None:
+    def __init__(self, trials: list[Profile | BaseException]) -> None:
         self.trials = list(trials)
         self.calls: list[tuple[Path, Path, CaptureConfig]] = []
         self.wrapper_outputs: list[torch.Size] = []
@@ -52,7 +52,7 @@ class FakeCapture:
         wl = load_workload(workload, device="cpu")
         self.wrapper_outputs.append(wl.step(wl.model, wl.inputs).shape)
         nxt = self.trials.pop(0)
-        if isinstance(nxt, Exception):
+        if isinstance(nxt, BaseException):
             raise nxt
         return nxt
 
@@ -354,3 +354,64 @@ def test_a_workload_that_draws_random_numbers_stops_the_loop(
                                                capture=EAGER))
     assert [t.outcome for t in result.trials] == ["failed"]  # the first trial meets the check; no other is tried
     assert result.notes and "different results on two runs" in result.notes[0]
+
+
+def _timeline_sdpa_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """diagnose() whose only finding licenses sdpa with its bound on the timeline (as launch-bound ones are)."""
+    real = analysis.diagnose
+
+    def diagnose(profile: Profile, *args: object, **kwargs: object) -> analysis.FindingsReport:
+        finding = _finding("launch_bound", Transformation.SDPA).model_copy(update={"gain_basis": "timeline"})
+        return real(profile, *args, **kwargs).model_copy(update={"findings": [finding]})
+
+    monkeypatch.setattr(analysis, "diagnose", diagnose)
+
+
+@pytest.mark.parametrize(("plan_ms", "outcome"), [(1.0, "kept"), (2.0, "not_faster")])
+def test_a_timeline_finding_is_judged_on_end_to_end_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         small: None, plan_ms: float, outcome: str) -> None:
+    from profiler_core.optimize import walltime
+
+    _timeline_sdpa_first(monkeypatch)
+    # the trial's capture has the baseline's very kernel time: judged on kernels it would be not_faster
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    timed: list[str] = []
+
+    def measure(workload: Path, **kwargs: object) -> walltime.WallTime:
+        timed.append(Path(workload).name)
+        return walltime.WallTime((plan_ms,) * 3 if Path(workload).name == "workload_optimized.py" else (2.0,) * 3)
+
+    monkeypatch.setattr(walltime, "measure", measure)
+    out = tmp_path / "run"
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", wall_iters=3, capture=EAGER))
+    (trial,) = result.trials
+    assert (trial.transformation, trial.outcome, trial.judged_on) == ("sdpa", outcome, "wall_time")
+    assert (trial.best_wall_ms, trial.wall_ms) == (2.0, plan_ms)
+    assert f"end-to-end median 2.000 -> {plan_ms:.3f} ms" in trial.reason
+    assert "profiled kernel time" in trial.reason
+    # each run is timed once: the final figures reuse the trial's timings
+    assert timed == [EXAMPLE.name, "workload_optimized.py"]
+    assert result.wall_time["baseline"]["median_ms"] == 2.0
+    assert result.kept_passes == (["sdpa"] if outcome == "kept" else [])
+    assert (result.wall_speedup == pytest.approx(2.0)) if outcome == "kept" else result.wall_speedup is None
+
+
+def test_a_kernel_time_finding_is_not_judged_on_wall_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          small: None, elementwise_first: None) -> None:
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("opt")]))
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=1, device="cpu", wall_iters=0,
+                                              capture=EAGER))
+    tried = [t for t in result.trials if t.run_dir is not None]
+    assert tried and all(t.judged_on == "kernel_time" and t.wall_ms is None for t in tried)
+
+
+def test_a_loop_killed_in_a_trial_keeps_the_trials_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             small: None) -> None:
+    # the first capture of a trial is the third call (baseline, then cuda_graphs is not applied on a CPU,
+    # bf16_promotion's capture is killed the way a timeout's signal would)
+    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([KeyboardInterrupt()]))
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        optimize(EXAMPLE, OptimizeConfig(out_dir=out, device="cpu", wall_iters=0, capture=EAGER))
+    saved = OptimizeResult.model_validate_json((out / "optimize.json").read_text())
+    assert [(t.transformation, t.outcome) for t in saved.trials] == [("cuda_graphs", "not_applied")]

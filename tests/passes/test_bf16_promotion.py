@@ -213,3 +213,50 @@ def test_gemms_under_autocast_disabled_stay_fp32() -> None:
     angles = (model.inv_freq[:, None] @ torch.arange(256.0)[None, :])
     in_bf16 = (model.inv_freq[:, None].bfloat16() @ torch.arange(256.0)[None, :].bfloat16()).float()
     assert float((in_bf16 - angles).abs().max()) > 0.1
+
+
+class _RotaryNoAutocastBlock(_Rotary):
+    """The same angles as transformers 5 computes them: ``maybe_autocast(enabled=False)`` is a no-op
+    when autocast is off, so the traced graph holds a bare outer product and no autocast block."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1], device=x.device)[None, None, :].float()
+        freqs = (self.inv_freq[None, :, None].float() @ positions).transpose(1, 2)
+        return self.proj(x) * torch.cat((freqs, freqs), dim=-1).cos()
+
+
+def test_an_outer_product_stays_fp32_without_an_autocast_block() -> None:
+    torch.manual_seed(0)
+    model, x = _RotaryNoAutocastBlock().eval(), torch.randn(2, 256, 64)
+    expected = model(x)
+    got = capture(model, x, rewrite=promote_gemms)
+    assert got.change is not None and got.change.details["gemms_promoted"] == {"linear": 1}
+    (why,) = got.change.details["gemms_skipped"].values()
+    assert "outer product (inner dimension 1)" in why
+    torch.testing.assert_close(run_graph(got.gm, got.example), expected, **BF16_TOL)
+
+
+def test_a_real_qwen2_keeps_its_cached_keys_within_bf16_tolerance_at_256_positions() -> None:
+    """However this transformers computes the angles (a matmul under autocast off, a bare outer product,
+    an elementwise product), the promoted graph must rotate the keys as the float32 model does."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    model = transformers.Qwen2ForCausalLM(config).eval()
+    ids = torch.randint(0, 64, (1, 256))
+
+    class Keys(nn.Module):  # the first layer's cached keys: the tensor a wrong rotation turns
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.model(ids, use_cache=True).past_key_values.layers[0].keys
+
+    wrapped = Keys().eval()
+    with torch.no_grad():
+        expected = wrapped(ids)
+        got = capture(wrapped, ids, rewrite=promote_gemms)
+        assert got.change is not None and got.change.details["gemms_promoted"]["linear"] >= 4
+        torch.testing.assert_close(run_graph(got.gm, got.example), expected, **BF16_TOL)

@@ -1,0 +1,138 @@
+"""Columns of the attribution engine: records to numpy arrays, strings dictionary-encoded.
+
+A million kernels are a million Python objects; the joins run on arrays instead. Strings
+(kernel names, operator names, NVTX texts, details) become integer codes into one list of
+unique values, so what depends only on a name (its join key, its library, how an Inductor
+kernel resolves) is computed once per unique name and broadcast with ``np.take``:
+
+    names ["mm", "add", "mm"]  ->  codes [0, 1, 0], values ["mm", "add"]
+
+Sentinels: ``-1`` stands for None in integer columns whose values are never negative
+(ids, counts, codes); columns that may hold any integer carry a separate mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+NONE = -1
+
+
+class Interner:
+    """Dictionary encoding: each distinct value gets the next code, in first-seen order."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self) -> None:
+        self.codes: dict[Hashable, int] = {}
+        self.values: list[Any] = []
+
+    def code(self, value: Hashable) -> int:
+        hit = self.codes.get(value)
+        if hit is None:
+            hit = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return hit
+
+    def encode(self, values: Iterable[Hashable]) -> np.ndarray:
+        """Codes of ``values`` (int64 array)."""
+        codes, add = self.codes, self.code
+        return np.fromiter((codes[v] if v in codes else add(v) for v in values), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def column(records: Sequence[object], attr: str, none: int = NONE) -> np.ndarray:
+    """One integer attribute of every record (int64; ``none`` where it is None)."""
+    get = attrgetter(attr)
+    return np.fromiter((none if (v := get(r)) is None else v for r in records), dtype=np.int64, count=len(records))
+
+
+def values(records: Sequence[object], attr: str) -> list[Any]:
+    """One attribute of every record, as a list."""
+    return list(map(attrgetter(attr), records))
+
+
+def per_unique(codes: np.ndarray, uniques: Sequence[Any], fn: Callable[[Any], Any],
+               dtype: Any = np.int64) -> np.ndarray:
+    """``fn`` applied once per unique value, broadcast to ``codes`` (-1 codes give -1 / False)."""
+    table = np.array([fn(u) for u in uniques] + [NONE if np.dtype(dtype) != np.bool_ else False], dtype=dtype)
+    return table[codes] if len(codes) else np.zeros(0, dtype=dtype)
+
+
+def nth_within(codes: np.ndarray) -> np.ndarray:
+    """For each position, how many earlier positions hold the same code (0 for the first)."""
+    n = len(codes)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    out = np.empty(n, dtype=np.int64)
+    out[order] = np.arange(n) - run_start
+    return out
+
+
+def pair_lookup(keys: np.ndarray, nth: np.ndarray, other_keys: np.ndarray, other_nth: np.ndarray) -> np.ndarray:
+    """Index in ``other`` of the same (key, nth) pair, or -1: the invocation-order join."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(other_keys) == 0:
+        return np.full(len(keys), NONE, dtype=np.int64)
+    span = int(max(nth.max(initial=0), other_nth.max(initial=0))) + 1
+    combined = other_keys * span + other_nth
+    order = np.argsort(combined, kind="stable")
+    sorted_comb = combined[order]
+    want = keys * span + nth
+    pos = np.minimum(np.searchsorted(sorted_comb, want), len(sorted_comb) - 1)
+    return np.where(sorted_comb[pos] == want, order[pos], NONE)
+
+
+def last_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """For each query, the last position holding it in ``keys`` (-1 where absent): a dict built in order."""
+    if len(keys) == 0:
+        return np.full(len(query), NONE, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    pos = np.searchsorted(sorted_keys, query, side="right") - 1
+    pos_c = np.maximum(pos, 0)
+    return np.where((pos >= 0) & (sorted_keys[pos_c] == query), order[pos_c], NONE)
+
+
+def first_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """For each query, the first position holding it in ``keys`` (-1 where absent): ``setdefault`` order."""
+    if len(keys) == 0:
+        return np.full(len(query), NONE, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    pos = np.searchsorted(sorted_keys, query, side="left")
+    pos_c = np.minimum(pos, len(keys) - 1)
+    return np.where(sorted_keys[pos_c] == query, order[pos_c], NONE)
+
+
+def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tuple[np.ndarray, int]:
+    """Group ids of equal key tuples, numbered in order of first appearance (-1 where not ``valid``)."""
+    n = len(valid)
+    gid = np.full(n, NONE, dtype=np.int64)
+    idx = np.flatnonzero(valid)
+    if len(idx) == 0:
+        return gid, 0
+    cols = [c[idx] for c in key_columns]
+    order = np.lexsort(cols[::-1])  # stable: equal keys keep launch order
+    change = np.zeros(len(idx), dtype=bool)
+    change[0] = True
+    for c in cols:
+        sc = c[order]
+        change[1:] |= sc[1:] != sc[:-1]
+    run = np.cumsum(change) - 1
+    first_pos = idx[order][change]  # each run's first position (its launch order)
+    rank = np.empty(len(first_pos), dtype=np.int64)
+    rank[np.argsort(first_pos, kind="stable")] = np.arange(len(first_pos))
+    gid[idx[order]] = rank[run]
+    return gid, len(first_pos)

@@ -1,0 +1,161 @@
+"""Every kernel of a profile as columns: what profile.json's ``kernels`` list holds, one array per field.
+
+The engine fills a :class:`KernelTable`; a small capture turns it into the ``Kernel`` models of
+today's profile.json (:meth:`KernelTable.models`), a large one writes it to Parquet
+(profiler_core/columnar_profile.py). Reading it back gives the same table; as a
+``Sequence[Kernel]`` it builds each model on access, so the analysis commands iterate a
+million kernels without holding a million models. The table is read-only through that view:
+change columns, not models.
+
+Strings of every column share one dictionary (``strings``); ``-1`` is None in code and id
+columns. A kernel's counters are a row of ``counter_values`` (``counter_row``; -1: none);
+evidence is one set of columns per tier (``TIER_ORDER``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+import numpy as np
+
+from profiler_core.attribution.columns import NONE, Interner
+from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
+from profiler_core.schema import Attribution, CounterSource, Evidence, Kernel, Tier, construct_trusted
+
+TIERS = (*TIER_ORDER, Tier.UNATTRIBUTED)  # codes of the ``tier`` column
+SOURCES = (CounterSource.MEASURED, CounterSource.INHERITED, CounterSource.MISSING)  # ``counter_source`` codes
+
+
+@dataclass(frozen=True)
+class EvidenceColumns:
+    """What one tier said about each kernel."""
+
+    has: np.ndarray  # bool
+    operator: np.ndarray  # string codes
+    op_id: np.ndarray  # -1: None
+    detail: np.ndarray  # string codes
+
+
+@dataclass(eq=False)
+class KernelTable(Sequence[Kernel]):
+    """The kernels of one profile, column by column (see the module docstring)."""
+
+    strings: Interner
+    dims: list[tuple[int, int, int]]
+    fused: list[tuple[str, ...]]
+    operator_keys: list[str]
+    counter_fields: tuple[str, ...]
+    have_counters: bool  # a counter run was given: every kernel lists every field (None where missing)
+    name: np.ndarray
+    short_name: np.ndarray
+    kind: np.ndarray
+    stream: np.ndarray
+    device: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    grid: np.ndarray
+    block: np.ndarray
+    registers_per_thread: np.ndarray
+    static_smem_bytes: np.ndarray
+    dynamic_smem_bytes: np.ndarray
+    counter_values: np.ndarray  # rows x counter_fields, NaN: None
+    counter_row: np.ndarray
+    counter_source: np.ndarray
+    ncu_id: np.ndarray
+    inherited_from: np.ndarray
+    operator: np.ndarray  # index into operator_keys
+    tier: np.ndarray
+    evidence: tuple[EvidenceColumns, ...]  # TIER_ORDER
+    tiers_agree: np.ndarray  # -1 None, 0, 1
+    reason: np.ndarray
+    fused_with: np.ndarray  # index into fused
+    graph_id: np.ndarray
+    graph_id_known: np.ndarray
+    library: np.ndarray
+    module_path: np.ndarray  # string codes (None has one)
+
+    @property
+    def duration_ns(self) -> np.ndarray:
+        return self.end_ns - self.start_ns
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @overload
+    def __getitem__(self, j: int) -> Kernel: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[Kernel]: ...
+    def __getitem__(self, j: int | slice) -> Kernel | list[Kernel]:
+        if isinstance(j, slice):
+            return [self.model(i) for i in range(*j.indices(len(self)))]
+        n = len(self)
+        if not -n <= j < n:
+            raise IndexError(j)
+        return self.model(j % n)
+
+    def __iter__(self) -> Iterator[Kernel]:
+        return (self.model(j) for j in range(len(self)))
+
+    def models(self) -> list[Kernel]:
+        """Every kernel as the ``Kernel`` model profile.json lists."""
+        return [self.model(j) for j in range(len(self))]
+
+    def model(self, j: int) -> Kernel:
+        """Kernel ``j`` as the model profile.json lists (built without validation: every value is typed)."""
+        s = self.strings.values
+        g, b = int(self.grid[j]), int(self.block[j])
+        ri = int(self.counter_row[j])
+        if not self.have_counters:
+            counters: dict[str, float | None] = {}
+        elif ri == NONE:
+            counters = dict.fromkeys(self.counter_fields)
+        else:
+            counters = {f: (None if v != v else v) for f, v in zip(self.counter_fields,
+                                                                  self.counter_values[ri].tolist(), strict=True)}
+        return construct_trusted(Kernel, {
+            "id": j, "name": s[self.name[j]], "short_name": s[self.short_name[j]], "kind": s[self.kind[j]],
+            "stream": int(self.stream[j]), "device": int(self.device[j]), "start_ns": int(self.start_ns[j]),
+            "end_ns": int(self.end_ns[j]), "duration_ns": int(self.end_ns[j] - self.start_ns[j]),
+            "grid": None if g == NONE else self.dims[g], "block": None if b == NONE else self.dims[b],
+            "registers_per_thread": _opt(self.registers_per_thread[j]),
+            "static_smem_bytes": _opt(self.static_smem_bytes[j]),
+            "dynamic_smem_bytes": _opt(self.dynamic_smem_bytes[j]),
+            "counters": counters, "counter_source": SOURCES[self.counter_source[j]], "ncu_id": _opt(self.ncu_id[j]),
+            "inherited_from": _opt(self.inherited_from[j]), "attribution": self.attribution(j),
+            "fused_with": list(self.fused[self.fused_with[j]]),
+            "graph_id": int(self.graph_id[j]) if self.graph_id_known[j] else None,
+            "library": s[self.library[j]], "module_path": s[self.module_path[j]],
+        })
+
+    def attribution(self, j: int) -> Attribution:
+        s = self.strings.values
+        tier = TIERS[self.tier[j]]
+        op = int(self.operator[j])
+        agree = int(self.tiers_agree[j])
+        evidence = [construct_trusted(Evidence, {"tier": t, "operator": s[ev.operator[j]], "op_id": _opt(ev.op_id[j]),
+                                                 "detail": s[ev.detail[j]]})
+                    for t, ev in zip(TIER_ORDER, self.evidence, strict=True) if ev.has[j]]
+        return construct_trusted(Attribution, {
+            "operator_key": None if op == NONE else self.operator_keys[op], "tier": tier,
+            "confidence": TIER_CONFIDENCE[tier], "evidence": evidence,
+            "tiers_agree": None if agree == NONE else bool(agree), "reason": s[self.reason[j]]})
+
+    # fast paths for the analysis code: one column instead of a model per kernel
+    def names(self) -> list[str]:
+        return [self.strings.values[c] for c in self.name.tolist()]
+
+    def operator_key_list(self) -> list[str | None]:
+        keys = self.operator_keys
+        return [None if g == NONE else keys[g] for g in self.operator.tolist()]
+
+
+def _opt(value: Any) -> int | None:
+    v = int(value)
+    return None if v == NONE else v
+
+
+def string_codes(strings: Interner, values: Sequence[Any]) -> np.ndarray:
+    """Codes of ``values`` in ``strings`` (None is a value: it has a code like any string)."""
+    return strings.encode(values)

@@ -1,0 +1,240 @@
+"""The columnar form of a large profile: profile.json (operators, coverage, a pointer) + a Parquet kernel table.
+
+    profile.json               schema version 1, ``kernels: []``, ``kernel_table: {"format": "parquet",
+                               "path": "profile.kernels.parquet", "kernel_count": N, "bytes": B}``
+    profile.kernels.parquet    one row per kernel, in kernel-id order (columns: docs/attribution.md)
+
+Both are written atomically: the table first, then profile.json (write a temp file, rename),
+so a reader sees the old pair or the new one. ``read_profile`` loads the table into a
+``KernelTable`` (attribution/kernel_table.py): ``profile.kernels`` then builds each ``Kernel``
+model on access, so diagnose, report, compare and export read the columnar form unchanged.
+pyarrow is imported here only, when a large profile is written or read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import orjson
+
+from profiler_core.attribution.columns import NONE, Interner
+from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
+from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
+from profiler_core.errors import SchemaError
+from profiler_core.schema import KernelTableRef, Profile
+
+TABLE_SUFFIX = ".kernels.parquet"
+_CHUNK = 20_000  # operators serialised per batch
+
+
+def table_path(profile_path: Path) -> Path:
+    """``profile.json`` -> ``profile.kernels.parquet`` beside it."""
+    return profile_path.with_name(profile_path.stem + TABLE_SUFFIX)
+
+
+def _strings(codes: np.ndarray, strings: list[Any]) -> Any:
+    import pyarrow as pa
+
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    values = [strings[c] for c in uniq.tolist()]
+    none = np.array([v is None for v in values] + [False])[inverse] if len(values) else np.zeros(0, dtype=bool)
+    dictionary = pa.array(["" if v is None else v for v in values], type=pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32), mask=none), dictionary)
+
+
+def _ints(values: np.ndarray, none: np.ndarray | None = None) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values.astype(np.int64), mask=(values == NONE) if none is None else none)
+
+
+def to_arrow(t: KernelTable) -> Any:
+    """The kernel table as an Arrow table (the Parquet file's columns)."""
+    import pyarrow as pa
+
+    s = t.strings.values
+    dims = np.array(t.dims + [(0, 0, 0)], dtype=np.int64).reshape(-1, 3)
+    cols: dict[str, Any] = {"name": _strings(t.name, s), "short_name": _strings(t.short_name, s),
+                            "kind": _strings(t.kind, s), "stream": _ints(t.stream, np.zeros(len(t), bool)),
+                            "device": _ints(t.device, np.zeros(len(t), bool)),
+                            "start_ns": pa.array(t.start_ns), "end_ns": pa.array(t.end_ns),
+                            "duration_ns": pa.array(t.end_ns - t.start_ns)}
+    for label, codes in (("grid", t.grid), ("block", t.block)):
+        for axis, xyz in enumerate("xyz"):
+            cols[f"{label}_{xyz}"] = _ints(dims[codes, axis], codes == NONE)
+    for label in ("registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"):
+        cols[label] = _ints(getattr(t, label))
+    src = [v.value for v in SOURCES]
+    cols["counter_source"] = _strings(t.counter_source.astype(np.int64), src)
+    cols["ncu_id"] = _ints(t.ncu_id)
+    cols["inherited_from"] = _ints(t.inherited_from)
+    if t.have_counters:
+        rows = np.where(t.counter_row != NONE, t.counter_row, len(t.counter_values))
+        padded = np.vstack([t.counter_values, np.full((1, len(t.counter_fields)), np.nan)])
+        for c, f in enumerate(t.counter_fields):
+            values = padded[rows, c]
+            cols[f"counters.{f}"] = pa.array(values, mask=np.isnan(values))
+    keys = [*t.operator_keys, None]
+    cols["operator_key"] = _strings(np.where(t.operator == NONE, len(keys) - 1, t.operator), keys)
+    cols["tier"] = _strings(t.tier.astype(np.int64), [x.value for x in TIERS])
+    cols["confidence"] = _strings(t.tier.astype(np.int64), [TIER_CONFIDENCE[x].value for x in TIERS])
+    for tier, ev in zip(TIER_ORDER, t.evidence, strict=True):
+        none = np.full(len(t), t.strings.codes[None])
+        cols[f"evidence.{tier.value}.operator"] = _strings(np.where(ev.has, ev.operator, none), s)
+        cols[f"evidence.{tier.value}.op_id"] = _ints(ev.op_id, ~ev.has | (ev.op_id == NONE))
+        cols[f"evidence.{tier.value}.detail"] = _strings(np.where(ev.has, ev.detail, none), s)
+    cols["tiers_agree"] = pa.array(t.tiers_agree == 1, mask=t.tiers_agree == NONE)
+    cols["reason"] = _strings(t.reason, s)
+    cols["fused_with"] = _strings(t.fused_with, [json.dumps(list(f)) for f in t.fused])
+    cols["graph_id"] = _ints(t.graph_id, ~t.graph_id_known)
+    cols["library"] = _strings(t.library, s)
+    cols["module_path"] = _strings(t.module_path, s)
+    meta = {b"oprof.counter_fields": json.dumps(list(t.counter_fields)).encode(),
+            b"oprof.have_counters": b"1" if t.have_counters else b"0", b"oprof.schema_version": b"1"}
+    return pa.table(cols).replace_schema_metadata(meta)
+
+
+def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
+    """Write ``profile`` (kernels as a KernelTable) as profile.json + its Parquet table, each atomically."""
+    import pyarrow.parquet as pq
+
+    from profiler_core.atomic_write import write_stream_atomic
+
+    table = profile.kernels
+    if not isinstance(table, KernelTable):
+        raise TypeError("write_columnar_profile needs a profile whose kernels are a KernelTable")
+    target = Path(path)
+    parquet = table_path(target)
+    write_stream_atomic(parquet, lambda handle: pq.write_table(to_arrow(table), handle, compression="zstd"))
+    ref = KernelTableRef(path=parquet.name, kernel_count=len(table), bytes=parquet.stat().st_size)
+    return write_stream_atomic(target, lambda handle: _write_json(handle, profile, ref))
+
+
+def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef) -> None:
+    def dump(model: Any) -> bytes:
+        return model.__pydantic_serializer__.to_json(model)
+
+    out.write(b'{"schema_version":1,"capture":' + dump(profile.capture) + b',"operators":[')
+    ops = profile.operators
+    records = getattr(ops, "record", None)
+    for lo in range(0, len(ops), _CHUNK):
+        chunk = [records(g, shapes_as_lists=False) if records else ops[g].model_dump()
+                 for g in range(lo, min(lo + _CHUNK, len(ops)))]
+        for rec in chunk:
+            if rec.get("phase") is None:
+                rec.pop("phase", None)
+        body = orjson.dumps(chunk)[1:-1]
+        out.write((b"," if lo else b"") + body)
+    out.write(b'],"kernels":[],"unattributed":[' + b",".join(dump(u) for u in profile.unattributed) + b"]")
+    out.write(b',"coverage":' + dump(profile.coverage) + b',"counters":[')
+    out.write(b",".join(dump(c) for c in profile.counters))
+    out.write(b'],"warnings":' + orjson.dumps(profile.warnings) + b',"kernel_table":' + dump(ref) + b"}")
+
+
+def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
+    """Load the Parquet table a profile.json points at into ``profile.kernels`` (errors name the file)."""
+    ref = profile.kernel_table
+    assert ref is not None
+    parquet = profile_path.parent / ref.path
+    if Path(ref.path).name != ref.path:
+        raise SchemaError(f"{profile_path}: kernel_table.path {ref.path!r} is not a file name beside the profile; "
+                          "re-run 'oprof attribute'")
+    if profile.kernels:
+        raise SchemaError(f"{profile_path}: lists kernels and a kernel table; a profile holds one or the other")
+    try:
+        size = parquet.stat().st_size
+    except FileNotFoundError as err:
+        raise SchemaError(f"{parquet}: the kernel table {profile_path.name} points at is missing; keep the two "
+                          "files together, or re-run 'oprof attribute'") from err
+    if size != ref.bytes:
+        raise SchemaError(f"{parquet}: {size} bytes, but {profile_path.name} says {ref.bytes} (truncated, or from "
+                          "another attribution); re-run 'oprof attribute'")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        arrow = pq.read_table(parquet)
+    except (pa.ArrowException, OSError) as err:
+        raise SchemaError(f"{parquet}: not a readable Parquet kernel table ({err}); the file is truncated or "
+                          "damaged: re-run 'oprof attribute'") from err
+    if arrow.num_rows != ref.kernel_count:
+        raise SchemaError(f"{parquet}: {arrow.num_rows} kernels, but {profile_path.name} says {ref.kernel_count}; "
+                          "re-run 'oprof attribute'")
+    try:
+        object.__setattr__(profile, "__dict__", {**profile.__dict__, "kernels": from_arrow(arrow)})
+    except (KeyError, ValueError, TypeError) as err:
+        raise SchemaError(f"{parquet}: not an oprof kernel table ({type(err).__name__}: {err}); "
+                          "re-run 'oprof attribute'") from err
+
+
+def from_arrow(arrow: Any) -> KernelTable:
+    """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`)."""
+    strings = Interner()
+    strings.code(None)
+    meta = arrow.schema.metadata or {}
+    fields = tuple(json.loads(meta[b"oprof.counter_fields"]))
+    have_counters = meta[b"oprof.have_counters"] == b"1"
+    n = arrow.num_rows
+
+    def col(name: str) -> Any:
+        return arrow.column(name).combine_chunks()
+
+    def codes(name: str, into: Interner = strings) -> np.ndarray:
+        arr = col(name)
+        values = arr.dictionary.to_pylist()
+        table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
+        return table[arr.indices.fill_null(len(values)).to_numpy().astype(np.int64)]
+
+    def ints(name: str) -> np.ndarray:
+        return col(name).fill_null(NONE).to_numpy().astype(np.int64)
+
+    dims = Interner()
+    grids = {}
+    for label in ("grid", "block"):
+        xyz = [col(f"{label}_{a}") for a in "xyz"]
+        known = ~np.asarray(xyz[0].is_null().to_numpy(zero_copy_only=False))
+        vals = np.stack([c.fill_null(0).to_numpy() for c in xyz], axis=1)
+        grids[label] = np.array([dims.code(tuple(v)) if k else NONE
+                                 for v, k in zip(vals.tolist(), known.tolist(), strict=True)], dtype=np.int64)
+    fused = Interner()
+    fused_codes = codes("fused_with", fused)
+    fused_values = [tuple(json.loads(v)) if v is not None else () for v in fused.values]
+    src = Interner()
+    for x in SOURCES:
+        src.code(x.value)
+    tier_names = Interner()
+    for t in TIERS:
+        tier_names.code(t.value)
+    keys = Interner()
+    op = codes("operator_key", keys)
+    none_key = keys.codes.get(None, NONE)
+    operator = np.where(op == none_key, NONE, op)
+    evidence = []
+    for tier in TIER_ORDER:
+        o = codes(f"evidence.{tier.value}.operator")
+        evidence.append(EvidenceColumns(o != strings.codes[None], o, ints(f"evidence.{tier.value}.op_id"),
+                                        codes(f"evidence.{tier.value}.detail")))
+    values = np.stack([col(f"counters.{f}").fill_null(np.nan).to_numpy() for f in fields], axis=1) \
+        if have_counters and fields else np.zeros((n, len(fields)))
+    agree_arr = col("tiers_agree")
+    agree = np.where(np.asarray(agree_arr.is_null().to_numpy(zero_copy_only=False)), NONE,
+                     agree_arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)
+    graph = col("graph_id")
+    return KernelTable(
+        strings=strings, dims=dims.values, fused=fused_values, operator_keys=keys.values,
+        counter_fields=fields, have_counters=have_counters, name=codes("name"), short_name=codes("short_name"),
+        kind=codes("kind"), stream=ints("stream"), device=ints("device"), start_ns=ints("start_ns"),
+        end_ns=ints("end_ns"), grid=grids["grid"], block=grids["block"],
+        registers_per_thread=ints("registers_per_thread"), static_smem_bytes=ints("static_smem_bytes"),
+        dynamic_smem_bytes=ints("dynamic_smem_bytes"), counter_values=values, counter_row=np.arange(n),
+        counter_source=codes("counter_source", src).astype(np.int8), ncu_id=ints("ncu_id"),
+        inherited_from=ints("inherited_from"), operator=operator,
+        tier=codes("tier", tier_names).astype(np.int8), evidence=tuple(evidence), tiers_agree=agree,
+        reason=codes("reason"), fused_with=fused_codes, graph_id=graph.fill_null(0).to_numpy().astype(np.int64),
+        graph_id_known=~np.asarray(graph.is_null().to_numpy(zero_copy_only=False)), library=codes("library"),
+        module_path=codes("module_path"),
+    )
