@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from profiler_core.attribution.counter_join import dims_agree
-from profiler_core.attribution.names import choose_name_key, kernel_base_name, normalize_kernel_name
 from profiler_core.attribution.joins import launch_order
+from profiler_core.attribution.names import choose_name_key, kernel_base_name, normalize_kernel_name
 from profiler_core.errors import DeterminismError
 from profiler_core.records import Dim3
 
