@@ -2,7 +2,7 @@
 
 Tests orchestration, fallbacks, failures and manifest contents without a GPU: the fake
 tools log every invocation, and the determinism check runs on the real artifacts the
-fakes hand back (parsed by tests/capture/real_launches.py until the ingest readers land).
+fakes hand back, read with the ingest readers.
 Each capture starts about ten short processes, so the variants beyond the main paths are
 marked slow.
 """
