@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from profiler_core.analysis import compare, diagnose  # noqa: E402
 from profiler_core.report import compact_summary, export_perfetto, render_html, render_markdown  # noqa: E402
 from profiler_core.schema import Profile  # noqa: E402
-from tests.analysis.capture_profiles import pair_profile  # noqa: E402
+from tests.analysis.real_profiles import pair_profile  # noqa: E402
 
 
 def replicate(profile: Profile, layers: int) -> Profile:

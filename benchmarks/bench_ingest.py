@@ -1,34 +1,47 @@
-"""Ingest speed and memory: the Kineto, nsys and ncu readers on large inputs.
+"""Ingest speed and memory: the Kineto, nsys and ncu readers on large inputs, beside their floors.
 
 The inputs are built by replicating the real H200 artifacts in ``tests/data/h200_joinable``
 into a temporary directory, each copy shifted in time and in its ids, so the readers see
-realistic events at scale:
+realistic rows at scale (benchmark inputs, not captures):
 
-* a ~100 MB Kineto trace (Kineto's own pretty-printed layout),
-* an nsys SQLite export with 500k kernels (kernel, runtime and NVTX rows replicated;
+* a Kineto trace of ``--kineto-mb`` MB (Kineto's own pretty-printed layout),
+* an nsys SQLite export per ``--sizes`` entry (kernel, runtime and NVTX rows replicated;
   ``--no-nsys-nvtx`` leaves the 44 NVTX ranges alone),
-* an ncu raw CSV with 500k data rows (read by ``profiler_core.ingest.ncu.read_ncu`` when present).
+* an ncu raw-page CSV per ``--sizes`` entry (data rows replicated, IDs renumbered).
 
-Each reader runs in a fresh subprocess so its peak RSS (``ru_maxrss``) is its own; the
-figures are printed, never asserted. Wall time depends on what else the machine runs, so
-CPU time (user + sys of the reader) and the load average are printed too.
-Targets: 100 MB of Kineto in under 5 s and 1.5 GB.
+Each case runs in a fresh subprocess so its peak RSS (``ru_maxrss``) is its own, and prints
+wall time, CPU time (user + sys) and peak RSS; the figures are printed, never asserted. The
+cases, in one table per input:
 
-    python benchmarks/bench_ingest.py [--kineto-mb 100] [--nsys-kernels 500000]
-                                      [--ncu-rows 500000] [--repeat 3] [--workdir DIR]
+* ``floor``: the bare library on the same input: the ADBC SQLite driver reading the columns
+  the nsys reader selects into Arrow (``floor-sqlite3``: the stdlib ``sqlite3`` rows turned into
+  Arrow arrays), and ``pyarrow.csv.read_csv`` of the whole ncu file;
+* ``columns``: ``read_nsys_columns`` / ``read_ncu_columns``, the readers' columnar output;
+* ``records``: ``read_nsys`` / ``read_ncu``, the frozen records built from those columns;
+* ``baseline``: ``read_nsys`` / ``read_ncu`` of ``--baseline REV``'s ``profiler_core``
+  (extracted with ``git archive``), when given.
+
+Targets: Kineto 100 MB in under 5 s and 1.5 GB; the columnar nsys and ncu readers within
+1.5x of their floor in time and memory. Wall time depends on what else the machine runs, so
+the load average is printed too.
+
+    python benchmarks/bench_ingest.py [--sizes 100k] [--only nsys --only ncu] [--repeat 1]
+                                      [--baseline REV] [--kineto-mb 100] [--workdir DIR]
+    python benchmarks/bench_ingest.py --sizes 100k,1M --only nsys --only ncu --baseline REV
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import os
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -114,100 +127,192 @@ def build_ncu_csv(dest: Path, rows: int) -> None:
             writer.writerow(row)
 
 
-_CHILD = """
+_CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, {repo!r})
-kind, path = sys.argv[1], sys.argv[2]
-try:
+kind, case, path, root = sys.argv[1:5]
+sys.path.insert(0, root)
+NSYS_QUERIES = {queries!r}
+
+
+def floor_nsys_adbc(path):
+    import adbc_driver_manager, adbc_driver_sqlite, pyarrow as pa
+    database = adbc_driver_sqlite.connect(f"file:{{path}}?mode=ro")
+    conn = adbc_driver_manager.AdbcConnection(database)
+    tables = []  # all three held at the end, as the reader's result holds them
+    for sql in NSYS_QUERIES:
+        statement = adbc_driver_manager.AdbcStatement(conn)
+        statement.set_options(**{{"adbc.sqlite.query.batch_rows": str(1 << 22)}})
+        statement.set_sql_query(sql)
+        handle, _ = statement.execute_query()
+        tables.append(pa.RecordBatchReader._import_from_c(handle.address).read_all())
+        statement.close()
+    return {{"rows": sum(t.num_rows for t in tables)}}
+
+
+def floor_nsys_sqlite3(path):
+    import sqlite3, pyarrow as pa
+    conn = sqlite3.connect(f"file:{{path}}?mode=ro", uri=True)
+    tables = []
+    for sql in NSYS_QUERIES:
+        cursor = conn.execute(sql)
+        names = [d[0] for d in cursor.description]
+        columns = list(zip(*cursor.fetchall())) or [()] * len(names)
+        tables.append(pa.table({{n: pa.array(c) for n, c in zip(names, columns)}}))
+    return {{"rows": sum(t.num_rows for t in tables)}}
+
+
+def floor_ncu(path):
+    import pyarrow.csv as pacsv
+    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(skip_rows_after_names=1))
+    return {{"rows": table.num_rows}}
+
+
+def counts(result):
+    return {{name: len(getattr(result, name)) for name in ("kernels", "cpu_ops", "runtime_calls", "nvtx_ranges", "rows")
+             if hasattr(result, name)}}
+
+
+def run():
+    if case == "floor":
+        return {{"nsys": floor_nsys_adbc, "ncu": floor_ncu}}[kind](path)
+    if case == "floor-sqlite3":
+        return floor_nsys_sqlite3(path)
     if kind == "kineto":
-        from profiler_core.ingest.kineto import read_kineto as read
-    elif kind == "nsys":
-        from profiler_core.ingest.nsys import read_nsys as read
-    else:
-        from profiler_core.ingest.ncu import read_ncu as read
-except ImportError as err:
-    print(json.dumps({{"skipped": str(err)}}))
-    raise SystemExit(0)
-if len(sys.argv) > 3:  # availability check only
-    raise SystemExit(0)
+        from profiler_core.ingest.kineto import read_kineto
+        return counts(read_kineto(path))
+    if case == "columns":
+        if kind == "nsys":
+            from profiler_core.ingest.nsys import read_nsys_columns
+            c = read_nsys_columns(path)
+            return {{"kernels": c.kernels.num_rows, "runtime_calls": c.runtime_calls.num_rows,
+                    "nvtx_ranges": c.nvtx_ranges.num_rows}}
+        from profiler_core.ingest.ncu import read_ncu_columns
+        c = read_ncu_columns(path)
+        return {{"rows": c.launches.num_rows, "metrics": c.metrics.num_columns}}
+    if kind == "nsys":
+        from profiler_core.ingest.nsys import read_nsys
+        return counts(read_nsys(path))
+    from profiler_core.ingest.ncu import read_ncu
+    return counts(read_ncu(path))
+
+
 before = resource.getrusage(resource.RUSAGE_SELF)
 start = time.perf_counter()
-result = read(path)
+try:
+    result = run()
+except ImportError as err:  # a baseline older than a columnar reader, or no pyarrow/ADBC
+    print(json.dumps({{"skipped": str(err)}}))
+    raise SystemExit(0)
 wall_s = time.perf_counter() - start
 after = resource.getrusage(resource.RUSAGE_SELF)
 cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-counts = {{name: len(getattr(result, name)) for name in
-          ("kernels", "cpu_ops", "runtime_calls", "nvtx_ranges", "rows") if hasattr(result, name)}}
-print(json.dumps({{"wall_s": wall_s, "cpu_s": cpu_s, "peak_kb": after.ru_maxrss,
-                  "baseline_kb": before.ru_maxrss, "counts": counts}}))
+print(json.dumps({{"wall_s": wall_s, "cpu_s": cpu_s, "peak_kb": after.ru_maxrss, "counts": result}}))
 """
+# The columns read_nsys_columns selects, read by the floor as they are.
+NSYS_FLOOR_QUERIES = (
+    "SELECT start, end, streamId, deviceId, correlationId, gridX, gridY, gridZ, blockX, blockY, blockZ, "
+    "registersPerThread, staticSharedMemory, dynamicSharedMemory, graphNodeId, demangledName, shortName "
+    "FROM CUPTI_ACTIVITY_KIND_KERNEL",
+    "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+    "SELECT start, end, eventType, globalTid, text, textId, domainId FROM NVTX_EVENTS "
+    "WHERE eventType IN (34, 59, 60, 75)",
+)
 
 
-def measure(kind: str, path: Path, check_only: bool = False) -> dict[str, object]:
-    """Run one reader on ``path`` in a fresh interpreter and return its figures."""
+def measure(kind: str, case: str, path: Path, root: Path) -> dict[str, object]:
+    """Run one case on ``path`` in a fresh interpreter (``root`` first on sys.path) and return its figures."""
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(repo=str(REPO)), kind, str(path), *(["check"] * check_only)],
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-c", _CHILD.format(queries=NSYS_FLOOR_QUERIES), kind, case, str(path), str(root)],
+        capture_output=True, text=True, check=False, cwd=root,
     )
-    if check_only and done.returncode == 0 and not done.stdout.strip():
-        return {}
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def report(kind: str, path: Path, repeat: int) -> None:
-    """Print input size, wall time (best and median of ``repeat`` runs), MB/s and peak RSS."""
+def report(kind: str, path: Path, cases: list[tuple[str, Path]], repeat: int) -> None:
+    """One table per input: each case's best wall and CPU time of ``repeat`` runs, peak RSS, ratio to the floor."""
     size_mb = path.stat().st_size / 1e6
-    runs = [measure(kind, path) for _ in range(repeat)]
-    if any("error" in r for r in runs):
-        print(f"{kind:7s} {size_mb:8.1f} MB  FAILED: {next(r['error'] for r in runs if 'error' in r)}")
-        return
-    walls = [float(r["wall_s"]) for r in runs]  # type: ignore[arg-type]
-    cpus = [float(r["cpu_s"]) for r in runs]  # type: ignore[arg-type]
-    peak_mb = max(int(r["peak_kb"]) for r in runs) / 1024  # type: ignore[call-overload]
-    base_mb = min(int(r["baseline_kb"]) for r in runs) / 1024  # type: ignore[call-overload]
-    best, median = min(walls), statistics.median(walls)
-    print(f"{kind:7s} {size_mb:7.1f} MB  wall best {best:5.2f} s (median {median:5.2f})  "
-          f"{size_mb / best:6.1f} MB/s  cpu best {min(cpus):5.2f} s  peak RSS {peak_mb:5.0f} MB "
-          f"(of which interpreter + imports {base_mb:.0f} MB)  {runs[0]['counts']}")
+    print(f"\n{kind} {path.name}: {size_mb:.1f} MB")
+    print(f"  {'case':14s} {'wall s':>7s} {'cpu s':>7s} {'peak MB':>8s} {'cpu/floor':>9s} {'peak/floor':>10s}  rows")
+    floor: dict[str, float] = {}
+    for case, root in cases:
+        runs = [measure(kind, case, path, root) for _ in range(repeat)]
+        failed = next((r for r in runs if "error" in r or "skipped" in r), None)
+        if failed is not None:
+            print(f"  {case:14s} {'skipped' if 'skipped' in failed else 'FAILED'}: "
+                  f"{failed.get('skipped') or failed.get('error')}")
+            continue
+        wall = min(float(r["wall_s"]) for r in runs)  # type: ignore[arg-type]
+        cpu = min(float(r["cpu_s"]) for r in runs)  # type: ignore[arg-type]
+        peak = max(int(r["peak_kb"]) for r in runs) / 1024  # type: ignore[call-overload]
+        if case == "floor":
+            floor = {"cpu": cpu, "peak": peak}
+        ratios = (f"{cpu / floor['cpu']:9.2f} {peak / floor['peak']:10.2f}" if floor and case != "floor"
+                  else f"{'':9s} {'':10s}")
+        print(f"  {case:14s} {wall:7.2f} {cpu:7.2f} {peak:8.0f} {ratios}  {runs[0]['counts']}")
+
+
+def _size(text: str) -> int:
+    """``100k`` -> 100000, ``1M`` -> 1000000, ``5000`` -> 5000."""
+    text = text.strip()
+    scale = {"k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def extract_baseline(rev: str, into: Path) -> Path:
+    """``profiler_core`` of git revision ``rev``, unpacked under ``into`` (the old readers, for comparison)."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "profiler_core"], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    target = into / f"baseline_{rev.replace('/', '_')}"
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100k",
+                        help="comma-separated nsys kernel / ncu row counts, e.g. 100k,1M (default 100k)")
     parser.add_argument("--kineto-mb", type=float, default=100.0)
-    parser.add_argument("--nsys-kernels", type=int, default=500_000)
-    parser.add_argument("--ncu-rows", type=int, default=500_000)
     parser.add_argument("--no-nsys-nvtx", action="store_true",
                         help="replicate only the kernel and runtime tables of the nsys export")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per reader (best and median shown)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
+    parser.add_argument("--baseline", metavar="REV", help="also time the readers of this git revision")
+    parser.add_argument("--no-sqlite3-floor", action="store_true",
+                        help="skip the stdlib sqlite3 -> Arrow floor (about 6x slower than ADBC)")
     parser.add_argument("--workdir", type=Path, help="build inputs here and keep them (default: a temp dir)")
     parser.add_argument("--only", choices=("kineto", "nsys", "ncu"), action="append",
                         help="measure only these readers (repeatable)")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_ingest_"))
     work.mkdir(parents=True, exist_ok=True)
-    inputs = {
-        "kineto": (work / "kineto.json", lambda p: build_kineto(p, args.kineto_mb)),
-        "nsys": (work / f"nsys{'_no_nvtx' * args.no_nsys_nvtx}.sqlite",
-                 lambda p: build_nsys(p, args.nsys_kernels, nvtx=not args.no_nsys_nvtx)),
-        "ncu": (work / "ncu_raw.csv", lambda p: build_ncu_csv(p, args.ncu_rows)),
-    }
+    sizes = [_size(s) for s in args.sizes.split(",") if s.strip()]
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", file=sys.stderr)
     try:
-        for kind, (path, build) in inputs.items():
+        baseline = [("baseline", extract_baseline(args.baseline, work))] if args.baseline else []
+        inputs: list[tuple[str, Path, object]] = [
+            ("kineto", work / "kineto.json", lambda p: build_kineto(p, args.kineto_mb))]
+        for n in sizes:
+            nvtx = "_no_nvtx" * args.no_nsys_nvtx
+            inputs.append(("nsys", work / f"nsys_{n}{nvtx}.sqlite",
+                           lambda p, n=n: build_nsys(p, n, nvtx=not args.no_nsys_nvtx)))
+            inputs.append(("ncu", work / f"ncu_raw_{n}.csv", lambda p, n=n: build_ncu_csv(p, n)))
+        for kind, path, build in inputs:
             if args.only and kind not in args.only:
-                continue
-            available = measure(kind, JOINABLE / "kineto.json", check_only=True)
-            if "skipped" in available:
-                print(f"{kind:7s} skipped: {kind} reader not available ({available['skipped']})")
                 continue
             if not path.exists():
                 start = time.perf_counter()
-                build(path)
+                build(path)  # type: ignore[operator]
                 print(f"built {path.name}: {path.stat().st_size / 1e6:.1f} MB in "
                       f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
-            report(kind, path, args.repeat)
+            if kind == "kineto":
+                cases = [("records", REPO), *baseline]
+            else:
+                floors = [("floor", REPO)] + [("floor-sqlite3", REPO)] * (kind == "nsys" and not args.no_sqlite3_floor)
+                cases = [*floors, ("columns", REPO), ("records", REPO), *baseline]
+            report(kind, path, cases, args.repeat)
         print(f"load average after: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     finally:
         if args.workdir is None:

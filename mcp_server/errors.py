@@ -2,17 +2,13 @@
 
 On MCP SDK 2.1+ only a ``ToolError`` carries its text to the client; any other exception
 reaches the model as a bare "Error executing tool <name>". Every tool body therefore runs
-inside :func:`tool_errors`, and backends are imported through :func:`backend`, so that a
-stage missing from this installation is a readable error rather than a failed import of
-the whole server.
+inside :func:`tool_errors`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -45,13 +41,3 @@ def tool_errors(workspace: Workspace | None = None) -> Iterator[None]:
     except MemoryError as err:
         raise ToolError("ran out of memory reading the inputs; pass smaller artifacts") from err
 
-
-def backend(module: str, name: str) -> Any:
-    """``module.name`` imported on first use; a missing stage raises a ``ToolError`` naming it."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as err:
-        raise ToolError(
-            f"this installation of operator-profiler lacks {module}.{name} ({err}); "
-            "install a release that ships it (pip install -U operator-profiler)"
-        ) from err

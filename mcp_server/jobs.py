@@ -113,9 +113,9 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _default_capture_fn() -> CaptureFn:
-    from profiler_core.capture.pipeline import capture
+    from profiler_core import api
 
-    return capture
+    return api.capture
 
 
 class JobManager:

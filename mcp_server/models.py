@@ -118,8 +118,17 @@ class OperatorRow(_Out):
         description="Tensor Core, occupancy, DRAM and SM throughput (% of peak); null when not measured.")
 
 
+class RankRow(_Out):
+    rank: int
+    profile: str = Field(description="Path of this rank's profile.json.")
+    kernel_count: int
+    kernel_time_us: float
+    communication_us: float = Field(description="Kernel time of communication (NCCL) operators.")
+    attributed_time_pct: float
+
+
 class AttributeResult(_Out):
-    profile: str = Field(description="Path of the profile.json written.")
+    profile: str = Field(description="Path of the profile.json written (a multi-rank run: rank 0's).")
     kernel_count: int
     operator_count: int
     coverage: CoverageSummary
@@ -127,6 +136,9 @@ class AttributeResult(_Out):
     showing: str
     warnings: list[str]
     warnings_showing: str
+    ranks: list[RankRow] | None = Field(
+        default=None, description="A multi-rank run: every rank's profile and totals (the rest is rank 0's).")
+    merged: str | None = Field(default=None, description="A multi-rank run: ranks.json, the view across ranks.")
 
 
 class EvidenceRow(_Out):

@@ -18,12 +18,9 @@ from pathlib import Path
 
 from profiler_core.confinement import file_kind
 from profiler_core.errors import WorkspaceError
+from profiler_core.rundir.layout import CAPTURE_NAMES, INDUCTOR_DIR, MANIFEST_NAME
+from profiler_core.rundir.manifest import MAX_MANIFEST_BYTES
 
-CAPTURE_NAMES = frozenset({
-    "manifest.json", "kineto.json", "kineto.json.gz", "trace.json", "trace.json.gz", "timeline.sqlite",
-    "timeline.nsys-rep", "nsys.sqlite", "counters.csv", "counters.ncu-rep", "torch_trace.tgz",
-    "output_code.log", "output_code.log.gz", "ranks.json",
-})
 _SNIFF_BYTES = 4096
 _JSON_HEAD = {  # kind -> the keys its JSON document opens with (pydantic writes fields in order)
     "profile": ("schema_version", "capture"),
@@ -62,10 +59,10 @@ def sniff_kind(path: Path) -> str | None:
 def _listed_by_manifest(path: Path) -> bool:
     """Whether the run manifest beside ``path`` (or above its folder) lists it as an artifact."""
     for run_dir in (path.parent, path.parent.parent):
-        manifest = run_dir / "manifest.json"
+        manifest = run_dir / MANIFEST_NAME
         try:
             with manifest.open("rb") as fh:
-                data = json.loads(fh.read(64 * 1024 * 1024))
+                data = json.loads(fh.read(MAX_MANIFEST_BYTES))
         except (OSError, ValueError):
             continue
         artifacts = data.get("artifacts") if isinstance(data, dict) else None
@@ -86,7 +83,7 @@ def _listed_by_manifest(path: Path) -> bool:
 def check_output(path: Path, given: str, kind: str) -> Path:
     """``path`` (already resolved and confined) if a ``kind`` output may be written there."""
     if path.name in CAPTURE_NAMES or _listed_by_manifest(path) or (
-            path.parent.name == "inductor" and (path.parent.parent / "manifest.json").exists()):
+            path.parent.name == INDUCTOR_DIR and (path.parent.parent / MANIFEST_NAME).exists()):
         raise WorkspaceError(f"{given}: is a capture artifact; outputs never overwrite a capture's files: "
                              "pass another file name (the default writes beside the profile)")
     try:

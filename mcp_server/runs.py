@@ -17,12 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from mcp_server.models import RunSummary
-from profiler_core.capture.manifest import MAX_MANIFEST_BYTES
 from profiler_core.confinement import MAX_PATH_CHARS, read_input
 from profiler_core.errors import ProfilerError
+from profiler_core.rundir import MANIFEST_NAME, PROFILE_NAME
+from profiler_core.rundir.manifest import MAX_MANIFEST_BYTES
 
-MANIFEST_NAME = "manifest.json"
-PROFILE_NAME = "profile.json"
 MAX_DEPTH = 4
 MAX_DIRS_VISITED = 20_000
 _SKIP = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "build", "dist"})

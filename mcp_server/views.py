@@ -20,10 +20,9 @@ from mcp_server.models import (
     OperatorRow,
     TierShare,
 )
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Kernel, Operator, Profile
 
-HEADLINE_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                     "sm_throughput_pct")
 MAX_NAME_CHARS = 200
 MAX_WARNINGS = 10  # warnings returned inline; the file written keeps them all
 

@@ -3,6 +3,7 @@
 The pipeline, one subpackage per stage::
 
     capture/      workload.py -> run dir (Kineto, nsys SQLite, ncu counters, Inductor artifacts)
+    rundir/       the run directory: its layout, manifests, artifacts, open_run()
     ingest/       artifacts -> records (profiler_core.records)
     metrics/      the 20-counter catalog, per-chip names, aggregation rules
     attribution/  records -> profile.json (operators -> kernels -> counters, with evidence tiers)
@@ -11,8 +12,8 @@ The pipeline, one subpackage per stage::
     passes/       profile-guided graph passes + numerical validation
     optimize/     the closed loop
 
-``profiler_core.cli`` (``oprof``) and ``mcp_server`` (``oprof-mcp``) are thin adapters
-over this package.
+``profiler_core.api`` holds the use cases; ``profiler_core.cli`` (``oprof``) and
+``mcp_server`` (``oprof-mcp``) are thin adapters over it (docs/architecture.md).
 """
 
 from typing import TYPE_CHECKING, Any

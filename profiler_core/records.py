@@ -11,9 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 Dim3 = tuple[int, int, int]
+
+
+class LaunchDims(Protocol):
+    """Anything that records one launch's grid and block (a timeline kernel, a counter row)."""
+
+    @property
+    def grid(self) -> Dim3 | None: ...
+
+    @property
+    def block(self) -> Dim3 | None: ...
 
 
 @dataclass(frozen=True, slots=True)

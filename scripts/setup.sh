@@ -18,7 +18,7 @@ has_nvidia_gpu() {
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import profiler_core, mcp, torch, pytest, hypothesis" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import profiler_core, mcp, torch, pytest, hypothesis, pyarrow, adbc_driver_sqlite" >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     if has_nvidia_gpu; then

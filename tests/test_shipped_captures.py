@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.analysis import compare, diagnose
-from profiler_core.analysis.operator_class import overhead_kind
 from profiler_core.attribution import attribute_run
+from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.cli import load_commands
 from profiler_core.schema import Tier
 
@@ -105,7 +105,7 @@ def test_unrolled_lstm_licenses_the_reroute_before_any_tuning(profiles: dict) ->
 
     report = diagnose(profiles["lstm_encoder_unrolled/baseline"])
     rnn = next(f for f in report.findings if f.rule_id == "recurrent_region")
-    assert rnn.transformation is not None and rnn.transformation.value == "rnn_reroute"
+    assert rnn.transformation is not None and rnn.transformation == "rnn_reroute"
     assert "(M=32)" in rnn.evidence.facts[0]  # one tiny GEMM per time step and layer
     assert {f.rule_id for f in report.findings} >= {"tensor_core_idle", "launch_bound"}  # the symptoms
     assert candidate_passes(report)[0] == ("rnn_reroute", "recurrent_region")
@@ -142,7 +142,7 @@ def test_the_optimized_attention_layer_is_host_bound(profiles: dict) -> None:
     kernels = sorted(prof.kernels, key=lambda k: k.start_ns)
     span = max(k.end_ns for k in kernels) - kernels[0].start_ns
     assert f.symptom.startswith(f"the GPU is busy {100 * sum(k.duration_ns for k in kernels) / span:.1f}%")
-    assert f.transformation is not None and f.transformation.value == "cuda_graphs"
+    assert f.transformation is not None and f.transformation == "cuda_graphs"
     assert any("will not show in end-to-end time" in fact for fact in f.evidence.facts)
     # a step that keeps the GPU busy is not called host-bound
     assert not diagnose(profiles["gpt2/baseline"]).by_rule("host_bound")
@@ -238,7 +238,7 @@ def test_qwen2_validation_compares_every_cache_layer(profiles: dict) -> None:
 
 def test_resnet_findings_license_the_cnn_passes(profiles: dict) -> None:
     report = diagnose(profiles["tv_resnet18/baseline"])
-    licensed = {f.rule_id: f.transformation.value for f in report.findings if f.transformation is not None}
+    licensed = {f.rule_id: f.transformation for f in report.findings if f.transformation is not None}
     assert licensed.get("conv_batchnorm") == "conv_bn_folding"
     assert licensed.get("conv_tensor_core_low") == "bf16_promotion"
     assert licensed.get("launch_bound") == "cuda_graphs"  # launch-sized gaps between ordinary kernels

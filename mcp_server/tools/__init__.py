@@ -11,7 +11,8 @@ from mcp.types import ToolAnnotations
 
 from mcp_server.config import ToolContext
 from mcp_server.workspace import Workspace
-from profiler_core.schema import Profile, read_profile
+from profiler_core import api
+from profiler_core.schema import Profile
 
 TOOL_MODULES = (
     "mcp_server.tools.capture",
@@ -41,13 +42,7 @@ def workload_file(ws: Workspace, given: str) -> Path:
 def load_profile(ws: Workspace, given: str) -> tuple[Path, Profile]:
     """The profile.json ``given`` names, inside the workspace, and the profile it holds."""
     path = ws.existing_file(given, what="profile.json")
-    profile = read_profile(path)
-    from profiler_core.attribution.sources import stale_reason
-
-    reason = stale_reason(path, profile)
-    if reason is not None:
-        raise ToolError(f"{reason}: it is stale; call attribute(run_dir='{path.parent}') to rewrite it")
-    return path, profile
+    return path, api.load_profile(path)
 
 
 def register_all(mcp: MCPServer, ctx: ToolContext) -> None:

@@ -8,13 +8,13 @@ bounded summary with that file's path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
 from pydantic import Field
 
 from mcp_server.config import ToolContext
-from mcp_server.errors import backend, tool_errors
+from mcp_server.errors import tool_errors
 from mcp_server.models import (
     CheckRow,
     ClassDeltaRow,
@@ -29,11 +29,17 @@ from mcp_server.models import (
 )
 from mcp_server.tools import hints, load_profile
 from mcp_server.views import MAX_WARNINGS, enum_value, showing, us
+from profiler_core import api
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
+from profiler_core.rundir import FINDINGS_NAME, PROFILE_NAME
 from profiler_core.schema import Profile
 
-PREFERRED_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                      "sm_throughput_pct", "memory_throughput_pct", "local_memory_wavefronts")
+if TYPE_CHECKING:
+    from profiler_core.analysis.compare import Comparison
+    from profiler_core.analysis.findings import FindingsReport
+
+PREFERRED_COUNTERS = (*HEADLINE_COUNTERS, "memory_throughput_pct", "local_memory_wavefronts")
 SKIPPED_COUNTERS = frozenset({"gpu_time_duration_ns"})  # replayed under ncu: never a duration to compare
 ProfileArg = Annotated[str, Field(description="A profile.json written by attribute.")]
 OutputArg = Annotated[str | None, Field(
@@ -42,7 +48,7 @@ OutputArg = Annotated[str | None, Field(
 
 def sibling(profile_path: Path, name: str) -> Path:
     """``<dir>/<name>`` for ``profile.json``, else ``<dir>/<stem>.<name>`` (two profiles, two outputs)."""
-    if profile_path.name == "profile.json":
+    if profile_path.name == PROFILE_NAME:
         return profile_path.with_name(name)
     return profile_path.with_name(f"{profile_path.stem}.{name}")
 
@@ -67,17 +73,17 @@ def finding_row(f: Any) -> FindingRow:
     )
 
 
-def _diagnose_to(profile: Profile, out: Path, *, roofline: bool = True) -> Any:
+def _diagnose_to(profile: Profile, out: Path, *, roofline: bool = True) -> FindingsReport:
     """Diagnose ``profile`` and write every finding to ``out``; the FindingsReport."""
-    report = backend("profiler_core.analysis", "diagnose")(profile, roofline=roofline)
+    report = api.diagnose_profile(profile, roofline=roofline)
     write_text_atomic(out, report.model_dump_json(indent=1))
     return report
 
 
-def _compare(base: Profile, opt: Profile, *, base_path: Path, opt_path: Path) -> Any:
+def _compare(base: Profile, opt: Profile, *, base_path: Path, opt_path: Path, force: bool = True) -> Comparison:
     """The Comparison of two profiles, each labelled by its run directory's name."""
-    return backend("profiler_core.analysis", "compare")(
-        base, opt, base_label=base_path.parent.name, opt_label=opt_path.parent.name)
+    return api.compare_profiles(base, opt, base_label=base_path.parent.name, opt_label=opt_path.parent.name,
+                                force=force, force_option="force=true")
 
 
 def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top_k: int) -> CompareResult:
@@ -132,7 +138,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         """
         with tool_errors(ws):
             path, prof = load_profile(ws, profile)
-            out = ws.output_file(output or sibling(path, "findings.json"), kind="findings")
+            out = ws.output_file(output or sibling(path, FINDINGS_NAME), kind="findings")
             report = _diagnose_to(prof, out, roofline=roofline)
             rows = [finding_row(f) for f in report.findings[:top_k]]
             return DiagnoseResult(
@@ -163,13 +169,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             base_path, base = load_profile(ws, baseline)
             opt_path, opt = load_profile(ws, optimized)
             out = ws.output_file(output or sibling(opt_path, "comparison.json"), kind="comparison")
-            result = _compare(base, opt, base_path=base_path, opt_path=opt_path)
-            mismatches = result.comparability.workload_mismatches()
-            if mismatches and not force:
-                text = backend("profiler_core.analysis.comparability", "workload_mismatch_text")
-                raise backend("profiler_core.errors", "WorkloadMismatchError")(
-                    text(baseline, optimized, mismatches)
-                    + ": pass the baseline of the same workload, or force=true to compare anyway")
+            result = _compare(base, opt, base_path=base_path, opt_path=opt_path, force=force)
             write_text_atomic(out, result.model_dump_json(indent=1))
             return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k)
 
@@ -189,7 +189,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             out = ws.output_file(html or sibling(path, "report.html"), kind="report")
             findings = findings_file = None
             if include_findings:
-                findings_file = ws.output_file(sibling(path, "findings.json"), kind="findings")
+                findings_file = ws.output_file(sibling(path, FINDINGS_NAME), kind="findings")
                 findings = _diagnose_to(prof, findings_file)
             comparison = headline = None
             if baseline:
@@ -198,16 +198,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                 headline = ComparisonHeadline(
                     baseline=str(base_path), verdict=comparison.verdict, speedup=comparison.speedup,
                     delta_pct=round(comparison.delta_pct, 2), comparable=comparison.comparability.comparable)
-            render_html = backend("profiler_core.report", "render_html")
-            page = render_html(prof, findings=findings, comparison=comparison)
-            write_text_atomic(out, page)
-            summary = backend("profiler_core.report", "compact_summary")(
-                prof, top_k=top_k, findings=findings if findings is not None else _no_findings())
+            rendered = api.Report(prof, findings=findings, comparison=comparison)
+            write_text_atomic(out, rendered.html())
+            summary = rendered.summary(top_k=top_k)
             return ReportResult(profile=str(path), html=str(out),
                                 findings_file=str(findings_file) if findings_file else None,
                                 comparison=headline, summary=summary)
 
-
-def _no_findings() -> Any:
-    """An empty findings report, so the summary does not diagnose when asked not to."""
-    return backend("profiler_core.analysis", "FindingsReport")()

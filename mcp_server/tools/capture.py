@@ -18,12 +18,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from mcp_server.config import ToolContext
-from mcp_server.errors import backend, tool_errors
+from mcp_server.errors import tool_errors
 from mcp_server.jobs import JobManager, JobSnapshot, JobState, ProgressEvent
 from mcp_server.models import CaptureJobStatus, CaptureResultOut, PhaseSummary, ProgressLine
 from mcp_server.runs import MANIFEST_NAME, read_run, summarize_manifest
 from mcp_server.tools import hints, workload_file
 from mcp_server.views import capped_warnings
+from profiler_core.capture.config import CaptureConfig, CounterMode
+from profiler_core.compile_mode import CaptureCompileMode, CompileMode
+from profiler_core.rundir.create import default_run_dir
 
 POLL_S = 0.1  # how often a waiting call looks for new progress
 MAX_WAIT_S = 110  # below Claude Code's 2-minute auto-background threshold
@@ -129,7 +132,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         workload: Annotated[str, Field(
             description="Workload .py file defining get_model_and_inputs(device) (and optionally step).")],
         context: Context,
-        compile_mode: Annotated[Literal["eager", "default", "max-autotune", "reduce-overhead"] | None, Field(
+        compile_mode: Annotated[CaptureCompileMode | None, Field(
             description="eager, or torch.compile with this Inductor mode; default 'default'.")] = None,
         warmup: Annotated[int | None, Field(ge=0, le=1000, description="Warmup iterations (default 2).")
                           ] = None,
@@ -141,6 +144,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         out_dir: Annotated[str | None, Field(
             description="Run directory to create; default oprof-runs/<workload>-<UTC time> in the workspace.")
         ] = None,
+        ranks: Annotated[int | None, Field(ge=1, le=64, description=(
+            "Processes under torchrun (one per GPU), each rank captured into <run>/rank<N>/; attribute then "
+            "takes the run directory as a whole. Default: one process."))] = None,
         wait_s: WaitS = 0,
     ) -> CaptureJobStatus:
         """Start capturing a workload (Kineto trace, nsys timeline, ncu counters) as a background job.
@@ -154,12 +160,16 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             if out_dir:
                 run_dir = ws.resolve(out_dir)
             else:
-                run_dir = backend("profiler_core.capture.pipeline", "default_run_dir")(path, ctx.runs_dir)
+                run_dir = default_run_dir(path, ctx.runs_dir)
             if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
                 raise ToolError(f"{run_dir} already exists and is not empty; pass another out_dir")
-            settings = {"compile_mode": compile_mode, "warmup": warmup, "iters": iters, "counters": counters}
-            config_cls = backend("profiler_core.capture", "CaptureConfig")
-            config = config_cls(out_dir=run_dir, **{k: v for k, v in settings.items() if v is not None})
+            defaults = CaptureConfig()
+            config = CaptureConfig(
+                out_dir=run_dir, ranks=ranks,
+                compile_mode=CompileMode(compile_mode) if compile_mode else defaults.compile_mode,
+                warmup=defaults.warmup if warmup is None else warmup,
+                iters=defaults.iters if iters is None else iters,
+                counters=CounterMode(counters) if counters else defaults.counters)
             snap = jobs.start(path, config, run_dir=run_dir)
         return job_status(await follow(context, jobs, snap.job_id, wait_s))
 

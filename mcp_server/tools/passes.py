@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from mcp_server.config import ToolContext
-from mcp_server.errors import backend, tool_errors
+from mcp_server.errors import tool_errors
 from mcp_server.models import (
     ApplyPassResult,
     ListPassesResult,
@@ -21,7 +21,8 @@ from mcp_server.models import (
 )
 from mcp_server.tools import hints, workload_file
 from mcp_server.views import enum_value
-from profiler_core.errors import PassError
+from profiler_core import api
+from profiler_core.compile_mode import TorchCompileMode
 from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
 
 
@@ -30,27 +31,6 @@ def pass_info(spec: Any) -> PassInfo:
     return PassInfo(name=spec.name, level=enum_value(spec.level), symptom=spec.symptom,
                     description=spec.description, structural=spec.structural, aliases=list(spec.aliases),
                     source=spec.source)
-
-
-def chosen_findings(findings_path: Path, names: list[str]) -> list[dict[str, Any]]:
-    """The findings whose transformation is one of the chosen passes (their evidence travels with them).
-
-    The library would apply every transformation a findings file licenses; the tool applies
-    only the passes asked for, so the others' findings are left out.
-    """
-    read_findings = backend("profiler_core.passes.findings", "read_findings")
-    passes_named_by = backend("profiler_core.passes.findings", "passes_named_by")
-    get_pass = backend("profiler_core.passes", "get_pass")
-    chosen = {get_pass(n).name for n in names}
-    kept = []
-    for name, finding in passes_named_by(read_findings(findings_path)):
-        try:
-            canonical = get_pass(name).name
-        except PassError:
-            continue  # a structural fix (no pass of that name): never among the chosen ones
-        if canonical in chosen:
-            kept.append(dict(finding))
-    return kept
 
 
 def plan_result(plan: Any, plan_file: Path) -> ApplyPassResult:
@@ -86,7 +66,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     def list_passes() -> ListPassesResult:
         """Every registered graph pass: its level, the profile symptom it addresses, and what it changes."""
         with tool_errors(ws):
-            specs = backend("profiler_core.passes", "list_passes")()
+            specs = api.list_passes()
             return ListPassesResult(passes=[pass_info(s) for s in specs])
 
     @mcp.tool(title="Apply graph passes", annotations=hints("Apply graph passes", read_only=False,
@@ -100,7 +80,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                         "to them as evidence (no other pass is applied).")] = None,
         device: Annotated[Literal["cuda", "cpu"], Field(
             description="Where the workload runs for the baseline and the validation.")] = "cuda",
-        compile_mode: Annotated[Literal["default", "max-autotune", "reduce-overhead"] | None, Field(
+        compile_mode: Annotated[TorchCompileMode | None, Field(
             description="torch.compile mode; default: the passes decide (cuda_graphs picks reduce-overhead).")
         ] = None,
         compiler: Annotated[Literal["inductor", "eager"], Field(
@@ -133,8 +113,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                 ws.output_file(out / name, kind=kind)  # never over a capture's file or a foreign one
             evidence = None
             if findings:
-                evidence = chosen_findings(ws.existing_file(findings, what="findings file"), passes)
-            apply_pass_plan = backend("profiler_core.passes", "apply_pass_plan")
-            plan = apply_pass_plan(path, passes, device=device, findings=evidence, out_dir=out,
+                evidence = api.findings_for_passes(ws.existing_file(findings, what="findings file"), passes)
+            plan = api.apply_passes(path, passes, device=device, findings=evidence, out_dir=out,
                                    compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
             return plan_result(plan, Path(plan.artifacts.get("plan", out / "plan.json")))

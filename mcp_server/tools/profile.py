@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from mcp_server.config import ToolContext
-from mcp_server.errors import backend, tool_errors
-from mcp_server.models import AttributeResult, GetOperatorResult
+from mcp_server.errors import tool_errors
+from mcp_server.models import AttributeResult, GetOperatorResult, RankRow
 from mcp_server.tools import hints, load_profile
 from mcp_server.views import (
     capped_warnings,
@@ -22,7 +22,31 @@ from mcp_server.views import (
     top_operators,
     total_kernel_ns,
 )
-from profiler_core.schema import write_profile
+from profiler_core import api
+from profiler_core.rundir import PROFILE_NAME, RANKS_JSON
+from profiler_core.schema import Profile, read_profile, write_profile
+
+if TYPE_CHECKING:
+    from profiler_core.distributed.attribute import MultiRankProfile
+
+
+def _attribute_result(profile: Profile, out: Path, top_k: int, **extra: Any) -> AttributeResult:
+    rows, shown = top_operators(profile, top_k)
+    warnings, warnings_showing = capped_warnings(profile.warnings, f"all of them are in {out} under 'warnings'")
+    return AttributeResult(
+        profile=str(out), kernel_count=len(profile.kernels), operator_count=len(profile.operators),
+        coverage=coverage_summary(profile), top_operators=rows, showing=shown,
+        warnings=warnings, warnings_showing=warnings_showing, **extra,
+    )
+
+
+def _ranks_result(root: Path, merged: MultiRankProfile, top_k: int) -> AttributeResult:
+    """A multi-rank run: rank 0's profile in full, every rank's totals, and the merged ranks.json."""
+    ranks = [RankRow(rank=r.rank, profile=str(root / r.profile), kernel_count=r.kernels,
+                     kernel_time_us=round(r.duration_ns / 1e3, 3), communication_us=round(r.communication_ns / 1e3, 3),
+                     attributed_time_pct=round(r.attributed_time_pct, 2)) for r in merged.ranks]
+    first = root / merged.ranks[0].profile
+    return _attribute_result(read_profile(first), first, top_k, ranks=ranks, merged=str(root / RANKS_JSON))
 
 
 def register(mcp: MCPServer, ctx: ToolContext) -> None:
@@ -58,33 +82,16 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         with tool_errors(ws):
             files = {"kineto": kineto, "nsys": nsys, "ncu": ncu, "inductor": inductor}
             given = {k: ws.existing(v, what=f"{k} artifact") for k, v in files.items() if v}
-            if run_dir and given:
-                raise ToolError("give either run_dir or the artifact files (kineto, nsys, ncu, inductor), "
-                                "not both")
-            if run_dir:
-                root = ws.existing_dir(run_dir, what="run directory")
-                attribute_run = backend("profiler_core.attribution", "attribute_run")
-                profile = attribute_run(root, allow_partial=allow_partial)
-                default_out = root / "profile.json"
-            elif given:
-                if "kineto" not in given and "nsys" not in given:
-                    raise ToolError("no timeline given: pass kineto (a trace .json) and/or nsys "
-                                    "(a .sqlite export)")
-                profile = backend("profiler_core.attribution", "attribute_files")(
-                    **given, allow_partial=allow_partial)
-                default_out = (given.get("nsys") or given["kineto"]).parent / "profile.json"
-            else:
-                raise ToolError("nothing to attribute: pass run_dir (see list_runs), or kineto/nsys with ncu")
+            root = ws.existing_dir(run_dir, what="run directory") if run_dir else None
+            done = api.attribute(root, kineto=given.get("kineto"), nsys=given.get("nsys"), ncu=given.get("ncu"),
+                                 inductor=given.get("inductor"), allow_partial=allow_partial)
+            if done.ranks is not None and root is not None:
+                return _ranks_result(root, done.ranks, top_k)
+            profile = done.single()
+            default_out = (root or (given.get("nsys") or given["kineto"]).parent) / PROFILE_NAME
             out = ws.output_file(output or default_out, kind="profile")
             write_profile(out, profile)
-            rows, shown = top_operators(profile, top_k)
-            warnings, warnings_showing = capped_warnings(profile.warnings,
-                                                         f"all of them are in {out} under 'warnings'")
-            return AttributeResult(
-                profile=str(out), kernel_count=len(profile.kernels), operator_count=len(profile.operators),
-                coverage=coverage_summary(profile), top_operators=rows, showing=shown,
-                warnings=warnings, warnings_showing=warnings_showing,
-            )
+            return _attribute_result(profile, out, top_k)
 
     @mcp.tool(title="Inspect one operator", annotations=hints("Inspect one operator", read_only=True))
     def get_operator(

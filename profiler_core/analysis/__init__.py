@@ -4,7 +4,6 @@
     comparison = compare(baseline, optimized)  # Comparison: speedup, per-class/operator deltas
 """
 
-from profiler_core.analysis.aggregation import aggregate_counters
 from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, ComparabilityCheck, check_comparability
 from profiler_core.analysis.compare import (
@@ -23,12 +22,12 @@ from profiler_core.analysis.findings import (
     FindingEvidence,
     FindingKind,
     FindingsReport,
-    Transformation,
 )
-from profiler_core.analysis.operator_class import classify_operator, gemm_precision, overhead_kind
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.rules import RULES, RuleContext, rule
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds, threshold_docs
+from profiler_core.attribution.operator_class import classify_operator, gemm_precision, overhead_kind
+from profiler_core.transformations import Transformation
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -52,7 +51,6 @@ __all__ = [
     "ShiftCheck",
     "Thresholds",
     "Transformation",
-    "aggregate_counters",
     "align_operators",
     "check_comparability",
     "classify_operator",

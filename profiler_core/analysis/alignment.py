@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import StrEnum
 
-from profiler_core.analysis.operator_class import aten_name
 from profiler_core.analysis.patterns import manual_attention_groups
 from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.attribution.operator_class import aten_name
 from profiler_core.schema import Operator, OperatorClass
 
 # Role matching is quadratic in the worst case: stretches larger than this (ops x ops) are cut first.

@@ -20,9 +20,9 @@ from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_op
 from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
 from profiler_core.analysis.counter_format import Direction, direction, shift_text
 from profiler_core.analysis.findings import FindingsReport
-from profiler_core.analysis.operator_class import OverheadKind, overhead_kind
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.metrics.catalog import COUNTER_FIELDS
 from profiler_core.schema import Kernel, OperatorClass, Profile
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from profiler_core.analysis.findings import Finding, FindingKind, FindingsReport
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.roofline import roofline as roofline_of
-from profiler_core.analysis.rules import RULES, RuleContext
-from profiler_core.analysis.rules_roofline import ROOFLINE_RULE, far_below_roofline, tighten_gain_bounds
+from profiler_core.analysis.rules import RuleContext, registered_rules
+from profiler_core.analysis.rules_roofline import tighten_gain_bounds
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.errors import ProfilerError
 from profiler_core.schema import Profile
@@ -23,35 +23,34 @@ _KIND_ORDER = {FindingKind.OPTIMIZATION: 0, FindingKind.STRUCTURAL: 1, FindingKi
 
 def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
              rules: Iterable[str] | None = None, roofline: bool = True) -> FindingsReport:
-    """Findings for ``profile``, sorted by gain bound (largest first); ``rules`` limits which run
-    (``far_below_roofline`` among them: with ``rules`` given it runs only when named).
+    """Findings for ``profile``, sorted by gain bound (largest first); ``rules`` limits which run.
+
+    Every registered rule runs (built-ins and plugins, see analysis/rules.py); a rule registered
+    as ``always_reported`` keeps findings below the minimum share, one registered as
+    ``needs_roofline`` runs only with the roofline on.
 
     ``roofline`` (on by default): also flag operators far below both roofs, and cap precision-change
     bounds by the target precision's roofline where that is tighter (analysis/rules_roofline.py);
     ``roofline=False`` gives the bounds from kernel time alone.
     """
-    selected = list(RULES) if rules is None else list(rules)
-    unknown = [r for r in selected if r not in RULES and r != ROOFLINE_RULE]
+    specs = registered_rules()
+    selected = list(specs) if rules is None else list(rules)
+    unknown = [r for r in selected if r not in specs]
     if unknown:
-        raise ProfilerError(f"unknown diagnosis rule {', '.join(unknown)}; known: {', '.join([*RULES, ROOFLINE_RULE])}")
-    far_below = roofline and (rules is None or ROOFLINE_RULE in selected)
-    if ROOFLINE_RULE in selected and not roofline:
-        raise ProfilerError(f"rule {ROOFLINE_RULE} needs the roofline: leave roofline on, or drop the rule")
-    selected = [r for r in selected if r != ROOFLINE_RULE]
+        raise ProfilerError(f"unknown diagnosis rule {', '.join(unknown)}; known: {', '.join(specs)}")
+    needing = [r for r in selected if specs[r].needs_roofline]
+    if needing and rules is not None and not roofline:
+        raise ProfilerError(f"rule {needing[0]} needs the roofline: leave roofline on, or drop the rule")
+    if not roofline:
+        selected = [r for r in selected if not specs[r].needs_roofline]
     view = ProfileView(profile)
     ctx = RuleContext(view=view, thresholds=thresholds)
     findings: list[Finding] = []
     for rule_id in selected:
-        for finding in RULES[rule_id](ctx):
-            keep = (finding.evidence.share_pct >= thresholds.min_finding_share_pct
-                    or finding.rule_id in ("high_unattributed", "counters_missing"))
-            if keep:
-                findings.append(finding)
+        spec = specs[rule_id]
+        findings.extend(f for f in spec.function(ctx)
+                        if f.evidence.share_pct >= thresholds.min_finding_share_pct or spec.always_reported)
     if roofline:
-        if far_below:
-            findings.extend(f for f in far_below_roofline(ctx)
-                            if f.evidence.share_pct >= thresholds.min_finding_share_pct)
-            selected = [*selected, ROOFLINE_RULE]
         tighten_gain_bounds(findings, roofline_of(profile, measured_roofs=True), view.total_ns)
     findings.sort(key=lambda f: (-f.gain_bound_pct, _KIND_ORDER[f.kind], f.rule_id))
     warnings = list(profile.warnings)

@@ -13,28 +13,12 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from profiler_core.schema import Confidence
+from profiler_core.transformations import check_transformation
 
 FINDINGS_SCHEMA_VERSION: Final = 1
-
-
-class Transformation(StrEnum):
-    """Transformations a finding can license (graph-pass names, plus two structural fixes)."""
-
-    BF16_PROMOTION = "bf16_promotion"
-    TF32 = "tf32"
-    QKV_FUSION = "qkv_fusion"
-    SDPA = "sdpa"
-    CUDA_GRAPHS = "cuda_graphs"
-    FREEZING = "freezing"
-    RNN_REROUTE = "rnn_reroute"  # structural: route the recurrence to fused cuDNN RNN
-    ELEMENTWISE_FUSION = "elementwise_fusion"  # compile the region so Inductor fuses the chain
-    CONV_BN_FOLDING = "conv_bn_folding"  # fold eval BatchNorms into their convolutions
-    CHANNELS_LAST = "channels_last"  # NHWC convolutions, no layout transpositions
-    INDUCTOR_COMPILE = "inductor_compile"  # compile an eagerly run model
-    FUSED_OPTIMIZER = "fused_optimizer"  # one fused kernel per parameter group for the optimizer step
 
 
 class FindingKind(StrEnum):
@@ -69,8 +53,8 @@ class Finding(_Model):
     kind: FindingKind
     symptom: str
     bottleneck: str
-    transformation: Transformation | None = None
-    alternatives: list[Transformation] = Field(default_factory=list)
+    transformation: str | None = None  # a pass's registered name (see profiler_core.transformations)
+    alternatives: list[str] = Field(default_factory=list)
     is_structural: bool = False
     operators: list[str] = Field(default_factory=list)  # operator keys
     evidence: FindingEvidence = Field(default_factory=FindingEvidence)
@@ -81,11 +65,21 @@ class Finding(_Model):
     max_speedup: float | None = None  # 1 / (1 - gain_bound_pct/100); None when unbounded
     expected_shifts: dict[str, Literal["up", "down"]] = Field(default_factory=dict)
 
+    @field_validator("transformation")
+    @classmethod
+    def _known_transformation(cls, name: str | None) -> str | None:
+        return None if name is None else check_transformation(name)
+
+    @field_validator("alternatives")
+    @classmethod
+    def _known_alternatives(cls, names: list[str]) -> list[str]:
+        return [check_transformation(n) for n in names]
+
     @property
     def licenses(self) -> str:
         """The transformation's name, or ``structural`` / ``note`` when there is none."""
         if self.transformation is not None:
-            return self.transformation.value
+            return self.transformation
         return "structural" if self.is_structural else "note"
 
 

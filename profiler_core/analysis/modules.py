@@ -22,13 +22,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from profiler_core.analysis.aggregation import aggregate_counters
 from profiler_core.analysis.roofline import FAR_BELOW, Roofline, roofline
+from profiler_core.attribution.aggregate import aggregate_samples
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Profile
 
 _INDEXED = re.compile(r"^(.*?)(?:^|\.)(\d+)$")
-ROLLUP_COUNTERS = ("dram_bytes_read", "dram_bytes_written", "sm_throughput_pct", "dram_throughput_pct",
-                   "tensor_core_active_pct", "achieved_occupancy_pct")
+ROLLUP_COUNTERS = ("dram_bytes_read", "dram_bytes_written", *HEADLINE_COUNTERS)
 
 
 @dataclass
@@ -174,7 +174,7 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
         times = class_time[path]
         node.top_class = max(times, key=times.__getitem__) if times else None
         ks = [profile.kernels[i] for i in kernel_sets[path] if i < len(profile.kernels)]
-        node.counters = aggregate_counters(((k.counters, k.duration_ns) for k in ks if k.counters), ROLLUP_COUNTERS)
+        node.counters = aggregate_samples(((k.counters, k.duration_ns) for k in ks if k.counters), ROLLUP_COUNTERS)
     return ModuleRollup(nodes=nodes, groups=_groups(nodes), covered_ns=covered,
                         total_ns=sum(op.duration_ns for op in profile.operators))
 

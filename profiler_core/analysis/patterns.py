@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_core.analysis.operator_class import aten_short, is_batched_gemm, is_softmax
 from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.attribution.operator_class import aten_short, is_batched_gemm, is_softmax
 from profiler_core.schema import Operator, OperatorClass
 
 _SCALE_OPS = frozenset({"div", "mul", "div_", "mul_", "true_divide"})

@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from functools import cached_property
 
-from profiler_core.analysis.aggregation import aggregate_counters
 from profiler_core.analysis.findings import FindingEvidence
-from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.attribution.aggregate import aggregate_samples
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
 
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]
@@ -38,7 +38,7 @@ def pct(part: float, whole: float) -> float:
 def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = None,
                     ) -> dict[str, float | None]:
     """The aggregated counters of those ``kernels`` that carry any (unrounded)."""
-    return aggregate_counters(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
+    return aggregate_samples(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
 def busy_and_span_ns(kernels: Iterable[Kernel]) -> tuple[int, int]:

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from profiler_core.analysis.operator_class import gemm_precision
 from profiler_core.attribution.names import is_generated_kernel_name
+from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.metrics.flop_counters import MeasuredFlops, measured_flops
 from profiler_core.metrics.flop_model import modelled_flops
 from profiler_core.metrics.peaks import ChipPeaks, peaks_for_gpu

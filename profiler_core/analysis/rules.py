@@ -1,40 +1,102 @@
 """The diagnosis rules: measured symptom -> bottleneck -> the transformation it licenses.
 
-A rule is a plain function ``(RuleContext) -> list[Finding]`` registered in ``RULES`` with the
-``@rule`` decorator; built-ins register exactly as an outside plugin would. Every number a
-rule decides on comes from ``Thresholds`` (thresholds.py) and is listed in docs/diagnose.md.
-The rules themselves live in rules_compute.py (GEMM, attention, recurrence),
-rules_runtime.py (memory, launch, spills, coverage), rules_timeline.py (a host-bound step) and
-rules_models.py (convolution networks, eager models, training steps); importing this module
-registers them.
+A rule is a plain function ``(RuleContext) -> list[Finding]`` registered with the ``@rule``
+decorator; built-ins register exactly as an outside plugin would, and a plugin's module is
+found through the entry-point group ``operator_profiler.rules`` (as passes are, through
+``operator_profiler.passes``)::
+
+    [project.entry-points."operator_profiler.rules"]
+    my_rules = "my_package.rules"          # a module holding @rule functions
+
+A finding names its transformation by a pass's registered name; a rule licensing a pass the
+diagnosing process does not import names it in ``licenses``. Every number a built-in rule
+decides on comes from ``Thresholds`` (thresholds.py) and is listed in docs/diagnose.md. The
+built-ins live in rules_compute.py (GEMM, attention, recurrence), rules_runtime.py (memory,
+launch, spills, coverage), rules_timeline.py (a host-bound step), rules_models.py
+(convolution networks, eager models, training steps) and rules_roofline.py (the roofline);
+importing this module registers them.
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from importlib.metadata import entry_points
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.thresholds import Thresholds
 from profiler_core.errors import ProfilerError
 from profiler_core.schema import Kernel, Operator
+from profiler_core.transformations import Transformation, check_transformation, register_transformation
 
 RuleFn = Callable[["RuleContext"], list[Finding]]
-RULES: dict[str, RuleFn] = {}
+ENTRY_POINT_GROUP = "operator_profiler.rules"
+
+log = logging.getLogger(__name__)
 
 
-def rule(rule_id: str) -> Callable[[RuleFn], RuleFn]:
-    """Register ``fn`` as diagnosis rule ``rule_id`` (ids are unique)."""
+@dataclass(frozen=True)
+class RuleSpec:
+    """One registered rule: its id, its function, and how diagnose treats its findings."""
+
+    rule_id: str
+    function: RuleFn
+    always_reported: bool = False  # kept below the minimum share (a finding about the profile itself)
+    needs_roofline: bool = False  # runs only with the roofline on (diagnose(..., roofline=True))
+    licenses: tuple[str, ...] = ()  # transformations beyond the built-ins its findings may name
+    source: str = "builtin"  # "builtin", or the entry point that brought it in
+
+
+RULES: dict[str, RuleSpec] = {}
+_plugins_loaded = False
+
+
+def rule(rule_id: str, *, always_reported: bool = False, needs_roofline: bool = False,
+         licenses: Iterable[str] = (), source: str = "builtin") -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn`` as diagnosis rule ``rule_id`` (ids are unique); ``licenses``: plugin passes it may name."""
+    names = tuple(register_transformation(name) for name in licenses)
 
     def register(fn: RuleFn) -> RuleFn:
-        if rule_id in RULES and RULES[rule_id] is not fn:
+        existing = RULES.get(rule_id)
+        if existing is not None and existing.function is not fn:
             raise ProfilerError(f"diagnosis rule {rule_id!r} is registered twice; pick another id")
-        RULES[rule_id] = fn
+        RULES[rule_id] = RuleSpec(rule_id=rule_id, function=fn, always_reported=always_reported,
+                                  needs_roofline=needs_roofline, licenses=names, source=source)
         return fn
 
     return register
+
+
+def load_rule_plugins() -> None:
+    """Import every module advertised under the ``operator_profiler.rules`` entry-point group (once)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as err:
+            dist = ep.dist.name if ep.dist is not None else "unknown distribution"
+            raise ProfilerError(
+                f"rule plugin '{ep.name}' ({ep.value}, from {dist}) failed to load: "
+                f"{type(err).__name__}: {err}; fix or uninstall that package") from err
+        log.debug("loaded rule plugin %s = %s", ep.name, ep.value)
+
+
+def registered_rules() -> dict[str, RuleSpec]:
+    """Every registered rule (built-in and plugins), in registration order."""
+    load_rule_plugins()
+    return dict(RULES)
+
+
+def unregister_rule(rule_id: str) -> None:
+    """Remove a rule (plugins under test, or a plugin replacing a built-in on purpose)."""
+    RULES.pop(rule_id, None)
 
 
 @dataclass(frozen=True)
@@ -59,8 +121,8 @@ class RuleContext:
         bottleneck: str,
         ops: Sequence[Operator] = (),
         kernels: Sequence[Kernel] | None = None,
-        transformation: Transformation | None = None,
-        alternatives: Iterable[Transformation] = (),
+        transformation: Transformation | str | None = None,
+        alternatives: Iterable[Transformation | str] = (),
         facts: Iterable[str] = (),
         counter_fields: Iterable[str] | None = None,
         expected_shifts: dict | None = None,
@@ -81,8 +143,8 @@ class RuleContext:
             kind=kind,
             symptom=symptom,
             bottleneck=bottleneck,
-            transformation=transformation,
-            alternatives=list(alternatives),
+            transformation=None if transformation is None else check_transformation(transformation),
+            alternatives=[check_transformation(a) for a in alternatives],
             is_structural=kind is FindingKind.STRUCTURAL,
             operators=[op.key for op in ops],
             evidence=evidence,
@@ -109,6 +171,9 @@ def fmt_pct(value: float | None) -> str:
 def _load_builtin_rules() -> None:
     # Imported for their registration side effect; kept at the bottom to avoid an import cycle.
     from profiler_core.analysis import rules_compute, rules_models, rules_runtime, rules_timeline  # noqa: F401
+
+    # last: the roofline rule is listed after the others in a report's rules_run
+    importlib.import_module("profiler_core.analysis.rules_roofline")
 
 
 _load_builtin_rules()

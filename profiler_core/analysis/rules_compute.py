@@ -12,8 +12,7 @@ import re
 import statistics
 from collections import Counter
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
-from profiler_core.analysis.operator_class import gemm_precision
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.patterns import (
     gemm_rows,
     manual_attention_groups,
@@ -22,7 +21,9 @@ from profiler_core.analysis.patterns import (
 )
 from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
+from profiler_core.transformations import Transformation
 
 _GEMM_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "sm_throughput_pct",
                 "dram_throughput_pct", "registers_per_thread")

@@ -14,9 +14,10 @@ import re
 import statistics
 from collections import Counter
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.schema import ExecutionContext, Kernel, Operator, OperatorClass
+from profiler_core.transformations import Transformation
 
 _CONV_FIELDS = ("tensor_core_active_pct", "sm_throughput_pct", "dram_throughput_pct", "achieved_occupancy_pct")
 _BATCH_NORM = re.compile(r"batch_norm|batchnorm|bn_fw|bn_infer", re.I)

@@ -6,8 +6,8 @@ An operator at 3% of what its FLOPs and DRAM bytes allow is neither compute- nor
 waits on latency (too few threads, serial dependence, launch and tail effects). Its bound is the
 time reaching the roof would save (its headroom), not its whole time.
 
-``diagnose`` runs both unless ``roofline=False`` (``ROOFLINE_RULE`` is not in the rule registry:
-it needs the chip's roofs, and it reads every finding's bound, so it runs after the rules).
+``diagnose`` runs both unless ``roofline=False`` (``far_below_roofline`` is registered as needing the
+roofline; ``tighten_gain_bounds`` reads every finding's bound, so it runs after the rules).
 
 ``tighten_gain_bounds`` caps a precision change's bound (tf32, bf16 promotion) by the roofline in
 the target precision: a GEMM promoted to bf16 still takes at least max(FLOPs / bf16 peak, bytes / 2
@@ -17,17 +17,20 @@ the table has them (what a kernel can attain).
 
 from __future__ import annotations
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.roofline import FAR_BELOW, Roofline, roofline
-from profiler_core.analysis.rules import RuleContext
+from profiler_core.analysis.rules import RuleContext, rule
+from profiler_core.transformations import Transformation
 
-_TARGET = {Transformation.TF32: ("tf32_tensor", 1.0), Transformation.BF16_PROMOTION: ("bf16_tensor", 0.5)}
+_TARGET: dict[str, tuple[str, float]] = {Transformation.TF32: ("tf32_tensor", 1.0),
+                                         Transformation.BF16_PROMOTION: ("bf16_tensor", 0.5)}
 MAX_LISTED = 8
 
 
 ROOFLINE_RULE = "far_below_roofline"
 
 
+@rule(ROOFLINE_RULE, needs_roofline=True)
 def far_below_roofline(ctx: RuleContext) -> list[Finding]:
     """Operators under ``FAR_BELOW`` of their attainable roofline: latency/occupancy-bound."""
     roof = roofline(ctx.view.profile, measured_roofs=True)

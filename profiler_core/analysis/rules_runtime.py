@@ -13,15 +13,16 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
-from profiler_core.analysis.operator_class import overhead_kind
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.attribution.operator_class import overhead_kind
+from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.schema import CounterSource, ExecutionContext, Kernel, Operator, OperatorClass
+from profiler_core.transformations import Transformation
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
 _MEMORY_FIELDS = ("dram_throughput_pct", "sm_throughput_pct", "dram_bytes_read", "dram_bytes_written")
 _SPILL_FIELDS = ("local_memory_wavefronts", "registers_per_thread", "achieved_occupancy_pct")
-_GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
 
 
 @rule("memory_bound_elementwise")
@@ -77,7 +78,7 @@ def launch_bound(ctx: RuleContext) -> list[Finding]:
     kernels = [k for k in view.profile.kernels if k.kind == "kernel"]
     if len(kernels) < t.launch_bound_min_kernels:
         return []
-    if (view.profile.capture.compile_mode or "") in _GRAPHED_MODES:
+    if (view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES:
         return []
     if sum(1 for k in kernels if k.graph_id is not None) * 2 > len(kernels):
         return []  # already replayed from CUDA graphs
@@ -215,7 +216,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
     )]
 
 
-@rule("high_unattributed")
+@rule("high_unattributed", always_reported=True)
 def high_unattributed(ctx: RuleContext) -> list[Finding]:
     """A large share of kernel time maps to no operator: the work left the graph."""
     view = ctx.view
@@ -243,7 +244,7 @@ def high_unattributed(ctx: RuleContext) -> list[Finding]:
     )]
 
 
-@rule("counters_missing")
+@rule("counters_missing", always_reported=True)
 def counters_missing(ctx: RuleContext) -> list[Finding]:
     """Kernel time without hardware counters: every counter-based rule is blind there."""
     view = ctx.view

@@ -12,11 +12,11 @@ time unprofiled, with 47 us of kernels (4% busy under the profiler, 9% without).
 
 from __future__ import annotations
 
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import busy_and_span_ns, pct
 from profiler_core.analysis.rules import RuleContext, rule
-
-_GRAPHED_MODES = frozenset({"reduce-overhead", "max-autotune"})
+from profiler_core.compile_mode import CUDA_GRAPH_MODES
+from profiler_core.transformations import Transformation
 
 
 @rule("host_bound")
@@ -31,7 +31,7 @@ def host_bound(ctx: RuleContext) -> list[Finding]:
     if span_ns <= 0 or busy_pct >= t.host_bound_busy_pct:
         return []
     steps = view.profile.capture.measured_iterations or 1
-    graphed = (view.profile.capture.compile_mode or "") in _GRAPHED_MODES or sum(
+    graphed = (view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES or sum(
         1 for k in kernels if k.graph_id is not None) * 2 > len(kernels)
     helps = ["fewer launches per step (compile more of the step, fuse the small kernels)",
              "a larger batch per step (more GPU work per launch)"]

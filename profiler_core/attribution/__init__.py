@@ -2,13 +2,12 @@
 
 from profiler_core.attribution.engine import attribute
 from profiler_core.attribution.names import kernel_join_key, normalize_kernel_name
-from profiler_core.attribution.sources import attribute_files, attribute_run, find_run_artifacts
+from profiler_core.attribution.sources import attribute_files, attribute_run
 
 __all__ = [
     "attribute",
     "attribute_files",
     "attribute_run",
-    "find_run_artifacts",
     "kernel_join_key",
     "normalize_kernel_name",
 ]

@@ -17,7 +17,7 @@ million kernels aggregate in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -177,3 +177,29 @@ def aggregate_counters(kernels: Sequence[Kernel], specs: Sequence[CounterSpec] |
     matrix = counter_matrix(kernels, specs)
     durations = np.array([k.duration_ns for k in kernels], dtype=float)
     return aggregate_groups(matrix, durations, [list(range(len(kernels)))], specs)[0]
+
+
+def aggregate_samples(samples: Iterable[tuple[Mapping[str, float | None], int]],
+                      fields: Collection[str] | None = None) -> dict[str, float | None]:
+    """The catalog's counters over (counters, duration_ns) samples, by the same rules as an operator's.
+
+    For views over a profile (a class of operators, a module): the fields any sample names,
+    limited to ``fields`` when given; a field no sample names is left out.
+
+        aggregate_samples([({"achieved_occupancy_pct": 90.0}, 2_000), ({"achieved_occupancy_pct": 10.0}, 200_000)])
+        -> {"achieved_occupancy_pct": 10.79...}
+    """
+    rows = list(samples)
+    named = {f for counters, _ in rows for f in counters}
+    wanted = [f for f in FIELDS if f in named and (fields is None or f in fields)]
+    if not wanted:
+        return {}
+    col = {f: i for i, f in enumerate(FIELDS)}
+    matrix = np.full((len(rows), len(FIELDS)), np.nan)
+    for i, (counters, _) in enumerate(rows):
+        for f, v in counters.items():
+            if v is not None and f in col:
+                matrix[i, col[f]] = v
+    durations = np.array([d for _, d in rows], dtype=float)
+    metrics, _ = aggregate_groups(matrix, durations, [list(range(len(rows)))])[0]
+    return {f: metrics[f] for f in wanted}

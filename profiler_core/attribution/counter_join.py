@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from profiler_core.attribution.names import choose_name_key, kernel_base_name
 from profiler_core.errors import DeterminismError
-from profiler_core.records import CounterRow, TimelineKernel
+from profiler_core.records import CounterRow, LaunchDims, TimelineKernel
 from profiler_core.schema import CounterSource
 
 ConfigKey = tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None]
@@ -70,7 +70,7 @@ def key_warnings(label: str) -> list[str]:
     ]
 
 
-def dims_agree(k: TimelineKernel, r: CounterRow | TimelineKernel) -> bool:
+def dims_agree(k: LaunchDims, r: LaunchDims) -> bool:
     """Whether two records of one launch ran the same grid and block (unknown dims agree)."""
     return (r.grid is None or k.grid is None or tuple(r.grid) == tuple(k.grid)) and (
         r.block is None or k.block is None or tuple(r.block) == tuple(k.block)

@@ -22,7 +22,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from profiler_core.analysis.operator_class import classify_operator, triton_ops
 from profiler_core.attribution.collective import collective_operator
 from profiler_core.attribution.names import (
     NvtxOp,
@@ -31,6 +30,7 @@ from profiler_core.attribution.names import (
     is_operator_name,
     parse_nvtx_op,
 )
+from profiler_core.attribution.operator_class import classify_operator, triton_ops
 from profiler_core.records import (
     CounterRow,
     CpuOp,

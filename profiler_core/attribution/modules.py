@@ -31,8 +31,6 @@ from profiler_core.ingest.torch_trace import common_module, record_key
 from profiler_core.records import CpuOp, InductorArtifacts, KinetoTrace, ModuleSpan
 from profiler_core.schema import ExecutionContext, Profile, Tier
 
-MODULE_MAP_NAME = "modules.json"
-
 
 def read_module_map(path: str | os.PathLike[str]) -> dict[str, str]:
     """``modules.json`` -> tracer label to module path: ``{"Linear_4": "h.0.mlp.c_fc", ...}``."""

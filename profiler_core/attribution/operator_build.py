@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.attribution.aggregate import aggregate_arrays, specs_with_flops
 from profiler_core.attribution.columns import NONE, Interner, group_first_seen, nth_within
 from profiler_core.attribution.dedup import MAX_SEARCH_OPS, _best_tandem_repeat
 from profiler_core.attribution.evidence import EXTERN_CLASSES
 from profiler_core.attribution.joins import INHERITED, MISSING
 from profiler_core.attribution.kernel_table import TIERS, KernelTable
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.operator_table import OperatorTable
 from profiler_core.attribution.profile_meta import CONF_RANK, TIER_CONFIDENCE
 from profiler_core.attribution.tier_columns import ClaimColumns, Vocab

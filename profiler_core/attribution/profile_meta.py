@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from profiler_core.attribution.counter_join import CounterJoin
-from profiler_core.metrics.availability import chip_from_name
+from profiler_core.metrics.availability import counter_availability, returned_by
 from profiler_core.metrics.catalog import CATALOG, FLOP_CATALOG, CounterSpec
+from profiler_core.metrics.chips import chip_from_name
 from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline
 from profiler_core.schema import CaptureMeta, Confidence, CounterAvailability, SourceInfo, Tier
 
@@ -44,21 +45,9 @@ def unattributed_reason(kind: str, in_graph: bool, have_kineto: bool, have_ncu: 
 def availability(ncu: NcuReport | None, chip: str | None,
                  specs: Sequence[CounterSpec] = CATALOG) -> list[CounterAvailability]:
     """Which counters the counter run returned, each with the reason when it did not."""
-    out = []
     if len(specs) > len(CATALOG):  # FLOP counters were asked for: say which of them came back
         specs = CATALOG + FLOP_CATALOG
-    for spec in specs:
-        name = spec.ncu_name_for(chip)
-        if ncu is None:
-            out.append(CounterAvailability(field=spec.field, ncu_name=name, available=False,
-                                           reason="no counter run was given"))
-            continue
-        returned = name in ncu.metrics_returned or any(n in ncu.metrics_returned for n in spec.ncu_names)
-        out.append(CounterAvailability(
-            field=spec.field, ncu_name=name, available=returned,
-            reason=None if returned else f"ncu returned no '{name}' (not offered on {chip or 'this chip'}, "
-            "or not requested)"))
-    return out
+    return counter_availability(chip, specs, returned_by(ncu.metrics_returned if ncu is not None else None, chip))
 
 
 def capture_meta(capture: CaptureMeta | None, kineto: KinetoTrace | None, nsys: NsysTimeline | None,

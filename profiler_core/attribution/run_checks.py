@@ -4,7 +4,8 @@ A manifest says what the capture ran and wrote; the artifacts say what was measu
 the two disagree (a manifest copied from another run, an edited iteration count, a file
 missing although the manifest lists it, Inductor logs of another compile, a profile.json
 left from an earlier capture) attribution would join numbers that belong to different
-runs. Each check here either refuses with a message naming the file and the fix, or
+runs. (Whether the listed files are there at all is the run directory's own check,
+:mod:`profiler_core.rundir.artifacts`.) Each check here either refuses with a message naming the file and the fix, or
 returns a warning that goes into the profile::
 
     manifest: measured_iterations 3, kernels_per_iteration 254; kineto.json.gz: 508 kernels
@@ -14,60 +15,15 @@ returns a warning that goes into the profile::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from profiler_core.capture.manifest import MANIFEST_NAME, RunManifest, RunStatus
 from profiler_core.errors import ArtifactFormatError, AttributionError
 from profiler_core.records import InductorArtifacts, KinetoTrace, NsysTimeline
+from profiler_core.rundir import MANIFEST_NAME, RunManifest
 from profiler_core.schema import Profile
 
 MTIME_SLACK_S = 2.0  # a checkout writes a run's files within moments of each other
-
-
-def manifest_entry(root: Path, kind: str, rel: str) -> Path:
-    """``root / rel`` for an artifact the manifest names; refused when it leaves the run directory.
-
-    A manifest's paths are relative to its run directory (so the directory can move); an
-    absolute path or one climbing out with ``..`` points at another capture, or anywhere.
-    """
-    pure = PurePosixPath(rel.replace("\\", "/"))
-    if pure.is_absolute() or os.path.isabs(rel) or ".." in pure.parts or not rel.strip():
-        raise ArtifactFormatError(
-            f"{root / MANIFEST_NAME}: artifact '{kind}' is {rel!r}, outside its run directory; a manifest "
-            "names its files relative to the run directory: re-capture, or attribute the files explicitly")
-    return root / rel
-
-
-def present(path: Path) -> Path | None:
-    """``path``, or its ``.gz`` (a compressed copy) or its uncompressed twin, whichever exists."""
-    for candidate in (path, path.with_name(path.name + ".gz"),
-                      path.with_name(path.name[:-3]) if path.name.endswith(".gz") else None):
-        if candidate is not None and (candidate.exists() or candidate.is_symlink()):
-            return candidate
-    return None
-
-
-def missing_listed(root: Path, what: str, listed: Sequence[str]) -> ArtifactFormatError:
-    names = " or ".join(repr(n) for n in listed)
-    return ArtifactFormatError(
-        f"{root}: the manifest lists the {what} {names}, but the run directory lacks it: the run is "
-        "incomplete or was trimmed; re-run 'oprof capture', or attribute the files that remain explicitly "
-        "(--kineto/--nsys/--ncu/--inductor)")
-
-
-def status_warnings(root: Path, manifest: RunManifest) -> list[str]:
-    """Refuse a run the capture marked failed or cancelled; warn on one still marked running."""
-    status = manifest.status
-    if status in (RunStatus.FAILED, RunStatus.CANCELLED):
-        why = f" ({manifest.error})" if manifest.error else ""
-        raise AttributionError(
-            f"{root}: the capture is marked {status.value}{why}; its artifacts are partial: re-run 'oprof capture'")
-    if status is RunStatus.RUNNING:
-        return [f"{root / MANIFEST_NAME}: status is still 'running': the capture was interrupted or is not "
-                "finished; the artifacts may be partial"]
-    return []
 
 
 def check_trace_matches(root: Path, manifest: RunManifest, timeline: KinetoTrace | NsysTimeline) -> None:

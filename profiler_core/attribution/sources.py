@@ -1,114 +1,23 @@
-"""Find and load the artifacts of a capture: a run directory, or files named one by one.
+"""Attribute a capture: a run directory, or files named one by one.
 
-A run directory (what ``oprof capture`` writes) holds ``manifest.json`` naming its artifacts;
-without a manifest the conventional names are looked up (``kineto.json[.gz]``,
-``timeline.sqlite`` / ``nsys.sqlite``, ``counters.csv`` / ``counters.ncu-rep`` / ``ncu*.csv``,
-``inductor/`` / ``torch_trace.tgz`` / ``output_code.log``).
+Which files a run directory holds is :mod:`profiler_core.rundir`'s to say (its manifest,
+else the conventional names); this module reads them and runs the engine.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_core.attribution.engine import attribute
-from profiler_core.attribution.run_checks import (
-    check_inductor_matches,
-    check_trace_matches,
-    manifest_entry,
-    missing_listed,
-    present,
-    stale_profile_reason,
-    status_warnings,
-)
-from profiler_core.capture.manifest import MANIFEST_NAME, RunManifest, read_manifest
+from profiler_core.attribution.run_checks import check_inductor_matches, check_trace_matches, stale_profile_reason
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError, AttributionError, ProfilerError
+from profiler_core.rundir import MANIFEST_NAME, MODULE_MAP_NAME, PLAN_NAME, PROFILE_NAME, RunManifest, open_run
 from profiler_core.schema import CaptureMeta, ClockSample, Profile
 
 PathLike = str | os.PathLike[str]
-
-_WHAT = {"kineto": "Kineto trace", "nsys": "Nsight Systems export", "ncu": "Nsight Compute counters",
-         "inductor": "Inductor artifacts"}
-_CANDIDATES = {
-    "kineto": ("kineto.json.gz", "kineto.json", "trace.json.gz", "trace.json"),
-    "nsys": ("timeline.sqlite", "nsys.sqlite"),
-    "ncu": ("counters.csv", "counters.ncu-rep", "ncu_full_raw.csv", "ncu_per_config_raw.csv", "ncu.csv"),
-    "inductor": ("inductor", "torch_trace.tgz", "torch_trace", "output_code.log", "output_code.log.gz",
-                 "output_code.py"),
-}
-
-
-@dataclass(frozen=True)
-class RunArtifacts:
-    """The artifact paths of one capture (None where a phase did not produce one)."""
-
-    kineto: Path | None = None
-    nsys: Path | None = None
-    ncu: Path | None = None
-    inductor: Path | None = None
-    manifest: RunManifest | None = None
-    notes: tuple[str, ...] = ()  # what the run-directory checks flagged (warnings for the profile)
-
-
-def _existing(path: Path | None) -> Path | None:
-    return path if path is not None and path.exists() else None
-
-
-def _from_manifest(root: Path, manifest: RunManifest) -> dict[str, Path | None]:
-    """The artifacts the manifest names, each checked to lie in the run directory and to exist."""
-    art = manifest.artifacts
-    listed = {kind: [(field, rel) for field, rel in fields if rel]
-              for kind, fields in (("kineto", [("kineto", art.kineto)]), ("nsys", [("timeline", art.timeline)]),
-                                   ("ncu", [("counters_csv", art.counters_csv),
-                                            ("counters_report", art.counters_report)]),
-                                   ("inductor", [("torch_trace", art.torch_trace),
-                                                 ("output_code", art.output_code)]))}
-    found: dict[str, Path | None] = dict.fromkeys(_CANDIDATES)
-    for kind, entries in listed.items():
-        paths = [manifest_entry(root, field, rel) for field, rel in entries]
-        found[kind] = next((hit for hit in map(present, paths) if hit is not None), None)
-        if paths and found[kind] is None and kind != "inductor":
-            raise missing_listed(root, _WHAT[kind], [rel for _, rel in entries])
-    return found
-
-
-def find_run_artifacts(run_dir: PathLike) -> RunArtifacts:
-    """Locate a run directory's artifacts (manifest first, then conventional names).
-
-    What the manifest lists must be there: a listed timeline or counters file that is
-    missing is an error (a listed Inductor file that is missing is a warning, attribution
-    then runs without the fusion map). A manifest path outside the run directory is refused.
-    """
-    root = Path(run_dir)
-    if not root.is_dir():
-        raise ArtifactFormatError(f"{root}: not a run directory; pass the folder 'oprof capture' wrote")
-    manifest = read_manifest(root) if (root / MANIFEST_NAME).exists() else None
-    notes: list[str] = []
-    inductor_missing = False
-    if manifest is not None:
-        notes.extend(status_warnings(root, manifest))
-        found = _from_manifest(root, manifest)
-        listed_inductor = [p for p in (manifest.artifacts.torch_trace, manifest.artifacts.output_code) if p]
-        if listed_inductor and found["inductor"] is None:
-            inductor_missing = True
-            notes.append(f"{root}: the manifest lists the Inductor artifacts "
-                         f"{' and '.join(listed_inductor)}, but the run directory lacks them: Inductor-generated "
-                         "kernels are attributed without the fusion map")
-    else:
-        found = dict.fromkeys(_CANDIDATES)
-    for kind, names in _CANDIDATES.items():
-        for name in names:
-            if found[kind] is None and not (kind == "inductor" and inductor_missing):
-                found[kind] = _existing(root / name)
-    if found["kineto"] is None and found["nsys"] is None:
-        raise ArtifactFormatError(
-            f"{root}: holds no timeline (kineto.json or timeline.sqlite); was the capture interrupted? "
-            "re-run 'oprof capture'"
-        )
-    return RunArtifacts(manifest=manifest, notes=tuple(notes), **found)
 
 
 def capture_meta_from_manifest(manifest: RunManifest | None, run_dir: PathLike | None = None) -> CaptureMeta | None:
@@ -145,7 +54,7 @@ def _identity_of_older_capture(path: str, run_dir: PathLike | None) -> str | Non
     """
     if Path(path).name != "workload_optimized.py":
         return Path(path).name
-    plan = Path(run_dir) / "plan.json" if run_dir is not None else None
+    plan = Path(run_dir) / PLAN_NAME if run_dir is not None else None
     if plan is None or not plan.is_file():
         return None
     try:
@@ -217,10 +126,8 @@ def attribute_files(
 
 
 def attribute_run(run_dir: PathLike, *, allow_partial: bool = False) -> Profile:
-    """Attribute a capture directory written by ``oprof capture``."""
-    art = find_run_artifacts(run_dir)
-    from profiler_core.attribution.modules import MODULE_MAP_NAME
-
+    """Attribute a capture directory written by ``oprof capture`` (one capture: one rank's directory)."""
+    art = open_run(Path(run_dir)).artifacts()
     module_map = Path(run_dir) / MODULE_MAP_NAME
     profile = attribute_files(kineto=art.kineto, nsys=art.nsys, ncu=art.ncu, inductor=art.inductor,
                               capture=capture_meta_from_manifest(art.manifest, run_dir),
@@ -243,7 +150,7 @@ def stale_reason(profile_path: PathLike, profile: Profile) -> str | None:
     if not (root / MANIFEST_NAME).is_file():
         return None
     try:
-        art = find_run_artifacts(root)
+        art = open_run(root).artifacts()
     except ArtifactFormatError:
         return None  # the run's own problems surface when it is attributed
     return stale_profile_reason(path, profile, art.manifest,
@@ -255,7 +162,7 @@ def current_profile(run_dir: PathLike) -> Profile:
     from profiler_core.schema import read_profile
 
     root = Path(run_dir)
-    written = root / "profile.json"
+    written = root / PROFILE_NAME
     if not written.is_file():
         return attribute_run(root)
     profile = read_profile(written)

@@ -3,7 +3,7 @@
     from profiler_core.capture import CaptureConfig, capture
 
     result = capture("model.py", CaptureConfig(counters="per-config"))
-    result.run_dir / "manifest.json"
+    result.run_dir / "manifest.json"       # its model: profiler_core.rundir.RunManifest
 
 Submodules are imported lazily by their users: the harness child process only needs
 ``config`` and the workload loader, not the orchestration.
@@ -15,18 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from profiler_core.capture.config import CaptureConfig, ClockPolicy, CompileMode, CounterMode, ReplayMode
-    from profiler_core.capture.manifest import RunManifest, read_manifest, write_manifest
     from profiler_core.capture.pipeline import CaptureResult, capture
 
 _EXPORTS = {
     "CaptureConfig": "config", "ClockPolicy": "config", "CompileMode": "config", "CounterMode": "config",
-    "ReplayMode": "config", "RunManifest": "manifest", "read_manifest": "manifest",
-    "write_manifest": "manifest", "CaptureResult": "pipeline", "capture": "pipeline",
+    "ReplayMode": "config", "CaptureResult": "pipeline", "capture": "pipeline",
 }
 
 __all__ = [
-    "CaptureConfig", "CaptureResult", "ClockPolicy", "CompileMode", "CounterMode", "ReplayMode",
-    "RunManifest", "capture", "read_manifest", "write_manifest",
+    "CaptureConfig", "CaptureResult", "ClockPolicy", "CompileMode", "CounterMode", "ReplayMode", "capture",
 ]
 
 

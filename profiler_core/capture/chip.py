@@ -18,26 +18,14 @@ from typing import Any
 from profiler_core.capture import user_cache
 from profiler_core.capture.phases import ncu_query_metrics_command
 from profiler_core.errors import ToolFailedError, ToolNotFoundError
-from profiler_core.metrics.catalog import ncu_names_for_chip
+from profiler_core.metrics.availability import counter_availability, offered_by
+from profiler_core.metrics.catalog import ALL_SPECS, CATALOG
+from profiler_core.metrics.chips import chip_for_capability
 from profiler_core.schema import CounterAvailability
 
 NO_GPU_MESSAGE = (
     "capture needs an NVIDIA GPU with CUDA; on this machine run `oprof demo` on the shipped captures"
 )
-
-# Compute capability -> the ncu chip name whose metric list stands for that architecture.
-CHIP_BY_CAPABILITY: dict[tuple[int, int], str] = {
-    (7, 0): "gv100",
-    (7, 5): "tu102",
-    (8, 0): "ga100",
-    (8, 6): "ga102",
-    (8, 7): "ga10b",
-    (8, 9): "ad102",
-    (9, 0): "gh100",
-    (10, 0): "gb100",
-    (12, 0): "gb202",
-}
-
 
 @dataclass(frozen=True)
 class GpuInfo:
@@ -60,13 +48,6 @@ class GpuInfo:
     def cache_key(self) -> str:
         """Stable identity for per-GPU caches."""
         return self.uuid or f"{self.name}-{self.nvml_index}"
-
-
-def chip_for_capability(capability: tuple[int, int] | None) -> str | None:
-    """ncu chip name for a compute capability, e.g. (9, 0) -> "gh100"."""
-    if capability is None:
-        return None
-    return CHIP_BY_CAPABILITY.get(tuple(capability))  # type: ignore[arg-type]
 
 
 def device_ordinal(device: str) -> int:
@@ -231,16 +212,7 @@ def select_counters(chip: str | None, available: frozenset[str] | None, *,
     ``launch__*`` names are launch attributes, not listed by --query-metrics, and always
     reported. With ``available`` None (the chip is unknown) every name is kept unverified.
     """
-    chosen: dict[str, str] = {}
-    rows: list[CounterAvailability] = []
-    for field, name in ncu_names_for_chip(chip, flop_counters=flop_counters).items():
-        base = name.split(".", 1)[0]
-        if available is None or base.startswith("launch__") or base in available:
-            chosen[field] = name
-            rows.append(CounterAvailability(field=field, ncu_name=name, available=True))
-        else:
-            rows.append(CounterAvailability(
-                field=field, ncu_name=name, available=False,
-                reason=f"ncu {ncu_version or ''} lists no metric {base!r} for chip {chip}".replace("  ", " "),
-            ))
+    rows = counter_availability(chip, ALL_SPECS if flop_counters else CATALOG,
+                                offered_by(chip, available, ncu_version=ncu_version))
+    chosen = {row.field: row.ncu_name for row in rows if row.available and row.ncu_name is not None}
     return CounterSelection(ncu_names=chosen, availability=tuple(rows))

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from profiler_core.capture import user_cache
-from profiler_core.capture.manifest import PhaseClocks
 from profiler_core.errors import ToolFailedError
+from profiler_core.rundir.manifest import PhaseClocks
 from profiler_core.schema import ClockBasis
 
 SAMPLE_INTERVAL_S = 0.1

@@ -12,16 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from profiler_core.compile_mode import CompileMode
 from profiler_core.errors import ProfilerError
-
-
-class CompileMode(StrEnum):
-    """How the harness wraps the model: eager, or torch.compile with one of Inductor's modes."""
-
-    EAGER = "eager"
-    DEFAULT = "default"
-    MAX_AUTOTUNE = "max-autotune"
-    REDUCE_OVERHEAD = "reduce-overhead"
 
 
 class CounterMode(StrEnum):
@@ -83,6 +75,8 @@ class CaptureConfig:
     # empty or new: the first phase writes Inductor's artifacts only when it compiles cold.
     inductor_cache_dir: Path | None = None
     probe_s: float = 5.0  # seconds of synthetic load when probing the clock to lock
+    # Processes per node under torchrun, each rank captured into <run>/rank<N>/; None: one process.
+    ranks: int | None = None
 
     def __post_init__(self) -> None:
         for name, enum in (("compile_mode", CompileMode), ("counters", CounterMode),
@@ -93,6 +87,8 @@ class CaptureConfig:
             except ValueError as err:
                 choices = ", ".join(m.value for m in enum)
                 raise ProfilerError(f"{name}={value!r} is not one of: {choices}") from err
+        if self.ranks is not None and self.ranks < 1:
+            raise ProfilerError(f"--nproc-per-node {self.ranks}: pass 1 or more processes")
         if self.warmup < 0:
             raise ProfilerError(f"warmup={self.warmup}: pass 0 or more warmup iterations")
         if self.iters < 1:

@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING
 from profiler_core.capture import phases
 from profiler_core.capture.chip import available_metrics, select_counters
 from profiler_core.capture.config import CounterMode, HarnessPhase, ReplayMode
-from profiler_core.capture.manifest import PhaseStatus
 from profiler_core.capture.runner import ProcessResult, failure_summary, tail_lines
 from profiler_core.errors import ProfilerError, ToolFailedError
+from profiler_core.rundir.layout import COUNTERS_CSV_NAME
+from profiler_core.rundir.manifest import PhaseStatus
 
 if TYPE_CHECKING:
     from profiler_core.capture.pipeline import CaptureSession
 
 REPORT_BASE = "counters"
-CSV_NAME = "counters.csv"
+CSV_NAME = COUNTERS_CSV_NAME
 _PASSES = re.compile(r"^==PROF== Profiling .* - (\d+) pass(?:es)?\s*$")
 
 

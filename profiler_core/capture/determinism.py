@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profiler_core.attribution.names import normalize_kernel_name
+from profiler_core.attribution.counter_join import dims_agree
+from profiler_core.attribution.joins import launch_order
+from profiler_core.attribution.names import choose_name_key, kernel_base_name, normalize_kernel_name
 from profiler_core.errors import DeterminismError
 from profiler_core.records import Dim3
 
@@ -56,24 +58,14 @@ def launches(items: Sequence[Any], normalize: Callable[[str], str] | None = None
     """Kernel launches of TimelineKernel / CounterRow records, in launch order.
 
     Memcpy/memset activities are dropped (ncu measures kernels only). Timeline kernels
-    are ordered by CUPTI correlation id (host launch order) when every one has it, else by
-    start time; counter rows keep their report order.
+    are put in host launch order the way the attribution engine orders them
+    (``attribution.joins.launch_order``); counter rows keep their report order.
     """
     norm = normalize or kernel_name_normalizer()
     kernels = [k for k in items if getattr(k, "kind", "kernel") == "kernel"]
     if kernels and hasattr(kernels[0], "start_ns"):
-        if all(getattr(k, "correlation_id", None) is not None for k in kernels):
-            kernels.sort(key=lambda k: (k.correlation_id, k.start_ns))
-        else:
-            kernels.sort(key=lambda k: k.start_ns)
+        kernels = [kernels[i] for i in launch_order(kernels)]
     return [Launch(norm(k.name), k.name, _dim(k.grid), _dim(k.block)) for k in kernels]
-
-
-def _dims_differ(a: Launch, b: Launch) -> bool:
-    for x, y in ((a.grid, b.grid), (a.block, b.block)):
-        if x is not None and y is not None and x != y:
-            return True
-    return False
 
 
 def _nth_index(seq: Sequence[Launch], name: str, nth: int) -> int | None:
@@ -95,7 +87,7 @@ def check_same_launches(reference: Sequence[Launch], other: Sequence[Launch], *,
                         reference_label: str, other_label: str) -> None:
     """Raise DeterminismError at the first launch where ``other`` differs from ``reference``."""
     for i, (a, b) in enumerate(zip(reference, other, strict=False)):
-        if a.name == b.name and not _dims_differ(a, b):
+        if a.name == b.name and dims_agree(a, b):
             continue
         nth = _occurrence(reference, i)
         j = _nth_index(other, a.name, nth)
@@ -140,8 +132,6 @@ def check_configs_covered(reference: Sequence[Launch], sampled: Sequence[Launch]
                 f"{sampled_label} row #{j} measured {launch.describe()}, a configuration {reference_label} "
                 "never launched; the phases ran differently compiled code"
             )
-    from profiler_core.attribution.names import kernel_base_name
-
     # ncu's per-launch-config filter keys on the function, not the template instantiation:
     # two instantiations of one kernel with one launch configuration are sampled once
     sampled_by_function = {(kernel_base_name(x.raw_name), x.grid, x.block) for x in sampled}
@@ -176,8 +166,6 @@ def load_phase_launches(run_dir: Path, *, kineto: str, timeline: str | None,
 
 
 def _common_spelling(found: PhaseLaunches) -> PhaseLaunches:
-    from profiler_core.attribution.names import choose_name_key
-
     others = [launch.raw_name for seq in (found.nsys, found.ncu) if seq is not None for launch in seq]
     key, label = choose_name_key((launch.raw_name for launch in found.kineto), others)
     if label == "join_key":

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from profiler_core.capture.config import CompileMode, HarnessPhase
+from profiler_core.compile_mode import compile_model
 from profiler_core.errors import WorkloadError
+from profiler_core.rundir.layout import MODULE_MAP_NAME
 from profiler_core.workload import last_frame
 
 RESULT_KEY = "oprof_harness"
@@ -67,7 +69,6 @@ def workload_error_line(text: str) -> str | None:
 
 # ---------------------------------------------------------------- child side
 
-MODULE_MAP_NAME = "modules.json"
 
 
 class ModuleOrder:
@@ -156,24 +157,6 @@ def _versions() -> dict[str, Any]:
     except Exception:
         versions["triton"] = None
     return versions
-
-
-def _compiled(model: Any, mode: CompileMode, path: Path) -> Any:
-    import torch
-
-    if mode is CompileMode.EAGER:
-        return model
-    if isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
-        # the workload compiled its model itself (workload_optimized.py does, with the plan's
-        # backend and mode): compiling it again would nest two compilers
-        return model
-    try:
-        return torch.compile(model, mode=None if mode is CompileMode.DEFAULT else mode.value)
-    except Exception as err:
-        raise WorkloadError(
-            f"{path}: torch.compile(mode={mode.value!r}) failed: {type(err).__name__}: {err}; "
-            "try --compile-mode eager"
-        ) from err
 
 
 def _placed(model: Any, inputs: tuple[Any, ...], device: str) -> tuple[Any, tuple[Any, ...]]:
@@ -305,7 +288,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model, inputs = _placed(wl.model, wl.inputs, device)
     if rank is not None:
         model = _distributed_model(wl, model, device, path)
-    model = _compiled(model, mode, path)
+    model = compile_model(model, mode, path)
     sync = _synchronizer(device)
 
     def step() -> None:

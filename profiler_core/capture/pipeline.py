@@ -23,12 +23,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import profiler_core
 from profiler_core.capture import phases
-from profiler_core.capture.chip import GpuInfo, chip_for_capability, detect_gpu
+from profiler_core.capture.chip import GpuInfo, detect_gpu
 from profiler_core.capture.clocks import (
     ClockObserver,
     ClockReader,
@@ -41,7 +40,29 @@ from profiler_core.capture.config import CaptureConfig, ClockPolicy, CounterMode
 from profiler_core.capture.determinism import PhaseLaunches, check_phases, load_phase_launches
 from profiler_core.capture.harness import WORKLOAD_ERROR_EXIT, parse_result, workload_error_line
 from profiler_core.capture.inductor_artifacts import pack_torch_trace
-from profiler_core.capture.manifest import (
+from profiler_core.capture.runner import ProcessResult, failure_summary, run_process
+from profiler_core.capture.spot_check import counter_spread, load_counter_rows
+from profiler_core.capture.tools import find_ncu, find_nsys, find_nvidia_smi, tool_version
+from profiler_core.errors import (
+    CaptureCancelledError,
+    DeterminismError,
+    ProfilerError,
+    ToolFailedError,
+    ToolNotFoundError,
+    WorkloadError,
+)
+from profiler_core.metrics.chips import chip_for_capability
+from profiler_core.rundir.create import new_run_dir, utc_now
+from profiler_core.rundir.layout import (
+    INDUCTOR_DIR,
+    KINETO_NAME,
+    LOGS_DIR,
+    OUTPUT_CODE_LOG,
+    PROFILE_NAME,
+    TORCH_TRACE_ARCHIVE,
+    TORCH_TRACE_DIR,
+)
+from profiler_core.rundir.manifest import (
     Artifacts,
     ClockRecord,
     CounterRecord,
@@ -54,23 +75,11 @@ from profiler_core.capture.manifest import (
     WorkloadRecord,
     write_manifest,
 )
-from profiler_core.capture.runner import ProcessResult, failure_summary, run_process
-from profiler_core.capture.spot_check import counter_spread, load_counter_rows
-from profiler_core.capture.tools import find_ncu, find_nsys, find_nvidia_smi, tool_version
-from profiler_core.errors import (
-    CaptureCancelledError,
-    DeterminismError,
-    ProfilerError,
-    ToolFailedError,
-    ToolNotFoundError,
-    WorkloadError,
-)
 from profiler_core.schema import ToolVersions
 from profiler_core.workload import checked_workload_path, workload_identity
 
 ProgressFn = Callable[[str, int, int, str], None]
 
-DEFAULT_RUNS_DIR = Path("oprof-runs")
 _ENV_PREFIXES = ("CUDA_", "TORCH", "PYTORCH_", "TRITON_", "NVIDIA_", "CUBLAS", "CUDNN", "NCCL_",
                  "INDUCTOR_", "OPROF_", "OMP_NUM_THREADS", "LD_LIBRARY_PATH", "PYTHONPATH")
 _ENV_SECRETS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -84,30 +93,6 @@ class CaptureResult:
     manifest: RunManifest
 
 
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def default_run_dir(workload: Path, base: Path = DEFAULT_RUNS_DIR) -> Path:
-    """``oprof-runs/<workload stem>-<UTC timestamp>/`` (suffixed if that name is taken)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    candidate = base / f"{workload.stem}-{stamp}"
-    n = 2
-    while candidate.exists():
-        candidate = base / f"{workload.stem}-{stamp}-{n}"
-        n += 1
-    return candidate
-
-
-def _make_run_dir(config: CaptureConfig, workload: Path) -> Path:
-    run_dir = config.out_dir if config.out_dir is not None else default_run_dir(workload)
-    run_dir = Path(run_dir)
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise ProfilerError(f"{run_dir}: already holds files; pass a new or empty --out directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
-
-
 def environment_subset(env: dict[str, str]) -> dict[str, str]:
     """The variables that can change what a capture measures (no secrets)."""
     return {k: v for k, v in sorted(env.items())
@@ -115,14 +100,14 @@ def environment_subset(env: dict[str, str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class _Tools:
+class Tools:
     ncu: Path | None
     nsys: Path | None
     nsys_missing: str | None
     nvidia_smi: Path | None
 
 
-def _find_tools(config: CaptureConfig) -> _Tools:
+def find_tools(config: CaptureConfig) -> Tools:
     ncu = find_ncu() if config.counters is not CounterMode.NONE else None
     nsys: Path | None = None
     missing: str | None = None
@@ -132,7 +117,7 @@ def _find_tools(config: CaptureConfig) -> _Tools:
         except ToolNotFoundError as err:
             missing = str(err)
     smi = find_nvidia_smi() if config.clocks is ClockPolicy.LOCK else None
-    return _Tools(ncu=ncu, nsys=nsys, nsys_missing=missing, nvidia_smi=smi)
+    return Tools(ncu=ncu, nsys=nsys, nsys_missing=missing, nvidia_smi=smi)
 
 
 def _quiet_ncu() -> Path | None:
@@ -145,7 +130,7 @@ def _quiet_ncu() -> Path | None:
 class CaptureSession:
     """One capture in progress: its run directory, manifest and phase runner."""
 
-    def __init__(self, workload: Path, config: CaptureConfig, gpu: GpuInfo, tools: _Tools, run_dir: Path,
+    def __init__(self, workload: Path, config: CaptureConfig, gpu: GpuInfo, tools: Tools, run_dir: Path,
                  progress: ProgressFn | None, cancel: threading.Event | None) -> None:
         self.workload, self.config, self.gpu, self.tools, self.run_dir = workload, config, gpu, tools, run_dir
         self.progress, self.cancel = progress, cancel
@@ -162,7 +147,7 @@ class CaptureSession:
         self.reader: ClockReader | None = None
         self.manifest = RunManifest(
             operator_profiler=profiler_core.__version__,
-            created_at=_utc_now(),
+            created_at=utc_now(),
             workload=WorkloadRecord(
                 path=str(workload), sha256=hashlib.sha256(workload.read_bytes()).hexdigest(),
                 identity=workload_identity(workload),
@@ -224,10 +209,10 @@ class CaptureSession:
                   stdout_path: Path | None = None) -> tuple[PhaseRecord, ProcessResult, ClockObserver | None]:
         """Run one child, record it in the manifest (whatever happens), return its outcome."""
         self._check_cancel()
-        logs = self.run_dir / "logs"
+        logs = self.run_dir / LOGS_DIR
         out = stdout_path or logs / f"{name}.stdout.log"
         err = logs / f"{name}.stderr.log"
-        record = PhaseRecord(name=name, status=PhaseStatus.OK, command=command, started_at=_utc_now(),
+        record = PhaseRecord(name=name, status=PhaseStatus.OK, command=command, started_at=utc_now(),
                              stdout_log=os.path.relpath(out, self.run_dir),
                              stderr_log=os.path.relpath(err, self.run_dir))
         self.manifest.phases.append(record)
@@ -311,11 +296,11 @@ class CaptureSession:
     def kineto(self) -> None:
         """Phase 1: Kineto trace + Inductor artifacts, cold cache (which it warms)."""
         self.say("kineto", "running (cold compile)")
-        inductor = self.run_dir / "inductor"
-        trace_dir, output_code = inductor / "torch_trace", inductor / "output_code.log"
+        inductor = self.run_dir / INDUCTOR_DIR
+        trace_dir, output_code = inductor / TORCH_TRACE_DIR, inductor / OUTPUT_CODE_LOG
         inductor.mkdir(parents=True, exist_ok=True)
         env = phases.kineto_env(self.env, torch_trace_dir=trace_dir, output_code_log=output_code)
-        command = self.harness_cmd(HarnessPhase.KINETO, out=self.run_dir / "kineto.json", provenance=True)
+        command = self.harness_cmd(HarnessPhase.KINETO, out=self.run_dir / KINETO_NAME, provenance=True)
         record, result, _ = self.run_child("kineto", command, env=env)
         self.raise_workload_error(record, result)
         if result.returncode != 0:
@@ -323,24 +308,21 @@ class CaptureSession:
                 f"kineto phase failed (exit {result.returncode}): {failure_summary(result)}; "
                 f"see {result.stderr_path}")
         data = self.harness_result(record, result)
-        if not (self.run_dir / "kineto.json").is_file():
-            raise ToolFailedError(f"kineto phase wrote no trace at {self.run_dir / 'kineto.json'}")
-        self.manifest.artifacts.kineto = "kineto.json"
-        self._absorb_harness(data)
-        if pack_torch_trace(trace_dir, inductor / "torch_trace.tgz"):
-            self.manifest.artifacts.torch_trace = "inductor/torch_trace.tgz"
+        if not (self.run_dir / KINETO_NAME).is_file():
+            raise ToolFailedError(f"kineto phase wrote no trace at {self.run_dir / KINETO_NAME}")
+        self.manifest.artifacts.kineto = KINETO_NAME
+        if pack_torch_trace(trace_dir, inductor / TORCH_TRACE_ARCHIVE):
+            self.manifest.artifacts.torch_trace = f"{INDUCTOR_DIR}/{TORCH_TRACE_ARCHIVE}"
         if output_code.is_file() and output_code.stat().st_size > 0:
-            self.manifest.artifacts.output_code = "inductor/output_code.log"
+            self.manifest.artifacts.output_code = f"{INDUCTOR_DIR}/{OUTPUT_CODE_LOG}"
         elif self.config.compile_mode.value != "eager":
             self.manifest.warnings.append("Inductor wrote no output code; fused kernels fall back to "
                                           "provenance (if any) for their operators")
-        kernels = data.get("kernels")
-        self.kineto_kernels = kernels if isinstance(kernels, int) else None
-        if isinstance(kernels, int) and kernels % self.config.iters == 0:
-            self.kernels_per_iteration = kernels // self.config.iters
+        kernels = self.absorb_harness(data)
         self.say("kineto", f"done in {record.duration_s:.1f} s ({kernels} kernels)")
 
-    def _absorb_harness(self, data: dict) -> None:
+    def absorb_harness(self, data: dict) -> object:
+        """What the kineto phase's harness reported: the GPU, the versions, the kernels per iteration."""
         info, versions = data.get("device_info") or {}, data.get("versions") or {}
         gpu = self.manifest.gpu
         gpu.sm_count = info.get("sm_count", gpu.sm_count)
@@ -352,6 +334,11 @@ class CaptureSession:
                 gpu.chip = chip_for_capability((int(major), int(minor)))
         v = self.manifest.versions
         v.torch, v.cuda, v.python = versions.get("torch"), versions.get("cuda"), versions.get("python")
+        kernels = data.get("kernels")
+        self.kineto_kernels = kernels if isinstance(kernels, int) else None
+        if isinstance(kernels, int) and kernels % self.config.iters == 0:
+            self.kernels_per_iteration = kernels // self.config.iters
+        return kernels
 
     def timeline(self) -> None:
         """Phase 2: nsys timeline of the measured region; on any failure the Kineto trace serves."""
@@ -371,13 +358,23 @@ class CaptureSession:
     def check(self) -> None:
         """Same kernels, order and sizes in every phase; spot-check spread in per-config mode."""
         self.say("check", "comparing phases")
+        found = self.check_phases_of(self.run_dir, self.manifest)
         art, counters = self.manifest.artifacts, self.manifest.counters
+        if counters.mode == "per-config" and counters.spot_check > 1 and art.counters_csv:
+            rows = load_counter_rows(self.run_dir / art.counters_csv)
+            counters.spot_check_spread = counter_spread(rows, counters.metrics, counters.spot_check)
+        agreeing = ", ".join(["kineto", *self.manifest.determinism.compared])
+        self.say("check", f"done: {len(found.kineto)} kernels agree across {agreeing}")
+
+    def check_phases_of(self, run_dir: Path, manifest: RunManifest) -> PhaseLaunches:
+        """The determinism check of one run directory, recorded in its ``manifest`` (raises on a divergence)."""
+        art, counters = manifest.artifacts, manifest.counters
         found: PhaseLaunches = load_phase_launches(
-            self.run_dir, kineto=art.kineto or "kineto.json",
-            timeline=art.timeline if self.manifest.timeline_source == "nsys" else None,
+            run_dir, kineto=art.kineto or KINETO_NAME,
+            timeline=art.timeline if manifest.timeline_source == "nsys" else None,
             counters_csv=art.counters_csv)
         record = DeterminismRecord(checked=True, kernels=len(found.kineto))
-        self.manifest.determinism = record
+        manifest.determinism = record
         try:
             record.compared = check_phases(
                 found, counter_mode=counters.mode,
@@ -388,25 +385,17 @@ class CaptureSession:
         record.passed = True
         if found.ncu is not None:
             counters.rows = len(found.ncu)
-        if counters.mode == "per-config" and counters.spot_check > 1 and art.counters_csv:
-            rows = load_counter_rows(self.run_dir / art.counters_csv)
-            counters.spot_check_spread = counter_spread(rows, counters.metrics, counters.spot_check)
-        agreeing = ", ".join(["kineto", *record.compared])
-        self.say("check", f"done: {len(found.kineto)} kernels agree across {agreeing}")
+        return found
 
     def attribute(self) -> None:
         """Optional: attribute the run and write profile.json."""
         self.say("attribute", "attributing")
-        try:
-            from profiler_core.attribution import attribute_run
-        except ImportError as err:
-            raise ProfilerError(f"attribution is not available in this installation ({err}); "
-                                f"run 'oprof attribute {self.run_dir}' where it is") from err
+        from profiler_core.attribution import attribute_run
         from profiler_core.schema import write_profile
 
         profile = attribute_run(self.run_dir)
-        write_profile(self.run_dir / "profile.json", profile)
-        self.manifest.artifacts.profile = "profile.json"
+        write_profile(self.run_dir / PROFILE_NAME, profile)
+        self.manifest.artifacts.profile = PROFILE_NAME
         self.say("attribute", "done: profile.json")
 
     # ------------------------------------------------------------ driver
@@ -461,14 +450,17 @@ def capture(workload: str | Path, config: CaptureConfig | None = None, *,
     missing required tool. Afterwards every failure is also recorded in the manifest.
     """
     config = config or CaptureConfig()
+    if config.ranks is not None:
+        raise ProfilerError(f"ranks={config.ranks}: a capture of several ranks runs under torchrun; call "
+                            "profiler_core.api.capture (oprof capture --nproc-per-node N)")
     path = checked_workload_path(workload)
     gpu = detect_gpu(config.device)
-    tools = _find_tools(config)
+    tools = find_tools(config)
     if config.inductor_cache_dir is not None:
         try:
             Path(config.inductor_cache_dir).mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ProfilerError(f"{config.inductor_cache_dir}: cannot hold the Inductor cache "
                                 f"({err.strerror or err}); give a directory that can be created") from err
-    run_dir = _make_run_dir(config, path)
+    run_dir = new_run_dir(config.out_dir, path)
     return CaptureSession(path, config, gpu, tools, run_dir, progress, cancel).run()

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profiler_core.capture.determinism import kernel_name_normalizer
-from profiler_core.capture.manifest import SpotCheckRecord
+from profiler_core.rundir.manifest import SpotCheckRecord
 
 
 def _rel_deviation(values: Sequence[float]) -> float | None:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 from profiler_core.capture import phases
 from profiler_core.capture.clocks import locked_clocks
 from profiler_core.capture.config import ClockPolicy, HarnessPhase
-from profiler_core.capture.manifest import PhaseRecord, PhaseStatus
 from profiler_core.capture.nsys_import import import_failure_hint
 from profiler_core.capture.runner import ProcessResult, failure_summary
 from profiler_core.errors import ToolFailedError
+from profiler_core.rundir.layout import TIMELINE_NAME, TIMELINE_REPORT_NAME
+from profiler_core.rundir.manifest import PhaseRecord, PhaseStatus
 
 if TYPE_CHECKING:
     from profiler_core.capture.pipeline import CaptureSession
@@ -42,7 +43,7 @@ def run_timeline(cap: CaptureSession) -> None:
         record = _profile(cap, command)
     if record is None:
         return
-    report, sqlite = base.with_suffix(".nsys-rep"), cap.run_dir / "timeline.sqlite"
+    report, sqlite = base.with_suffix(".nsys-rep"), cap.run_dir / TIMELINE_NAME
     export = phases.nsys_export_command(cap.tools.nsys, report=report, sqlite_out=sqlite)
     try:
         rec2, res2, _ = cap.run_child("timeline-export", export)
@@ -83,7 +84,7 @@ def _profile(cap: CaptureSession, command: list[str]) -> PhaseRecord | None:
         _fall_back(cap, f"nsys failed ({err})")
         return None
     cap.raise_workload_error(record, result)
-    report = cap.run_dir / "timeline.nsys-rep"
+    report = cap.run_dir / TIMELINE_REPORT_NAME
     if result.returncode != 0 or not report.is_file():
         record.status = PhaseStatus.FAILED
         _fall_back(cap, f"nsys profile failed (exit {result.returncode}: {failure_summary(result)})"

@@ -9,11 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from profiler_core.attribution import attribute_files, attribute_run
+from profiler_core import api
 from profiler_core.cli import command, emit_json, err_console, out_console
-from profiler_core.distributed.attribute import MultiRankProfile, attribute_ranks
-from profiler_core.distributed.layout import RANKS_JSON, is_multi_rank
-from profiler_core.errors import ProfilerError
+from profiler_core.distributed.attribute import MultiRankProfile
+from profiler_core.rundir import PROFILE_NAME, RANKS_JSON
 from profiler_core.schema import Profile, write_profile
 
 ELSEWHERE = Path("oprof-runs") / "attribute"  # profiles of captures the user only asked to read
@@ -26,9 +25,9 @@ def default_profile_path(run_dir: Path) -> Path:
     resolved = run_dir.resolve()
     shipped = resolved.is_relative_to(CAPTURES.resolve())
     if not shipped and os.access(resolved, os.W_OK):
-        return run_dir / "profile.json"
+        return run_dir / PROFILE_NAME
     name = "-".join(resolved.relative_to(CAPTURES.resolve()).parts) if shipped else resolved.name
-    return ELSEWHERE / name / "profile.json"
+    return ELSEWHERE / name / PROFILE_NAME
 
 
 @command("attribute")
@@ -50,25 +49,16 @@ def attribute_cmd(
 ) -> None:
     """Attribute every kernel to its operator, with counters and evidence tiers."""
     output = out or output_alias
-    explicit = any(p is not None for p in (kineto, nsys, ncu, inductor))
-    if run_dir is not None and explicit:
-        raise ProfilerError("give either a run directory or --kineto/--nsys/--ncu/--inductor files, not both")
-    if run_dir is not None and is_multi_rank(run_dir):
-        merged = attribute_ranks(run_dir, allow_partial=allow_partial)
+    done = api.attribute(run_dir, kineto=kineto, nsys=nsys, ncu=ncu, inductor=inductor, allow_partial=allow_partial)
+    if done.ranks is not None:
         if as_json:
-            emit_json(merged)
+            emit_json(done.ranks)
             return
-        render_multi_rank(merged, top=top)
-        out_console.print(f"wrote {run_dir}/rank*/profile.json and {run_dir / RANKS_JSON}")
+        render_multi_rank(done.ranks, top=top)
+        out_console.print(f"wrote {run_dir}/rank*/{PROFILE_NAME} and {run_dir}/{RANKS_JSON}")
         return
-    if run_dir is not None:
-        profile = attribute_run(run_dir, allow_partial=allow_partial)
-        out = output or default_profile_path(run_dir)
-    elif explicit:
-        profile = attribute_files(kineto=kineto, nsys=nsys, ncu=ncu, inductor=inductor, allow_partial=allow_partial)
-        out = output or Path("profile.json")
-    else:
-        raise ProfilerError("nothing to attribute: pass a run directory, or --kineto/--nsys with --ncu")
+    profile = done.single()
+    out = output or (default_profile_path(run_dir) if run_dir is not None else Path(PROFILE_NAME))
     write_profile(out, profile)
     if output is None and run_dir is not None and out.parent != run_dir:
         err_console.print(f"note: {run_dir} is a shipped or read-only capture; its profile goes to {out} "

@@ -14,8 +14,10 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from profiler_core import api
 from profiler_core.capture.config import CaptureConfig, ClockPolicy, CompileMode, CounterMode, ReplayMode
 from profiler_core.cli import command, emit_json, err_console, out_console
+from profiler_core.rundir import RanksManifest
 
 
 class _PhaseProgress:
@@ -80,32 +82,25 @@ def capture_command(
     no_flop_counters: _NoFlops = False,
 ) -> None:
     """Capture a workload: Kineto + Inductor artifacts, nsys timeline, ncu counters, checked."""
-    from profiler_core.capture.pipeline import capture
-
     config = CaptureConfig(
         out_dir=out, compile_mode=compile_mode, warmup=warmup, iters=iters, counters=counters,
         spot_check=spot_check, dedup_iterations=dedup_iterations, replay_mode=replay_mode,
         nsys=nsys, clocks=clocks, ncu_clock_control=ncu_clock_control,
         phase_timeout_s=phase_timeout, attribute=attribute, flop_counters=not no_flop_counters,
+        ranks=nproc_per_node,
     )
     if python:
         config = dataclasses.replace(config, python=python)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    if nproc_per_node is not None:
-        from profiler_core.distributed.capture import capture_ranks
-        from profiler_core.distributed.layout import read_ranks_manifest
-
-        with Progress(*columns, console=err_console, transient=False) as progress:
-            run_dir = capture_ranks(workload, config, nproc_per_node, progress=_PhaseProgress(progress))
-        if as_json:
-            emit_json(read_ranks_manifest(run_dir))
-        out_console.print(f"run directory: {run_dir} ({nproc_per_node} ranks: rank0/ .. rank{nproc_per_node - 1}/)")
-        return
     with Progress(*columns, console=err_console, transient=False) as progress:
-        result = capture(workload, config, progress=_PhaseProgress(progress))
+        result = api.capture(workload, config, progress=_PhaseProgress(progress))
     manifest = result.manifest
     if as_json:
         emit_json(manifest)
+        return
+    if isinstance(manifest, RanksManifest):
+        out_console.print(f"run directory: {result.run_dir} ({manifest.world_size} ranks: rank0/ .. "
+                          f"rank{manifest.world_size - 1}/)")
         return
     table = Table(title=f"{result.run_dir}: {manifest.status.value}")
     for column in ("phase", "status", "seconds", "SM MHz (median)"):

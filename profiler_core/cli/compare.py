@@ -13,11 +13,10 @@ from typing import Annotated
 
 import typer
 
-from profiler_core.analysis.comparability import workload_mismatch_text
-from profiler_core.analysis.compare import compare
+from profiler_core import api
 from profiler_core.cli import command, emit_json, err_console, out_console
-from profiler_core.cli.outputs import load_profile, write_output
-from profiler_core.errors import WorkloadMismatchError
+from profiler_core.cli.outputs import write_output
+from profiler_core.distributed.compare import MultiRankComparison
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
@@ -44,18 +43,13 @@ def compare_command(
 
     Two multi-rank run directories are compared rank by rank, plus the merged view.
     """
-    from profiler_core.distributed.layout import is_multi_rank
-
-    if is_multi_rank(base) and is_multi_rank(opt):
-        _compare_ranks(base, opt, as_json=as_json, fail_if_slower=fail_if_slower)
+    done = api.compare_paths(base, opt, force=force, force_option="--force")
+    if done.ranks is not None:
+        _render_ranks(done.ranks, as_json=as_json, fail_if_slower=fail_if_slower)
         return
-    base_profile, opt_profile = load_profile(base), load_profile(opt)
-    result = compare(base_profile, opt_profile, base_label=str(base), opt_label=str(opt))
-    mismatches = result.comparability.workload_mismatches()
-    if mismatches and not force:
-        raise WorkloadMismatchError(
-            workload_mismatch_text(str(base), str(opt), mismatches)
-            + ": pass the baseline of the same workload, or --force to compare anyway")
+    result, opt_profile = done.comparison, done.opt
+    if result is None or opt_profile is None:
+        return  # compare_paths gives either the ranks or both of these
     if markdown is not None:
         write_output(markdown, render_markdown(comparison=result))
     if html is not None:
@@ -73,12 +67,7 @@ def compare_command(
         raise typer.Exit(GATE_EXIT_CODE)
 
 
-def _compare_ranks(base: Path, opt: Path, *, as_json: bool, fail_if_slower: float | None) -> None:
-    from profiler_core.distributed.attribute import load_rank_profiles
-    from profiler_core.distributed.compare import compare_ranks
-
-    result = compare_ranks(load_rank_profiles(base), load_rank_profiles(opt), base_label=str(base),
-                           opt_label=str(opt))
+def _render_ranks(result: MultiRankComparison, *, as_json: bool, fail_if_slower: float | None) -> None:
     if as_json:
         emit_json(result)
     else:

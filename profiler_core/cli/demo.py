@@ -9,14 +9,13 @@ report per example. Live (a CUDA GPU and Nsight Compute present) it runs the who
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from profiler_core.atomic_write import write_text_atomic
+from profiler_core import api
 from profiler_core.cli import command, err_console, out_console
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
 
@@ -62,13 +61,13 @@ def demo(
     why_not = None if offline else _gpu_ready()
     if not offline and why_not is None:
         from profiler_core.cli.optimize import print_progress, render_result
-        from profiler_core.optimize import OptimizeConfig, optimize
+        from profiler_core.optimize import OptimizeConfig
 
         workload = EXAMPLES / f"{example}.py"
         if not workload.exists():
             raise ArtifactFormatError(f"{workload}: no such example; pick one of {_example_names()}")
         err_console.print(f"live: optimizing {workload.name} on this GPU")
-        result = optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"), progress=print_progress)
+        result = api.optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"), progress=print_progress)
         render_result(result)
         run = Path(result.run_dir)
         _next_steps([
@@ -83,7 +82,7 @@ def demo(
     err_console.print(
         f"[bold]No live capture here[/] ({why_not or 'offline requested'}): live capture needs an NVIDIA GPU "
         f"with Nsight Compute. Analysing the real H200 captures in {CAPTURES} instead.", soft_wrap=True)
-    rows = [_analyse(d, out / d.name) for d in sorted(p for p in CAPTURES.iterdir() if (p / "baseline").is_dir())]
+    rows = [_row(d, out / d.name) for d in sorted(p for p in CAPTURES.iterdir() if (p / "baseline").is_dir())]
     table = Table(title="H200 captures: attribute -> diagnose -> compare (shipped optimize results)")
     for col in ("example", "kernels", "attributed", "top finding", "passes kept", "kernel time",
                 "end-to-end (30 it.)"):
@@ -118,54 +117,24 @@ def _example_names() -> str:
     return ", ".join(sorted(p.stem for p in EXAMPLES.glob("*.py")))
 
 
-def _analyse(example_dir: Path, out: Path) -> tuple[str, ...]:
-    from profiler_core.analysis import compare, diagnose
+def _row(example_dir: Path, out: Path) -> tuple[str, ...]:
+    """One example analysed (``api.analyse_shipped_run``), as a row of the demo's table."""
     from profiler_core.analysis.findings import in_priority_order
-    from profiler_core.attribution import attribute_run
-    from profiler_core.passes.plan import read_plan
-    from profiler_core.report import render_html
-    from profiler_core.report.end_to_end import read_end_to_end
-    from profiler_core.schema import write_profile
 
-    baseline = attribute_run(example_dir / "baseline")
-    write_profile(out / "baseline.profile.json", baseline)
-    findings = diagnose(baseline)
-    write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
-    top = next(iter(in_priority_order(findings.findings)), None)
-    top_text = f"{top.rule_id} -> {top.transformation.value if top.transformation else 'structural'}" if top else "-"
-    comparison = None
-    optimized = None
-    kernel = f"{baseline.coverage.duration_ns / 1e3:.0f} us"
-    if (example_dir / "optimized").is_dir():
-        optimized = attribute_run(example_dir / "optimized")
-        write_profile(out / "optimized.profile.json", optimized)
-        comparison = compare(baseline, optimized, base_findings=findings, base_label="baseline",
-                             opt_label="optimized")
-        write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
-        kernel = (f"{comparison.base_total_ns / 1e3:.0f} -> {comparison.opt_total_ns / 1e3:.0f} us "
-                  f"({comparison.speedup:.2f}x)")
-    report = out / "report.html"
-    write_text_atomic(report, render_html(optimized or baseline, findings=findings, comparison=comparison,
-                                          baseline=baseline if optimized else None,
-                                          title=f"{example_dir.name} on an H200",
-                                          end_to_end=read_end_to_end(example_dir, example_dir / "optimized")))
-    kept, wall = "-", "-"
-    summary = example_dir / "optimize.json"
-    plan = example_dir / "optimized" / "plan.json"
-    timings = example_dir / "walltime.json"
-    w: dict = {}
-    if summary.exists():
-        data = json.loads(summary.read_text())
-        kept = ", ".join(data.get("kept_passes") or []) or "none"
-        w = data.get("wall_time") or {}
-    elif plan.exists():  # an optimized capture made with 'oprof apply-pass' and 'oprof capture'
-        kept = ", ".join(read_plan(plan).applied) or "none"
-    if not w and timings.exists():
-        w = json.loads(timings.read_text())
+    done = api.analyse_shipped_run(example_dir, out)
+    top = next(iter(in_priority_order(done.findings.findings)), None)
+    top_text = f"{top.rule_id} -> {top.transformation or 'structural'}" if top else "-"
+    c = done.comparison
+    kernel = (f"{c.base_total_ns / 1e3:.0f} -> {c.opt_total_ns / 1e3:.0f} us ({c.speedup:.2f}x)" if c is not None
+              else f"{done.baseline.coverage.duration_ns / 1e3:.0f} us")
+    kept = "-" if done.kept_passes is None else (", ".join(done.kept_passes) or "none")
+    w = done.wall_ms
     if "baseline" in w and "optimized" in w:
-        wall = f"{w['baseline']['median_ms']:.2f} -> {w['optimized']['median_ms']:.2f} ms"
+        wall = f"{w['baseline']:.2f} -> {w['optimized']:.2f} ms"
     elif "baseline" in w:  # nothing kept: the baseline's own timing
-        wall = f"{w['baseline']['median_ms']:.2f} ms"
-    cov = baseline.coverage
-    return (example_dir.name, str(cov.kernel_count), f"{cov.attributed_time_pct:.1f}%", top_text, kept, kernel,
-            wall, str(report))
+        wall = f"{w['baseline']:.2f} ms"
+    else:
+        wall = "-"
+    cov = done.baseline.coverage
+    return (done.name, str(cov.kernel_count), f"{cov.attributed_time_pct:.1f}%", top_text, kept, kernel,
+            wall, str(done.report_html))

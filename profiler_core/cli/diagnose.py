@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from profiler_core.analysis.diagnose import diagnose
-from profiler_core.analysis.thresholds import parse_threshold_overrides, thresholds_with
+from profiler_core import api
 from profiler_core.cli import command, emit_json, out_console
-from profiler_core.cli.outputs import PROFILE_HELP, load_profile, write_output
+from profiler_core.cli.outputs import PROFILE_HELP, write_output
 from profiler_core.report.terminal import findings_renderables, profile_renderables
 
 
@@ -28,9 +27,8 @@ def diagnose_command(
     ] = True,
 ) -> None:
     """Map the profile's measured symptoms to bottlenecks and the transformations they license."""
-    thresholds = thresholds_with(parse_threshold_overrides(threshold or []))
-    prof = load_profile(profile)
-    report = diagnose(prof, thresholds, roofline=roofline)
+    prof = api.load_profile(profile)
+    report = api.diagnose_profile(prof, threshold_overrides=threshold, roofline=roofline)
     if out is not None:
         write_output(out, report.model_dump_json(indent=1))
     if as_json:

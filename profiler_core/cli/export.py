@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from profiler_core import api
 from profiler_core.cli import command, out_console
-from profiler_core.cli.outputs import PROFILE_HELP, load_profile
+from profiler_core.cli.outputs import PROFILE_HELP
 from profiler_core.report.frames import write_csv
 
 
@@ -18,5 +19,5 @@ def export_cmd(
     out: Annotated[Path, typer.Option(help="Directory for kernels.csv and operators.csv.")] = Path("."),
 ) -> None:
     """Write the profile as two CSV tables: one row per kernel, one per operator."""
-    kernels, operators = write_csv(load_profile(profile), out)
+    kernels, operators = write_csv(api.load_profile(profile), out)
     out_console.print(f"wrote {kernels} and {operators}")

@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from profiler_core import api
 from profiler_core.capture.config import CaptureConfig, CompileMode, CounterMode
 from profiler_core.cli import command, emit_json, err_console, out_console
-from profiler_core.optimize import OptimizeConfig, OptimizeResult, optimize
+from profiler_core.optimize import OptimizeConfig, OptimizeResult
 
 
 @command("optimize")
@@ -36,7 +37,7 @@ def optimize_cmd(
                               warmup=warmup, iters=iters)
     config = OptimizeConfig(out_dir=out, budget=budget, device=device, capture=cap, wall_iters=wall_iters,
                             baseline_run=baseline)
-    result = optimize(workload, config, progress=print_progress)
+    result = api.optimize(workload, config, progress=print_progress)
     if as_json:
         emit_json(result)
     else:

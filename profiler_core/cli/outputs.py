@@ -6,7 +6,6 @@ from pathlib import Path
 
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.errors import ProfilerError
-from profiler_core.schema import Profile
 
 
 def write_output(path: Path, text: str) -> Path:
@@ -27,18 +26,3 @@ def write_output(path: Path, text: str) -> Path:
 
 
 PROFILE_HELP = "A profile.json written by 'oprof attribute', or a capture's run directory."
-
-
-def load_profile(path: Path) -> Profile:
-    """A profile.json, or a run directory: its profile.json when there is one, else attributed now."""
-    from profiler_core.attribution.sources import current_profile, stale_reason
-    from profiler_core.schema import read_profile
-
-    if path.is_dir():
-        return current_profile(path)
-    profile = read_profile(path)
-    reason = stale_reason(path, profile)
-    if reason is not None:
-        raise ProfilerError(f"{reason}: it is stale; run 'oprof attribute {path.parent}' to rewrite it, "
-                            "or pass the run directory")
-    return profile

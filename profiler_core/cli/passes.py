@@ -8,9 +8,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from profiler_core import api
 from profiler_core.cli import command, emit_json, out_console
+from profiler_core.compile_mode import TORCH_COMPILE_MODES
 from profiler_core.errors import PassError, ValidationFailedError
-from profiler_core.passes import apply_pass_plan, list_passes
 from profiler_core.passes.plan import OptimizationPlan, PassRecord, PassStatus, PlanStatus
 
 
@@ -86,18 +87,17 @@ def apply_pass(
                       "[default: oprof-runs/<name>-optimized].")
     ] = None,
     compile_mode: Annotated[str | None, typer.Option(
-        "--compile-mode", help="torch.compile mode: default, reduce-overhead, max-autotune, "
-                               "max-autotune-no-cudagraphs.")] = None,
+        "--compile-mode", help=f"torch.compile mode: {', '.join(TORCH_COMPILE_MODES)}.")] = None,
     compiler: Annotated[str, typer.Option(
         "--compiler", help="inductor, or eager: Level-1 rewrites only, no Inductor (a fast check).")
     ] = "inductor",
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
 ) -> None:
     """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
-    from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
 
     out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
-    plan = apply_pass_plan(
+    plan = api.apply_passes(
         workload, list(passes or []), device=_check_device(device), findings=from_findings,
         out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
     )
@@ -127,7 +127,7 @@ def passes_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """List the registered passes with their level and the profile symptom each addresses."""
-    specs = list_passes()
+    specs = api.list_passes()
     if as_json:
         emit_json([_spec_row(s) for s in specs])
         return

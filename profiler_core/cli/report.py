@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from profiler_core.analysis.compare import compare
-from profiler_core.analysis.diagnose import diagnose
+from profiler_core import api
 from profiler_core.cli import command, emit_json, out_console
-from profiler_core.cli.outputs import PROFILE_HELP, load_profile, write_output
+from profiler_core.cli.outputs import PROFILE_HELP, write_output
 from profiler_core.report.digest import headline
-from profiler_core.report.html import render_html
-from profiler_core.report.markdown import render_markdown
-from profiler_core.report.perfetto import export_perfetto
-from profiler_core.report.summary import compact_summary
 from profiler_core.report.terminal import comparison_renderables, findings_renderables, profile_renderables
 
 
@@ -38,31 +32,31 @@ def report_command(
 ) -> None:
     """Report a profile: where the time went, why, and (with --baseline) what changed."""
     top_k = top_k_alias or top
-    prof = load_profile(profile)
-    base = load_profile(baseline) if baseline is not None else None
-    findings = diagnose(prof)
-    comparison = compare(base, prof, base_label=str(baseline), opt_label=str(profile)) if base else None
+    prof = api.load_profile(profile)
+    base = api.load_profile(baseline) if baseline is not None else None
+    rep = api.report(prof, baseline=base, base_label=str(baseline), opt_label=str(profile))
+    findings, comparison = rep.findings, rep.comparison
     written: dict[str, str] = {}
     if html is not None:
-        written["html"] = str(write_output(html, render_html(prof, findings=findings, comparison=comparison)))
+        written["html"] = str(write_output(html, rep.html()))
     if markdown is not None:
-        written["markdown"] = str(write_output(markdown, render_markdown(
-            prof, findings=findings, comparison=comparison, top_k=top_k)))
+        written["markdown"] = str(write_output(markdown, rep.markdown(top_k=top_k)))
     if perfetto is not None:
-        written["perfetto"] = str(write_output(perfetto, json.dumps(export_perfetto(prof))))
+        written["perfetto"] = str(write_output(perfetto, rep.perfetto()))
     if as_json:
-        doc: dict[str, Any] = {"profile": headline(prof), "findings": findings.model_dump(mode="json"),
+        doc: dict[str, Any] = {"profile": headline(prof),
+                               "findings": findings.model_dump(mode="json") if findings else None,
                                "comparison": comparison.model_dump(mode="json") if comparison else None,
                                "files": written}
         if summary:
-            doc["summary"] = compact_summary(prof, top_k=top_k, findings=findings)
+            doc["summary"] = rep.summary(top_k=top_k)
         emit_json(doc)
         return
     if summary:
-        emit_json(compact_summary(prof, top_k=top_k, findings=findings))
+        emit_json(rep.summary(top_k=top_k))
         return
     items = [*(comparison_renderables(comparison) if comparison else []),
-             *profile_renderables(prof, top_k=top_k), *findings_renderables(findings)]
+             *profile_renderables(prof, top_k=top_k), *(findings_renderables(findings) if findings else [])]
     for item in items:
         out_console.print(item)
     for kind, path in written.items():

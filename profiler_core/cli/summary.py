@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from profiler_core import api
 from profiler_core.cli import command, emit_json, out_console
-from profiler_core.cli.outputs import PROFILE_HELP, load_profile
+from profiler_core.cli.outputs import PROFILE_HELP
 
 
 @command("summary")
@@ -18,7 +19,7 @@ def summary(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Validate a profile.json and print its coverage and top operators."""
-    prof = load_profile(profile)
+    prof = api.load_profile(profile)
     if as_json:
         emit_json({"operators": len(prof.operators), "kernels": len(prof.kernels),
                    "coverage": prof.coverage.model_dump(mode="json")})

@@ -8,9 +8,9 @@
 
 from profiler_core.distributed.attribute import MultiRankProfile, attribute_ranks, merge_ranks, read_multi_rank
 from profiler_core.distributed.compare import MultiRankComparison, compare_ranks
-from profiler_core.distributed.layout import is_multi_rank, rank_dir
 from profiler_core.distributed.overlap import OverlapStats, comm_overlap
 from profiler_core.distributed.spread import OperatorSpread, operator_spread
+from profiler_core.rundir import is_multi_rank, rank_dir
 
 __all__ = [
     "MultiRankComparison", "MultiRankProfile", "OperatorSpread", "OverlapStats", "attribute_ranks",

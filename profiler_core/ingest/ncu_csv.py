@@ -1,10 +1,10 @@
-"""Parse Nsight Compute CSV exports (raw page and details page) into counter rows.
+"""Parse Nsight Compute CSV exports (raw page and details page) into counter rows or columns.
 
 The raw page (``--page raw``) is one row per launch and one column per metric, with units in the
-second row; it is the shape captures produce and can run to hundreds of thousands of rows, so
-a row's metric cells are converted in one comprehension and cells are only examined one by one
-when that fails (``n/a``, text). The details page ncu prints on stdout with ``--csv`` has one row per
-launch *and* metric; it is pivoted back to one row per launch.
+second row; it is the shape captures produce and can run to a million rows, so it is read by
+``pyarrow.csv`` into columns (``ncu_raw``) and the ``CounterRow`` records are built from those.
+The details page ncu prints on stdout with ``--csv`` has one row per launch *and* metric; it is
+small, read row by row and pivoted back to one row per launch.
 
 A metric column holding text (``launch__func_cache_config`` = ``CachePreferNone``) reads as
 ``None``; a column mixing numbers and text is corrupt.
@@ -12,20 +12,27 @@ A metric column holding text (``launch__func_cache_config`` = ``CachePreferNone`
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import os
-from collections.abc import Callable, Iterator
-from operator import attrgetter, itemgetter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from profiler_core.confinement import open_input
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
 from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit
 from profiler_core.ingest.sanity import check_counter_rows, check_counter_unit
+from profiler_core.record_columns import NcuColumns
 from profiler_core.records import CounterRow, Dim3, NcuReport
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 EXPORT_HINT = "export the report with: ncu --import R.ncu-rep --csv --page raw --print-units base"
 _REQUIRED = ("ID", "Kernel Name", "Block Size", "Grid Size")
@@ -33,6 +40,8 @@ _OPTIONAL_INT_COLUMNS = ("Process ID", "Context", "Stream", "Device")
 _DETAIL_COLUMNS = ("Metric Name", "Metric Unit", "Metric Value")
 _MISSING = frozenset({"", "n/a", "N/A"})
 _PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
+_UTF8_BLOCK = 1 << 24
+_IDENTITY = frozenset({"ID", "Kernel Name", "Block Size", "Grid Size", "Process ID", "Context", "Stream", "Device"})
 
 
 def is_metric_column(name: str) -> bool:
@@ -42,6 +51,24 @@ def is_metric_column(name: str) -> bool:
 
 def read_ncu_csv(path: Path, requested: frozenset[str] | None) -> NcuReport:
     """Rows of an ncu CSV export (raw or details page), in ID order, values in base units."""
+    result = _read(path, requested)
+    if isinstance(result, NcuReport):
+        return result
+    with gc_paused():
+        return result.report()
+
+
+def read_ncu_csv_columns(path: Path, requested: frozenset[str] | None) -> NcuColumns:
+    """The launches of an ncu CSV export as columns (``NcuColumns``), in ID order, values in base units."""
+    result = _read(path, requested)
+    if isinstance(result, NcuReport):  # the details page: small, read as rows
+        from profiler_core.ingest.column_records import counter_columns
+
+        return counter_columns(result)
+    return result
+
+
+def _read(path: Path, requested: frozenset[str] | None) -> NcuReport | NcuColumns:
     try:
         with open_input(path, what="Nsight Compute CSV") as raw:
             if os.fstat(raw.fileno()).st_size == 0:
@@ -49,16 +76,45 @@ def read_ncu_csv(path: Path, requested: frozenset[str] | None) -> NcuReport:
             raw.seek(-1, 2)
             if raw.read(1) != b"\n":
                 raise ArtifactFormatError(f"{path}: the last line has no newline: the export is truncated")
+            raw.seek(0)
+            offset, header, units_line = _find_header_bytes(raw, path)
+            _check_utf8(raw)
+        table = _Table(path, header, requested)
+        if not table.long_form:
+            return table.read_raw(offset, units_line)
         with io.TextIOWrapper(open_input(path, what="Nsight Compute CSV"), newline="", encoding="utf-8") as fh:
-            header = _find_header(fh, path)
-            table = _Table(path, header, requested)
-            reader = csv.reader(fh)
-            rows = table.read_details(reader) if table.long_form else table.read_raw(reader)
+            _find_header(fh, path)
+            return table.report(table.read_details(csv.reader(fh)))
     except UnicodeDecodeError as err:
         raise ArtifactFormatError(f"{path}: not UTF-8 text ({err.reason}); {EXPORT_HINT}") from err
     except csv.Error as err:
         raise ArtifactFormatError(f"{path}: malformed CSV ({err}); {EXPORT_HINT}") from err
-    return table.report(rows)
+
+
+def _find_header_bytes(raw: BinaryIO, path: Path) -> tuple[int, list[str], str | None]:
+    """The header's byte offset, its names, and the line after it (the raw page's units)."""
+    offset = 0
+    for line in raw:
+        text = line.decode("utf-8")
+        if text.startswith(('"ID"', "ID,")):
+            after = raw.readline()
+            return offset, next(csv.reader([text])), after.decode("utf-8") if after else None
+        offset += len(line)
+    raise ArtifactFormatError(
+        f"{path}: no ncu CSV header (a line starting with \"ID\"): not an ncu export; {EXPORT_HINT}"
+    )
+
+
+def _check_utf8(raw: BinaryIO) -> None:
+    """Raise UnicodeDecodeError unless the rest of ``raw`` is UTF-8 (0.2 s per 700 MB, block by block).
+
+    pyarrow checks only the columns it converts, and cannot report a malformed row that is not
+    UTF-8; the row reader decoded the whole file, and so does this.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while block := raw.read(_UTF8_BLOCK):
+        decoder.decode(block)
+    decoder.decode(b"", final=True)
 
 
 def _find_header(fh: TextIO, path: Path) -> list[str]:
@@ -69,6 +125,91 @@ def _find_header(fh: TextIO, path: Path) -> list[str]:
     raise ArtifactFormatError(
         f"{path}: no ncu CSV header (a line starting with \"ID\"): not an ncu export; {EXPORT_HINT}"
     )
+
+
+@dataclass
+class RawLayout:
+    """What the raw page's header and units row say: the columns to read and their units."""
+
+    path: Path
+    header: list[str]
+    offset: int  # byte offset of the header line (ncu's stdout form has messages before it)
+    identity: list[int] = field(default_factory=list)  # header positions of the identity columns kept
+    nvtx_name: str | None = None
+    metric_names: list[str] = field(default_factory=list)
+    units: dict[str, str] = field(default_factory=dict)  # metric -> base unit
+    scales: dict[str, float] = field(default_factory=dict)  # metric -> factor into the base unit
+    numeric: set[str] = field(default_factory=set)  # metrics with a number in some row
+    text: set[str] = field(default_factory=set)  # metrics holding text (left out)
+    hint: str = EXPORT_HINT
+
+    def open_at_header(self) -> BinaryIO:
+        """The file, positioned at the header line."""
+        handle = open_input(self.path, what="Nsight Compute CSV")
+        handle.seek(self.offset)
+        return handle  # type: ignore[no-any-return]
+
+
+def _finish(layout: RawLayout, columns: NcuColumns) -> NcuColumns:
+    """The checks the row reader made after its last row, on columns: IDs, units, impossible values."""
+    import numpy as np
+
+    from profiler_core.ingest.arrow_columns import from_numpy, to_numpy
+
+    path = layout.path
+    mixed = layout.numeric & layout.text
+    if mixed:
+        raise ArtifactFormatError(f"{path}: metric(s) {', '.join(sorted(mixed))} mix numbers and text: corrupt export")
+    launches, metrics = columns.launches, columns.metrics
+    if not launches.num_rows:
+        raise ArtifactFormatError(
+            f"{path}: no kernel rows: ncu profiled nothing (check --kernel-name/--launch-skip "
+            "filters and that the measured region calls cudaProfilerStart) or the export is truncated"
+        )
+    ids = to_numpy(launches.column("ncu_id"))
+    if (ids[1:] < ids[:-1]).any():
+        order = from_numpy(np.argsort(ids, kind="stable"))
+        launches = launches.take(order)
+        metrics = metrics.take(order) if metrics.num_columns else metrics
+        ids = to_numpy(launches.column("ncu_id"))
+    twice = np.flatnonzero(ids[1:] == ids[:-1])
+    if twice.size:
+        raise ArtifactFormatError(f"{path}: ID {int(ids[twice[0] + 1])} appears twice: corrupt export")
+    returned = frozenset(n for n in layout.units if n in layout.numeric)
+    units = {n: u for n, u in layout.units.items() if n not in layout.text}
+    for name, base in units.items():
+        check_counter_unit(name, base, str(path))
+    result = NcuColumns(path=path, launches=launches, metrics=metrics, metrics_returned=returned,
+                        source="csv", units=units)
+    if _impossible(metrics):
+        check_counter_rows(path, result.report().rows)  # names the first launch at fault
+    return result
+
+
+def _impossible(metrics: pa.Table) -> bool:
+    """Whether ``check_counter_rows`` would refuse some row (negative or faster-than-memory values)."""
+    import numpy as np
+
+    from profiler_core.ingest.arrow_columns import to_numpy, validity
+    from profiler_core.ingest.sanity import DURATION_METRIC, MAX_BYTES_PER_NS, expected_unit
+
+    names = metrics.column_names
+    duration = None
+    if DURATION_METRIC in names:
+        column = metrics.column(DURATION_METRIC)
+        duration = np.where(validity(column.chunk(0)), to_numpy(column), np.nan) if column.num_chunks else None
+        if duration is not None and (duration < 0).any():
+            return True
+    for name in (n for n in names if expected_unit(n) == "byte"):
+        column = metrics.column(name)
+        if not column.num_chunks:
+            continue
+        values = np.where(validity(column.chunk(0)), to_numpy(column), np.nan)
+        if (values < 0).any():
+            return True
+        if duration is not None and (values > MAX_BYTES_PER_NS * np.maximum(duration, 1.0)).any():
+            return True
+    return False
 
 
 class _Table:
@@ -96,59 +237,26 @@ class _Table:
         self._dims: dict[str, Dim3 | None] = {}
 
     # -- the raw page ---------------------------------------------------------------------------
-    def read_raw(self, reader: Iterator[list[str]]) -> list[CounterRow]:
-        units_row = next(reader, None)
+    def read_raw(self, offset: int, units_line: str | None) -> NcuColumns:
+        units_row = next(csv.reader([units_line]), None) if units_line else None
         if units_row is None or len(units_row) != self.width or units_row[self.index["ID"]] != "":
             raise ArtifactFormatError(
                 f"{self.path}: the second row should hold the units (ID column empty); {EXPORT_HINT}"
             )
-        names: list[str] = []
-        positions: list[int] = []
-        scaled: list[tuple[int, float]] = []  # (position among names, factor) for non-base units
+        layout = RawLayout(self.path, self.header, offset)
         for i, name in enumerate(self.header):
             if is_metric_column(name) and (self.requested is None or name in self.requested):
                 base, scale = normalise_unit(units_row[i], name, str(self.path))
-                self.units[name] = base
-                if scale != 1.0:
-                    scaled.append((len(names), scale))
-                names.append(name)
-                positions.append(i)
-        rows: list[CounterRow] = []
-        active = _Active(names, positions, scaled)
-        for line_no, row in enumerate(reader, start=3):
-            if len(row) != self.width and self._skippable(row, line_no):
-                continue
-            cells = active.cells_of(row)
-            try:  # the common case: every cell a number, perhaps with thousands separators
-                values: list[float | None] = [float(c.replace(",", "")) for c in cells]
-            except ValueError:
-                known_text = len(self.text)
-                values = [self._cell(name, c, line_no) for name, c in zip(active.names, cells, strict=True)]
-                new_text = len(self.text) != known_text
-            else:
-                new_text = False
-                if not active.seen_numbers:  # every cell of this row was a number
-                    self.numeric.update(active.names)
-                    active.seen_numbers = True
-            for k, scale in active.scaled:
-                value = values[k]
-                if value is not None:
-                    values[k] = value * scale
-            metrics = dict(zip(active.names, values, strict=True))
-            if new_text:
-                # A string-valued metric (launch__func_cache_config): stop reading it (its values,
-                # this row's included, are stripped from every row below).
-                active = active.without(self.text)
-            rows.append(self._row(row, metrics, line_no))
-        for record in rows if self.text else ():
-            for name in self.text:
-                record.metrics.pop(name, None)  # type: ignore[attr-defined]
-        mixed = self.numeric & self.text
-        if mixed:
-            raise ArtifactFormatError(
-                f"{self.path}: metric(s) {', '.join(sorted(mixed))} mix numbers and text: corrupt export"
-            )
-        return rows
+                layout.units[name] = base
+                layout.scales[name] = scale
+                layout.metric_names.append(name)
+        layout.identity = [i for i, name in enumerate(self.header) if name in _IDENTITY]
+        if self.nvtx_col is not None:
+            layout.identity.append(self.nvtx_col)
+            layout.nvtx_name = self.header[self.nvtx_col]
+        from profiler_core.ingest.ncu_raw import read_raw_columns
+
+        return _finish(layout, read_raw_columns(layout))
 
     def _skippable(self, row: list[str], line_no: int) -> bool:
         if not row or (len(row) == 1 and row[0].startswith("==")):
@@ -289,31 +397,3 @@ class _Table:
         value: Dim3 = (dims[0], dims[1], dims[2])
         self._dims[cell] = value
         return value
-
-
-class _Active:
-    """The numeric metric columns still being read, and how to pull their cells out of a row."""
-
-    def __init__(self, names: list[str], positions: list[int], scaled: list[tuple[int, float]]) -> None:
-        self.names = names
-        self.positions = positions
-        self.scaled = scaled
-        self.seen_numbers = False
-        self.cells_of: Callable[[list[str]], tuple[str, ...]]
-        if len(positions) == 1:
-            only = positions[0]
-            self.cells_of = lambda row: (row[only],)
-        elif not positions:
-            self.cells_of = lambda row: ()
-        else:
-            self.cells_of = itemgetter(*positions)  # type: ignore[assignment]
-
-    def without(self, dropped: set[str]) -> _Active:
-        """The same columns less ``dropped``."""
-        scale_of = {self.names[k]: scale for k, scale in self.scaled}
-        keep = [(n, p) for n, p in zip(self.names, self.positions, strict=True) if n not in dropped]
-        names = [n for n, _ in keep]
-        scaled = [(k, scale_of[n]) for k, n in enumerate(names) if n in scale_of]
-        active = _Active(names, [p for _, p in keep], scaled)
-        active.seen_numbers = self.seen_numbers
-        return active

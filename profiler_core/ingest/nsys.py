@@ -1,86 +1,122 @@
-"""Read an Nsight Systems SQLite export (``nsys export --type sqlite``) into an :class:`NsysTimeline`.
+"""Read an Nsight Systems SQLite export (``nsys export --type sqlite``) into Arrow columns or records.
 
-Each table is read with one query, fetched in batches and turned into records in a tight
-loop; names come from ``StringIds`` once per distinct id (a 500k-kernel export reads in
-seconds)::
+Each table is read with one query into Arrow columns (the ADBC SQLite driver, no Python
+object per value); names come from ``StringIds`` once per distinct id and are kept
+dictionary-encoded (a 1M-kernel export reads in about 3 s)::
 
     CUPTI_ACTIVITY_KIND_KERNEL(start=14459713, end=14461473, streamId=7, correlationId=76,
                                demangledName=-> "triton_per_fused_native_layer_norm_0", gridX=512, ...)
+    -> NsysColumns.kernels row (name="triton_per_fused_native_layer_norm_0", start_ns=14459713, stream=7, ...)
     -> TimelineKernel(name="triton_per_fused_native_layer_norm_0", start_ns=14459713, stream=7, ...)
 
-Columns differ between nsys versions, so every query is built from ``PRAGMA table_info``:
-optional columns missing from an export read as ``None``; a missing required table or
-column is an ``ArtifactFormatError`` that names it. The file is opened read-only.
+``read_nsys_columns`` returns the tables (``profiler_core.record_columns.NsysColumns``);
+``read_nsys`` the frozen records built from them. Columns differ between nsys versions, so
+every query is built from ``PRAGMA table_info``: optional columns missing from an export read
+as ``None``; a missing required table or column is an ``ArtifactFormatError`` that names it.
+The file is opened read-only.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from operator import attrgetter
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
+from profiler_core.ingest.arrow_columns import NameTable, column_of, first_true, from_numpy, to_numpy
+from profiler_core.ingest.column_records import nvtx_records, python_values, runtime_records, timeline_records
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
-from profiler_core.ingest.nsys_tables import read_gpus, read_nvtx_ranges, read_runtime_calls
-from profiler_core.ingest.record_factory import record_factory
-from profiler_core.ingest.sanity import check_timeline_kernels
-from profiler_core.records import NsysTimeline, TimelineKernel
+from profiler_core.ingest.nsys_tables import (
+    integer_columns,
+    read_gpus,
+    read_nvtx_ranges,
+    read_runtime_calls,
+    sorted_by_start,
+)
+from profiler_core.ingest.sanity import MAX_KERNEL_NS, check_timeline_kernels
+from profiler_core.record_columns import KERNEL_COLUMNS, NsysColumns
+from profiler_core.records import NsysTimeline
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
 _KERNEL_REQUIRED = ("start", "end", "deviceId", "streamId", "correlationId")
 _KERNEL_NOT_NULL = ("start", "end", "deviceId", "streamId")
-_KERNEL_OPTIONAL = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
-                    "staticSharedMemory", "dynamicSharedMemory", "graphId", "graphNodeId")
-# Nullable columns whose type is checked per row: join keys and the two summed into smem_bytes.
-# (Each typeof() costs about 5% of the fetch; grid and block only ever get copied.)
+# nsys column -> KERNEL_COLUMNS name, for the columns copied as they are.
+_KERNEL_COPIED = {
+    "start": "start_ns", "end": "end_ns", "streamId": "stream", "deviceId": "device",
+    "correlationId": "correlation_id", "gridX": "grid_x", "gridY": "grid_y", "gridZ": "grid_z",
+    "blockX": "block_x", "blockY": "block_y", "blockZ": "block_z", "registersPerThread": "registers_per_thread",
+    "staticSharedMemory": "static_smem_bytes", "dynamicSharedMemory": "dynamic_smem_bytes",
+    "graphId": "graph_id", "graphNodeId": "graph_node_id",
+}
+_COPY_COPIED = {"start": "start_ns", "end": "end_ns", "streamId": "stream", "deviceId": "device",
+                "correlationId": "correlation_id", "bytes": "bytes_moved", "graphNodeId": "graph_node_id"}
+# Nullable columns whose type is checked: join keys and the two summed into smem_bytes (grid and
+# block only ever get copied; a text among them still fails, as a column that is not integers).
 _KERNEL_CHECKED = ("correlationId", "staticSharedMemory", "dynamicSharedMemory")
-_BATCH_ROWS = 50_000
-_make_kernel = record_factory(TimelineKernel, (
-    "name", "start_ns", "end_ns", "stream", "device", "short_name", "correlation_id", "grid", "block",
-    "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes", "smem_bytes", "graph_id",
-    "graph_node_id",
-))
+_STRING_COLUMNS = ("name", "kind", "short_name")
 
 
 def read_nsys(path: str | os.PathLike[str]) -> NsysTimeline:
-    """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export."""
+    """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export as records."""
+    columns = read_nsys_columns(path)
+    tables = [columns.kernels, columns.runtime_calls, columns.nvtx_ranges]
+    meta = (columns.path, columns.gpus, columns.warnings)
+    del columns
+    records: list[list[Any]] = []
+    with gc_paused():
+        # Each table is let go once its records exist: the peak is the records and one table.
+        for convert in (timeline_records, runtime_records, nvtx_records):
+            records.append(convert(tables.pop(0)))
+        return NsysTimeline(path=meta[0], kernels=records[0], runtime_calls=records[1], nvtx_ranges=records[2],
+                            gpus=meta[1], warnings=meta[2])
+
+
+def read_nsys_columns(path: str | os.PathLike[str]) -> NsysColumns:
+    """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export as Arrow tables."""
     path = Path(path)
     conn = open_export(path)
+    schema: ExportSchema | None = None
     try:
-        with gc_paused():
-            schema = ExportSchema.load(path, conn)
-            kernels = _read_kernels(schema)
-            kernels += _read_copies(schema, "CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy")
-            kernels += _read_copies(schema, "CUPTI_ACTIVITY_KIND_MEMSET", "memset")
-            if not kernels:
-                raise ArtifactFormatError(
-                    f"{path}: the export has no GPU kernels; the profiled range launched none, or nsys "
-                    f"ran without `-t cuda`: profile again and {REEXPORT}"
-                )
-            kernels.sort(key=attrgetter("start_ns"))  # stable: rows with equal starts keep table order
-            check_timeline_kernels(path, kernels, "nsys")
-            warnings: list[str] = []
-            return NsysTimeline(
-                path=path,
-                kernels=kernels,
-                runtime_calls=read_runtime_calls(schema),
-                nvtx_ranges=read_nvtx_ranges(schema, warnings),
-                gpus=read_gpus(schema),
-                warnings=warnings,
+        schema = ExportSchema.load(path, conn)
+        names, short_names, kinds = NameTable(), NameTable(), NameTable()
+        parts = [_read_kernels(schema, names, short_names, kinds)]
+        parts += _read_copies(schema, "CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy", names, kinds)
+        parts += _read_copies(schema, "CUPTI_ACTIVITY_KIND_MEMSET", "memset", names, kinds)
+        if not sum(len(part["name"]) for part in parts):
+            raise ArtifactFormatError(
+                f"{path}: the export has no GPU kernels; the profiled range launched none, or nsys "
+                f"ran without `-t cuda`: profile again and {REEXPORT}"
             )
+        kernels = _kernel_table(parts, {"name": names, "kind": kinds, "short_name": short_names})
+        _check_kernels(path, kernels)
+        warnings: list[str] = []
+        return NsysColumns(
+            path=path,
+            kernels=kernels,
+            runtime_calls=read_runtime_calls(schema),
+            nvtx_ranges=read_nvtx_ranges(schema, warnings),
+            gpus=read_gpus(schema),
+            warnings=warnings,
+        )
     except (sqlite3.Error, UnicodeDecodeError) as err:
-        # sqlite3 raises UnicodeDecodeError itself for TEXT that is not UTF-8 (a damaged page).
+        # Text that is not UTF-8 (a damaged page) fails where a name becomes a Python str.
         raise ArtifactFormatError(
             f"{path}: SQLite cannot read it ({type(err).__name__}: {err}); the file is corrupt or "
             f"truncated: {REEXPORT}"
         ) from err
     finally:
+        if schema is not None:
+            schema.close()
         conn.close()
 
 
-def _read_kernels(schema: ExportSchema) -> list[TimelineKernel]:
+def _read_kernels(schema: ExportSchema, names: NameTable, short_names: NameTable,
+                  kinds: NameTable) -> dict[str, Any]:
     table = next((t for t in _KERNEL_TABLES if t in schema.tables), None)
     if table is None:
         raise ArtifactFormatError(
@@ -91,63 +127,103 @@ def _read_kernels(schema: ExportSchema) -> list[TimelineKernel]:
     schema.require(table, _KERNEL_REQUIRED)
     if not {"demangledName", "shortName"} & schema.columns(table):
         schema.require(table, ("demangledName",))
-    # Each name is looked up once and shared: 500k rows name a few hundred kernels.
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    selected = [c for c in (*_KERNEL_COPIED, "demangledName", "shortName") if c in schema.columns(table)]
+    data = schema.arrow_table(table, "k", ", ".join(f"k.{c}" for c in selected), _KERNEL_NOT_NULL,
+                              _KERNEL_CHECKED)
+    # Each name is looked up once per distinct id: 1M rows name a few hundred kernels.
     strings = schema.strings()
-    columns = ", ".join(schema.column_or_null(table, c, "k") for c in ("demangledName", "shortName",
-                                                                        *_KERNEL_OPTIONAL))
-    cursor = schema.conn.execute(
-        f"SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, {columns}, "
-        f"{schema.integers_ok(table, 'k', _KERNEL_NOT_NULL, _KERNEL_CHECKED)} "
-        f"FROM {table} AS k"
-    )
-    kernels: list[TimelineKernel] = []
-    append, make = kernels.append, _make_kernel
-    while rows := cursor.fetchmany(_BATCH_ROWS):
-        for (start, end, device, stream, correlation, demangled_id, short_id,
-             gx, gy, gz, bx, by, bz, registers, static_smem, dynamic_smem, graph, node, ok) in rows:
-            short_name = strings[short_id]
-            name = strings[demangled_id] or short_name
-            if name is None or not ok:
-                raise _nameless(schema.path, table, start) if ok else schema.damaged(table, start)
-            append(make(
-                name, start, end, stream, device, short_name, correlation,
-                None if gx is None else (gx, gy, gz), None if bx is None else (bx, by, bz),
-                registers, static_smem, dynamic_smem,
-                None if static_smem is None or dynamic_smem is None else static_smem + dynamic_smem,
-                graph, node,
-            ))
-    return kernels
+    rows = data.num_rows
+    short = short_names.encode(column_of(data, "shortName"), lambda i: None if i is None else strings[i])
+    demangled = names.encode(column_of(data, "demangledName"), lambda i: None if i is None else strings[i] or None)
+    name = demangled
+    fallback = demangled < 0
+    if fallback.any():  # no demangled name: the short one, where there is one
+        by_short = np.full(len(short_names.values) + 1, -1, dtype=np.int32)  # [-1] (no short name) stays -1
+        for code in np.unique(short[fallback]).tolist():
+            if code >= 0:
+                by_short[code] = names.code(short_names.values[code])
+        name = np.where(fallback, by_short[short], demangled)
+    nameless = first_true(name < 0)
+    if nameless is not None:
+        raise _nameless(schema.path, table, data.column("start")[nameless].as_py())
+    part = integer_columns(schema, table, data, _KERNEL_COPIED)
+    part["smem_bytes"] = pc.add(part["static_smem_bytes"], part["dynamic_smem_bytes"])
+    part.update(name=name, short_name=short, kind=kinds.constant("kernel", rows),
+                bytes_moved=pa.nulls(rows, pa.int64()))
+    return part
 
 
-def _read_copies(schema: ExportSchema, table: str, kind: str) -> list[TimelineKernel]:
+def _read_copies(schema: ExportSchema, table: str, kind: str, names: NameTable,
+                 kinds: NameTable) -> list[dict[str, Any]]:
     """Memcpy / memset activities; nsys leaves the table out when there were none."""
     if table not in schema.tables:
         return []
     schema.require(table, _KERNEL_REQUIRED)
+    import numpy as np
+    import pyarrow as pa
+
     labels = schema.enum_labels("ENUM_CUDA_MEMCPY_OPER") if kind == "memcpy" else {}
-    copy_kind = schema.column_or_null(table, "copyKind", "c") if kind == "memcpy" else "NULL"
-    optional = ", ".join(schema.column_or_null(table, c, "c") for c in ("bytes", "graphNodeId"))
-    typed = schema.integers_ok(table, "c", _KERNEL_NOT_NULL, ("correlationId", "bytes", "graphNodeId"))
-    cursor = schema.conn.execute(
-        f"SELECT c.start, c.end, c.deviceId, c.streamId, c.correlationId, {optional}, {copy_kind}, {typed} "
-        f"FROM {table} AS c"
-    )
-    records: list[TimelineKernel] = []
-    while rows := cursor.fetchmany(_BATCH_ROWS):
-        for start, end, device, stream, correlation, size, node, copy, ok in rows:
-            if not ok:
-                raise schema.damaged(table, start)
-            if kind == "memset":
-                name = "CUDA memset"
-            elif copy is None:
-                name = "CUDA memcpy"
-            else:
-                name = f"CUDA memcpy {labels.get(copy, f'kind {copy}')}"
-            records.append(TimelineKernel(
-                name=name, start_ns=start, end_ns=end, stream=stream, device=device, kind=kind,
-                correlation_id=correlation, bytes_moved=size, graph_node_id=node,
-            ))
-    return records
+    selected = [c for c in (*_COPY_COPIED, "copyKind") if c in schema.columns(table)]
+    data = schema.arrow_table(table, "c", ", ".join(f"c.{c}" for c in selected), _KERNEL_NOT_NULL,
+                              ("correlationId", "bytes", "graphNodeId"))
+    rows = data.num_rows
+    if kind == "memset":
+        name = names.constant("CUDA memset", rows)
+    else:
+        name = names.encode(column_of(data, "copyKind"), lambda copy: (
+            "CUDA memcpy" if copy is None else f"CUDA memcpy {labels.get(copy, f'kind {copy}')}"))
+    part = integer_columns(schema, table, data, _COPY_COPIED)
+    nulls = pa.nulls(rows, pa.int64())
+    part.update(name=name, short_name=np.full(rows, -1, dtype=np.int32), kind=kinds.constant(kind, rows))
+    for column in KERNEL_COLUMNS:
+        part.setdefault(column, nulls)
+    return [part]
+
+
+def _kernel_table(parts: list[dict[str, Any]], strings: dict[str, NameTable]) -> pa.Table:
+    """One table of every part's rows, in start order (stable: equal starts keep table order)."""
+    import numpy as np
+    import pyarrow as pa
+
+    merged: dict[str, Any] = {}
+    for column in KERNEL_COLUMNS:
+        values = [part[column] for part in parts]
+        if column in _STRING_COLUMNS:
+            merged[column] = strings[column].array(np.concatenate(values))
+        else:
+            merged[column] = pa.concat_arrays(values) if len(values) > 1 else values[0]
+    return sorted_by_start(pa.table(merged))
+
+
+def _check_kernels(path: Path, kernels: pa.Table) -> None:
+    """``check_timeline_kernels`` over columns; on a failure it runs on the records to name the first."""
+    import numpy as np
+
+    start = to_numpy(kernels.column("start_ns"))
+    end = to_numpy(kernels.column("end_ns"))
+    suspect = bool((start < 0).any() or (end < 0).any())  # first, so that end - start cannot overflow
+    if not suspect:
+        duration = end - start
+        kind = kernels.column("kind").chunk(0)
+        labels = kind.dictionary.to_pylist()
+        is_kernel = to_numpy(kind.indices) == (labels.index("kernel") if "kernel" in labels else -1)
+        suspect = bool((duration < 0).any() or (duration > MAX_KERNEL_NS).any() or (is_kernel & (duration == 0)).any())
+    if not suspect:
+        # The same activity twice has one start twice, and rows are in start order: only runs
+        # of equal starts need their whole keys compared.
+        tied = np.flatnonzero(start[1:] == start[:-1])
+        if tied.size:
+            rows = np.unique(np.concatenate([tied, tied + 1]))
+            key = kernels.select(["name", "start_ns", "end_ns", "stream", "device", "correlation_id"])
+            key = key.take(from_numpy(rows))
+            suspect = len(set(zip(*(python_values(column) for column in key.columns), strict=True))) != len(rows)
+    if suspect:
+
+        check_timeline_kernels(path, timeline_records(kernels), "nsys")
 
 
 def _nameless(path: Path, table: str, start: object) -> ArtifactFormatError:

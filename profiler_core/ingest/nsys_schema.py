@@ -4,6 +4,11 @@ nsys adds, renames and drops columns between versions and leaves out empty table
 altogether, so readers ask this object before they build a query instead of assuming a
 layout. It also owns the checks that turn "this is not what we expected" into an
 ``ArtifactFormatError`` naming the table or column and the fix.
+
+Small queries (the schema, enums, a damaged row's start) go through ``sqlite3``; the bulk
+tables through the ADBC SQLite driver, which hands back Arrow columns without a Python object
+per value (1M kernels, 1M runtime calls and 1M NVTX ranges in about 3 s of CPU, against 18 s
+for ``sqlite3`` rows turned into arrays, and 0.4 GB).
 """
 
 from __future__ import annotations
@@ -12,14 +17,22 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from profiler_core.confinement import input_path, open_input
 from profiler_core.errors import ArtifactFormatError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 REEXPORT = "re-export with `nsys export --type sqlite <report>.nsys-rep`"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Tables only nsys writes; any one of them marks a file as an nsys export.
 _NSYS_MARKERS = ("StringIds", "META_DATA_EXPORT", "TARGET_INFO_GPU", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_")
+# Rows per Arrow batch: a table of up to 4M rows arrives as one batch, already contiguous (the
+# driver's default of 1024 rows per batch reads 15% slower and needs a copy to join the batches;
+# the driver grows its buffers as rows come, so a small table costs no more).
+_ARROW_BATCH_ROWS = str(1 << 22)
 
 
 def open_export(path: Path) -> sqlite3.Connection:
@@ -96,6 +109,7 @@ class ExportSchema:
     conn: sqlite3.Connection
     tables: frozenset[str]
     _columns: dict[str, frozenset[str]] = field(default_factory=dict)
+    _arrow: Any = None  # (AdbcDatabase, AdbcConnection), opened on the first bulk read
 
     @classmethod
     def load(cls, path: Path, conn: sqlite3.Connection) -> ExportSchema:
@@ -140,11 +154,10 @@ class ExportSchema:
     def integers_ok(
         self, table: str, alias: str, not_null: Sequence[str], nullable: Sequence[str] = ()
     ) -> str:
-        """A SELECT-list expression that is 1 when the row holds integers where nsys writes them.
+        """A SQL expression that is 1 when the row holds integers where nsys writes them.
 
-        Selected with the row, it costs no extra scan of a 500k-row table, and lets the row
-        loops trust their types: a damaged file raises ``damaged()`` instead of yielding
-        records with strings for times.
+        ``arrow_table`` gets the same guarantee from the columns' types at no cost per row, and
+        runs this only to find the first damaged row, so that its error names it.
         """
         conditions = [f"typeof({alias}.{c}) = 'integer'" for c in not_null]
         present = [c for c in nullable if c in self.columns(table)]
@@ -167,3 +180,63 @@ class ExportSchema:
         if not {"id", "label"} <= self.columns(table):
             return {}
         return dict(self.conn.execute(f"SELECT id, label FROM {table}").fetchall())
+
+    def arrow_table(self, table: str, alias: str, select: str, not_null: Sequence[str],
+                    nullable: Sequence[str] = (), where: str = "") -> pa.Table:
+        """``SELECT {select} FROM {table} AS {alias} {where}`` as one-chunk Arrow columns.
+
+        The driver types each column from its first rows (a text among them makes the column
+        text) and refuses a later value of another type; so an integer column is integer in
+        every row, and the checks of ``integers_ok`` (``not_null`` columns integer, ``nullable``
+        integer or NULL) cost nothing per row. A damaged row is found by running them in SQL.
+        """
+        import adbc_driver_manager
+        import pyarrow as pa
+
+        if self._arrow is None:
+            import adbc_driver_sqlite
+
+            checked = input_path(self.path, what="Nsight Systems export")
+            database = adbc_driver_sqlite.connect(f"{checked.as_uri()}?mode=ro")
+            self._arrow = (database, adbc_driver_manager.AdbcConnection(database))
+        statement = adbc_driver_manager.AdbcStatement(self._arrow[1])
+        ok = self.integers_ok(table, alias, not_null, nullable)
+        try:
+            statement.set_options(**{"adbc.sqlite.query.batch_rows": _ARROW_BATCH_ROWS})
+            statement.set_sql_query(f"SELECT {select} FROM {table} AS {alias} {where}")
+            handle, _ = statement.execute_query()
+            data = pa.RecordBatchReader._import_from_c(handle.address).read_all()
+            if any(column.num_chunks > 1 for column in data.columns):
+                data = data.combine_chunks()
+        except (adbc_driver_manager.Error, pa.ArrowException, OSError) as err:
+            if self._first_rejected(table, alias, ok, where) is not None:
+                raise self.first_damaged(table, alias, ok, where) from err
+            raise ArtifactFormatError(
+                f"{self.path}: SQLite cannot read it ({type(err).__name__}: {err}); the file is corrupt or "
+                f"truncated: {REEXPORT}"
+            ) from err
+        finally:
+            statement.close()
+        for column in (*not_null, *[c for c in nullable if c in self.columns(table)]) if data.num_rows else ():
+            kind = data.schema.field(column).type
+            typed = pa.types.is_integer(kind) or (column in nullable and pa.types.is_null(kind))
+            if not typed or (column in not_null and data.column(column).null_count):
+                raise self.first_damaged(table, alias, ok, where)
+        return data
+
+    def first_damaged(self, table: str, alias: str, ok: str, where: str = "") -> ArtifactFormatError:
+        """The ``damaged`` error for the first row of ``table`` that ``ok`` rejects."""
+        bad = self._first_rejected(table, alias, ok, where)
+        return self.damaged(table, None if bad is None else bad[0])
+
+    def _first_rejected(self, table: str, alias: str, ok: str, where: str) -> tuple[object] | None:
+        condition = f"{where} AND NOT {ok}" if where else f"WHERE NOT {ok}"
+        row = self.conn.execute(f"SELECT {alias}.start FROM {table} AS {alias} {condition} LIMIT 1").fetchone()
+        return None if row is None else (row[0],)
+
+    def close(self) -> None:
+        """Close the Arrow connection (the caller owns ``conn``)."""
+        if self._arrow is not None:
+            self._arrow[1].close()
+            self._arrow[0].close()
+            self._arrow = None

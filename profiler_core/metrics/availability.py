@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.metrics.catalog import ALL_SPECS, CATALOG
+from profiler_core.metrics.catalog import ALL_SPECS, CATALOG, CounterSpec
 from profiler_core.schema import CounterAvailability
 
 _ROLLUPS = frozenset({"sum", "avg", "min", "max"})
@@ -84,8 +84,62 @@ def load_chip_metric_list(path: str | Path) -> ChipMetricList:
     return ChipMetricList(chip=chip, types=types)
 
 
+WhyNot = Callable[[CounterSpec, str], str | None]  # (counter, its ncu name) -> why it is unavailable, or None
+
+
+def counter_availability(chip: str | None, specs: Iterable[CounterSpec], why_not: WhyNot) -> list[CounterAvailability]:
+    """Each counter of ``specs`` under ``chip``'s ncu name, available unless ``why_not`` says why not.
+
+    The one place a counter's availability is decided; what it is decided against differs:
+    a chip's metric list before the counter run (:func:`offered_by`), or what the run
+    returned afterwards (:func:`returned_by`).
+    """
+    out = []
+    for spec in specs:
+        name = spec.ncu_name_for(chip)
+        reason = why_not(spec, name)
+        out.append(CounterAvailability(field=spec.field, ncu_name=name, available=reason is None, reason=reason))
+    return out
+
+
+def offered_by(chip: str | None, available: ChipMetricList | Iterable[str] | None, *,
+               ncu_version: str | None = None) -> WhyNot:
+    """The rule for a chip's metric list, or a set of names ncu offered or returned (full or base names).
+
+    ``launch__*`` names are launch attributes, reported on every chip; ``available`` None (the
+    chip or its list is unknown) keeps every name, unverified.
+    """
+    if isinstance(available, ChipMetricList):
+        return lambda _spec, name: available.why_not(name)
+    if available is None:
+        return lambda _spec, _name: None
+    names = frozenset(available)
+    tool = f"ncu {ncu_version}" if ncu_version else "ncu"
+
+    def why_not(_spec: CounterSpec, name: str) -> str | None:
+        if name.startswith(_ALWAYS_OFFERED_PREFIXES) or name in names or name.partition(".")[0] in names:
+            return None
+        return f"{name} not offered by {tool} on {chip}"
+
+    return why_not
+
+
+def returned_by(metrics_returned: Collection[str] | None, chip: str | None) -> WhyNot:
+    """The rule for a counter run's report: a counter is there when ncu returned it (under any of its names)."""
+    if metrics_returned is None:
+        return lambda _spec, _name: "no counter run was given"
+
+    def why_not(spec: CounterSpec, name: str) -> str | None:
+        if name in metrics_returned or any(n in metrics_returned for n in spec.ncu_names):
+            return None
+        return f"ncu returned no '{name}' (not offered on {chip or 'this chip'}, or not requested)"
+
+    return why_not
+
+
 def metrics_for_chip(
     chip: str, available: ChipMetricList | Iterable[str] | None = None, *, flop_counters: bool = False,
+    ncu_version: str | None = None,
 ) -> list[CounterAvailability]:
     """The 20 counters (and the FLOP counters if asked) under ``chip``'s ncu names, each marked
     available or not, with the reason.
@@ -96,61 +150,8 @@ def metrics_for_chip(
     chip = chip.lower()
     if isinstance(available, ChipMetricList) and available.chip != chip:
         raise ArtifactFormatError(f"the metric list is for {available.chip}, not {chip}")
-    names = None if available is None or isinstance(available, ChipMetricList) else frozenset(available)
-    result: list[CounterAvailability] = []
-    for spec in ALL_SPECS if flop_counters else CATALOG:
-        ncu_name = spec.ncu_name_for(chip)
-        if isinstance(available, ChipMetricList):
-            reason = available.why_not(ncu_name)
-        elif names is not None and ncu_name not in names and ncu_name.partition(".")[0] not in names:
-            reason = f"{ncu_name} not offered by ncu on {chip}"
-        else:
-            reason = None
-        result.append(CounterAvailability(field=spec.field, ncu_name=ncu_name, available=reason is None,
-                                          reason=reason))
-    return result
-
-
-# Marketing names -> chip, most specific first. The chip is what ncu's --chip takes.
-_NAME_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), chip)
-    for pattern, chip in (
-        (r"\bG?H(100|200|800|20)\b", "gh100"),
-        (r"\bG?B(100|200)\b", "gb100"),
-        (r"\bRTX\s*(PRO\s*6000|5090)\b", "gb202"),
-        (r"\bRTX\s*(4090|6000\s*Ada)\b|\bL40S?\b", "ad102"),
-        (r"\bL4\b", "ad104"),
-        (r"\bA(100|800|30)\b", "ga100"),
-        (r"\bRTX\s*(3090|3080)\b|\bA(10G?|40)\b", "ga102"),
-        (r"\bV100\b", "gv100"),
-        (r"\bT4\b", "tu104"),
-    )
-)
-# Compute capability -> the family's largest chip (metric names agree within a family).
-_CC_CHIPS = {
-    (7, 0): "gv100", (7, 5): "tu102", (8, 0): "ga100", (8, 6): "ga102", (8, 9): "ad102",
-    (9, 0): "gh100", (10, 0): "gb100", (12, 0): "gb202",
-}
-_CC = re.compile(r"^(?:sm_?)?(\d+)(?:\.(\d))?$", re.IGNORECASE)
-
-
-def chip_from_name(name: str) -> str | None:
-    """The ncu chip for a GPU name (``NVIDIA H200``) or compute capability (``9.0``, ``sm_90``)."""
-    text = name.strip()
-    cc = _CC.match(text)
-    if cc:
-        if cc.group(2) is not None:
-            key = (int(cc.group(1)), int(cc.group(2)))
-        else:  # "sm_90" / "90" / "120": the last digit is the minor version
-            digits = cc.group(1)
-            if len(digits) < 2:
-                return None
-            key = (int(digits[:-1]), int(digits[-1]))
-        return _CC_CHIPS.get(key)
-    for pattern, chip in _NAME_PATTERNS:
-        if pattern.search(text):
-            return chip
-    return None
+    return counter_availability(chip, ALL_SPECS if flop_counters else CATALOG,
+                                offered_by(chip, available, ncu_version=ncu_version))
 
 
 def _suffix_valid(kind: str, suffix: str) -> bool:

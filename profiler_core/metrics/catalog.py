@@ -98,6 +98,11 @@ CATALOG: tuple[CounterSpec, ...] = (
 )
 
 COUNTER_FIELDS: tuple[str, ...] = tuple(spec.field for spec in CATALOG)
+# The four that say which resource an operator waits on (Tensor Cores, occupancy, DRAM, SM):
+# what every summary shows first (reports, the MCP views, the Perfetto args, the module roll-up).
+HEADLINE_COUNTERS: tuple[str, ...] = (
+    "tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct", "sm_throughput_pct",
+)
 
 
 

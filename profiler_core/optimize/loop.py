@@ -36,6 +36,7 @@ from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
 from profiler_core.optimize import walltime
 from profiler_core.optimize.walltime import WallTime
+from profiler_core.rundir import FINDINGS_NAME, PROFILE_NAME
 from profiler_core.schema import Profile, read_profile
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def _capture_profile(workload: Path, run_dir: Path, base: CaptureConfig, progres
 
     _check_cancel(cancel)
     capture(workload, dataclasses.replace(base, out_dir=run_dir, attribute=True), progress=progress, cancel=cancel)
-    return read_profile(run_dir / "profile.json")
+    return read_profile(run_dir / PROFILE_NAME)
 
 
 def _check_cancel(cancel: threading.Event | None) -> None:
@@ -139,16 +140,16 @@ def _baseline_profile(run_dir: Path) -> Profile:
     from profiler_core.attribution import attribute_run
     from profiler_core.schema import write_profile
 
-    if (run_dir / "profile.json").exists():
-        return read_profile(run_dir / "profile.json")
+    if (run_dir / PROFILE_NAME).exists():
+        return read_profile(run_dir / PROFILE_NAME)
     profile = attribute_run(run_dir)
-    write_profile(run_dir / "profile.json", profile)
+    write_profile(run_dir / PROFILE_NAME, profile)
     return profile
 
 
 def model_trains(run_dir: Path) -> bool:
     """Whether the capture in ``run_dir`` ran a model in train mode (its harness says so)."""
-    from profiler_core.capture.manifest import read_manifest
+    from profiler_core.rundir import read_manifest
 
     try:
         manifest = read_manifest(run_dir)
@@ -173,7 +174,7 @@ def candidate_passes(findings: object) -> list[tuple[str, str]]:
     seen: set[str] = set()
     out = []
     for f in in_priority_order(findings.findings):  # type: ignore[attr-defined]
-        t = f.transformation.value if f.transformation is not None else None
+        t = f.transformation
         if t and t not in seen:
             seen.add(t)
             out.append((t, f.rule_id))
@@ -198,10 +199,10 @@ def optimize(workload: str | Path, config: OptimizeConfig | None = None, *, prog
 def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: ProgressFn | None,
               cancel: threading.Event | None, caches: Path) -> OptimizeResult:
     from profiler_core.analysis import compare, diagnose
-    from profiler_core.capture.pipeline import DEFAULT_RUNS_DIR
     from profiler_core.passes import apply_pass_plan, get_pass
     from profiler_core.report import render_html
     from profiler_core.report.end_to_end import EndToEnd
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
 
     config = config or OptimizeConfig()
     cap = dataclasses.replace(config.capture, device=config.device)
@@ -227,7 +228,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
     result.training = model_trains(baseline_dir)
     out.mkdir(parents=True, exist_ok=True)
     findings = diagnose(baseline)
-    write_text_atomic(out / "findings.json", findings.model_dump_json(indent=1))
+    write_text_atomic(out / FINDINGS_NAME, findings.model_dump_json(indent=1))
     result.baseline_kernel_ns = result.optimized_kernel_ns = baseline.coverage.duration_ns
     result.baseline_attributed_pct = result.optimized_attributed_pct = baseline.coverage.attributed_time_pct
     kept: list[str] = []
@@ -361,7 +362,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             # the kept pass changed what there is to fix: a symptom it removed licenses nothing now,
             # and one it exposed (a bf16 plan's per-call weight casts) licenses its own pass
             current = diagnose(best)
-            write_text_atomic(best_dir / "findings.json", current.model_dump_json(indent=1))
+            write_text_atomic(best_dir / FINDINGS_NAME, current.model_dump_json(indent=1))
     result.kept_passes = kept
     result.final_run_dir = str(best_dir)
     result.optimized_kernel_ns = best.coverage.duration_ns

@@ -60,7 +60,7 @@ def measure_in_process(workload: Path, *, iters: int, warmup: int, compile_mode:
     import torch
 
     from profiler_core.capture.config import CompileMode
-    from profiler_core.capture.harness import _compiled
+    from profiler_core.compile_mode import compile_model
     from profiler_core.workload import load_workload
 
     if iters < 1:
@@ -72,7 +72,7 @@ def measure_in_process(workload: Path, *, iters: int, warmup: int, compile_mode:
                             f"{', '.join(m.value for m in CompileMode)}") from err
     torch.manual_seed(0)
     wl = load_workload(workload, device=device)
-    model = _compiled(wl.model, mode, wl.path)
+    model = compile_model(wl.model, mode, wl.path)
     for _ in range(warmup):
         wl.step(model, wl.inputs)
     if torch.device(device).type != "cuda":

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from profiler_core.compile_mode import TORCH_COMPILE_MODES
 from profiler_core.errors import PassError, ProfilerError
 from profiler_core.passes.backend import PlanBackend
 from profiler_core.passes.contract import PassContext, PassEffect, RunFacts
@@ -36,7 +37,7 @@ from profiler_core.workload import default_step
 
 log = logging.getLogger(__name__)
 
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+COMPILE_MODES = TORCH_COMPILE_MODES
 COMPILERS = ("inductor", "eager")
 # Lower precision ranks higher: the plan's compute precision is the highest-ranked one applied.
 _PRECISION_RANK = {"float64": 0, "float32": 1, "tf32": 2, "float16": 3, "bfloat16": 4}

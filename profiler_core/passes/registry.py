@@ -24,6 +24,7 @@ from importlib.metadata import entry_points
 
 from profiler_core.errors import PassError
 from profiler_core.passes.contract import PassContext, PassEffect
+from profiler_core.transformations import normalize_name, register_transformation
 
 ENTRY_POINT_GROUP = "operator_profiler.passes"
 
@@ -66,11 +67,6 @@ _ALIASES: dict[str, str] = {}
 _plugins_loaded = False
 
 
-def normalize_name(name: str) -> str:
-    """Pass names are snake_case; accept the kebab-case spelling too."""
-    return name.strip().lower().replace("-", "_")
-
-
 def register_pass(
     name: str,
     *,
@@ -102,6 +98,8 @@ def register_pass(
         )
         for alias in _REGISTRY[key].aliases:
             _ALIASES[alias] = key
+        for licensed in (key, *_REGISTRY[key].aliases):  # a finding may name the pass by any of them
+            register_transformation(licensed)
         return fn
 
     return decorate

@@ -14,11 +14,11 @@ from profiler_core.analysis.compare import CounterDelta, TimeRow
 from profiler_core.analysis.counter_format import format_value
 from profiler_core.analysis.profile_view import ProfileView, idle_inside_pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import OperatorClass, Profile, Tier
 
 _MANY_KERNELS = 8  # an operator launching this many kernels can be limited by their launches
-KEY_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                "sm_throughput_pct", "local_memory_wavefronts")
+KEY_COUNTERS = (*HEADLINE_COUNTERS, "local_memory_wavefronts")
 SHORT_NAMES = {"tensor_core_active_pct": "TC %", "achieved_occupancy_pct": "occ %",
                "dram_throughput_pct": "DRAM %", "sm_throughput_pct": "SM %",
                "local_memory_wavefronts": "spills"}

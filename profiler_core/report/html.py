@@ -14,6 +14,7 @@ from profiler_core.analysis.compare import Comparison
 from profiler_core.analysis.findings import FindingsReport, in_priority_order
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.errors import ProfilerError
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.report.digest import (
     KEY_COUNTERS,
     SHORT_NAMES,
@@ -39,8 +40,7 @@ from profiler_core.schema import Profile, Tier
 _TIER_COLORS = {Tier.CUPTI_CORRELATION.value: "#3ca951", Tier.NCU_NVTX.value: "#6cc5b0",
                 Tier.NSYS_NVTX.value: "#4269d0", Tier.INDUCTOR_FUSION.value: "#efb118",
                 Tier.CUDA_GRAPH.value: "#a463f2", Tier.UNATTRIBUTED.value: "#ff725c"}
-_SHIFT_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                 "sm_throughput_pct")
+_SHIFT_FIELDS = HEADLINE_COUNTERS
 
 
 def comparison_html(c: Comparison, *, top_k: int = 15, end_to_end: EndToEnd | None = None) -> str:

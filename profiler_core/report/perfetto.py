@@ -17,10 +17,10 @@ from collections import defaultdict
 from typing import Any
 
 from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Kernel, Operator, Profile
 
-_ARG_COUNTERS = ("tensor_core_active_pct", "achieved_occupancy_pct", "dram_throughput_pct",
-                 "sm_throughput_pct", "registers_per_thread", "local_memory_wavefronts")
+_ARG_COUNTERS = (*HEADLINE_COUNTERS, "registers_per_thread", "local_memory_wavefronts")
 
 
 def _us(ns: int) -> float:

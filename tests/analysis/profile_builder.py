@@ -17,8 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from profiler_core.analysis.aggregation import aggregate_counters
-from profiler_core.analysis.operator_class import classify_operator
+from profiler_core.attribution.aggregate import aggregate_samples
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.schema import (
     Attribution,
     CaptureMeta,
@@ -121,7 +121,7 @@ class ProfileBuilder:
             op_class=op_class or classify_operator(name, fused), execution_context=context,
             is_fused=bool(fused), fused_with=fused, kernel_ids=[k.id for k in laid],
             kernel_count=len(laid), duration_ns=sum(k.duration_ns for k in laid),
-            metrics=aggregate_counters((k.counters, k.duration_ns) for k in laid if k.counters),
+            metrics=aggregate_samples((k.counters, k.duration_ns) for k in laid if k.counters),
             confidence=confidence,
         ))
         return key

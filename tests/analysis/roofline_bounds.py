@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from profiler_core.analysis.findings import Transformation
 from profiler_core.analysis.roofline import roofline
 from profiler_core.metrics.peaks import peaks_for_gpu
 from profiler_core.schema import Profile
+from profiler_core.transformations import Transformation
 
 # A precision change's bound is capped by the target precision's roofline: the promoted GEMM still
 # takes max(FLOPs / target peak, DRAM bytes x the byte ratio / bandwidth) (docs/roofline.md).

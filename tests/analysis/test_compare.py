@@ -6,8 +6,8 @@ import pytest
 
 from profiler_core.analysis import compare
 from profiler_core.schema import OperatorClass, Profile
-from tests.analysis.capture_profiles import pair_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.real_profiles import pair_profile
 
 FP32 = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_ffma"
 BF16 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"
@@ -51,7 +51,12 @@ def test_real_pair_predicted_shifts_hold() -> None:
         ("parallel_projections", "achieved_occupancy_pct"),
         ("manual_attention", "dram_bytes_read"),
     }
-    assert all(s.as_predicted for s in checks.values())
+    assert checks[("tensor_core_idle", "tensor_core_active_pct")].as_predicted
+    assert checks[("parallel_projections", "achieved_occupancy_pct")].as_predicted
+    # the optimized attention also launches a memset ncu does not measure: its DRAM bytes are null
+    # (a partial sum would understate them), so the predicted drop is unverified, not failed
+    attention = checks[("manual_attention", "dram_bytes_read")]
+    assert attention.as_predicted is None and attention.observed == "n/a"
 
 
 def test_real_pair_kernels_on_one_side_and_overhead() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from profiler_core.analysis import FindingsReport, Transformation, diagnose
 from profiler_core.analysis.roofline import roofline
-from tests.analysis.capture_profiles import PAIR, joinable_profile, pair_profile
+from tests.analysis.real_profiles import PAIR, joinable_profile, pair_profile
 from tests.analysis.roofline_bounds import TARGET_ROOF, precision_bound_ns
 
 
@@ -23,7 +23,7 @@ def test_matches_golden_findings(variant: str) -> None:
     report = diagnose(pair_profile(variant))
     assert [f.rule_id for f in report.findings] == [e["rule_id"] for e in expected]
     for got, want in zip(report.findings, expected, strict=True):
-        assert (got.transformation.value if got.transformation else None) == want["transformation"]
+        assert (got.transformation if got.transformation else None) == want["transformation"]
         assert got.kind.value == want["kind"] and got.confidence.value == want["confidence"]
         assert got.operators == want["operators"]
         assert got.gain_bound_pct == pytest.approx(want["gain_bound_pct"], abs=0.05)

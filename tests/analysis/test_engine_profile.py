@@ -15,7 +15,7 @@ import pytest
 from profiler_core.analysis import ProfileView, compare, diagnose
 from profiler_core.report import SUMMARY_MAX_BYTES, compact_summary, export_perfetto, render_markdown
 from profiler_core.schema import OperatorClass, Profile, read_profile
-from tests.analysis.capture_profiles import JOINABLE, joinable_profile, pair_profile
+from tests.analysis.real_profiles import JOINABLE, joinable_profile, pair_profile
 
 
 @cache
@@ -68,15 +68,13 @@ def test_compare_engine_profile_with_the_optimized_run() -> None:
     assert any(w.startswith("NOT COMPARABLE: timeline_source differs (nsys vs kineto)") for w in c.warnings)
     assert any(w.startswith("unverified: sm_clock") for w in c.warnings)
     qkv = next(r for r in c.operators if r.opt_keys == ["aten::addmm#0"])
-    assert set(qkv.base_keys) == {
-        "aten::mm#0",
-        "aten::mm#1",
-        "aten::mm#2",
-        "aten::clone#0",
-        "aten::clone#1",
-        "aten::clone#2",
-    }
-    assert all(s.as_predicted for s in c.shift_checks) and len(c.shift_checks) == 3
+    assert {"aten::mm#0", "aten::mm#1", "aten::clone#0", "aten::clone#1"} <= set(qkv.base_keys)
+    assert len(c.shift_checks) == 3
+    assert [s.as_predicted for s in c.shift_checks if s.rule_id != "manual_attention"] == [True, True]
+    # cuDNN's attention also launches a memset ncu does not measure: the operator's DRAM bytes are a
+    # partial sum, so null, and the attention's predicted drop in DRAM reads can be neither confirmed nor denied
+    (attention,) = (s for s in c.shift_checks if s.rule_id == "manual_attention")
+    assert attention.as_predicted is None and attention.observed == "n/a"
     assert "> [!WARNING]" in render_markdown(comparison=c)
 
 

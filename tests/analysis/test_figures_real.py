@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from profiler_core.analysis import diagnose
-from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution import attribute_run
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.report.digest import time_by_class
 from profiler_core.schema import OperatorClass, Profile
 from tests.analysis.roofline_bounds import TARGET_ROOF, headroom_ns, precision_bound_ns

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -264,6 +266,17 @@ def counters(missing_us: float) -> Callable[[], Profile]:
     return build
 
 
+@functools.cache
+def _gpt2_optimized() -> Profile:
+    from profiler_core.attribution import attribute_run
+
+    return attribute_run(Path(__file__).parents[2] / "examples" / "captures" / "h200" / "gpt2" / "optimized")
+
+
+def gpt2_optimized() -> Profile:
+    return _gpt2_optimized().model_copy(deep=True)
+
+
 CASES = [
     ("tensor_core_idle", tc_idle_fp32, True),
     ("tensor_core_idle", tc_busy, False),
@@ -303,6 +316,8 @@ CASES = [
     ("high_unattributed", unattributed(5), False),
     ("counters_missing", counters(50), True),
     ("counters_missing", counters(0), False),
+    ("far_below_roofline", gpt2_optimized, True),  # a real H200 capture: operators at a few % of the roofs
+    ("far_below_roofline", tc_busy, False),  # no chip named: no roofline to be below
 ]
 
 
@@ -323,7 +338,7 @@ def test_every_rule_has_a_firing_and_a_quiet_case() -> None:
 
 def test_tensor_core_idle_evidence() -> None:
     (f,) = diagnose(tc_idle_fp32(), rules=["tensor_core_idle"]).findings
-    assert f.transformation is Transformation.BF16_PROMOTION and Transformation.TF32 in f.alternatives
+    assert f.transformation == Transformation.BF16_PROMOTION and Transformation.TF32 in f.alternatives
     assert f.operators == ["aten::mm#0", "aten::mm#1", "aten::mm#2"]
     assert f.evidence.counters["tensor_core_active_pct"] == 0.0
     assert f.evidence.tiers == {"cupti_correlation": 3} and f.evidence.confidence == {"high": 3}
@@ -337,7 +352,7 @@ def test_tensor_core_idle_evidence() -> None:
 
 def test_parallel_projections_groups_the_shared_input_gemms() -> None:
     (f,) = diagnose(qkv_low_occupancy(), rules=["parallel_projections"]).findings
-    assert f.transformation is Transformation.QKV_FUSION
+    assert f.transformation == Transformation.QKV_FUSION
     assert f.operators == ["aten::linear#0", "aten::linear#1", "aten::linear#2"]
     assert f.evidence.counters["achieved_occupancy_pct"] == pytest.approx(12.0)
 
@@ -345,7 +360,7 @@ def test_parallel_projections_groups_the_shared_input_gemms() -> None:
 @pytest.mark.parametrize("build", [attention_eager, attention_compiled], ids=["eager", "compiled"])
 def test_manual_attention_names_the_sequence(build: Callable[[], Profile]) -> None:
     (f,) = diagnose(build(), rules=["manual_attention"]).findings
-    assert f.transformation is Transformation.SDPA
+    assert f.transformation == Transformation.SDPA
     assert f.operators[0] == "aten::bmm#0" and f.operators[-1] == "aten::bmm#1"
     assert "aten::mm#0" not in f.operators  # the projection between is not part of attention
     if build is attention_eager:
@@ -356,7 +371,7 @@ def test_manual_attention_names_the_sequence(build: Callable[[], Profile]) -> No
 def test_recurrent_region_is_structural(build: Callable[[], Profile]) -> None:
     (f,) = diagnose(build(), rules=["recurrent_region"]).findings
     assert f.is_structural and f.kind is FindingKind.STRUCTURAL
-    assert f.transformation is Transformation.RNN_REROUTE
+    assert f.transformation == Transformation.RNN_REROUTE
     if build is rnn_opaque:
         assert f.evidence.kernel_count == 2
         assert f.evidence.share_pct == pytest.approx(400 / 450 * 100, abs=0.01)
@@ -373,7 +388,7 @@ def test_high_unattributed_says_the_work_left_the_graph() -> None:
 
 def test_launch_bound_bound_is_the_gaps_on_the_timeline() -> None:
     (f,) = diagnose(launch_bound(), rules=["launch_bound"]).findings
-    assert f.transformation is Transformation.CUDA_GRAPHS and f.gain_basis == "timeline"
+    assert f.transformation == Transformation.CUDA_GRAPHS and f.gain_basis == "timeline"
     gaps_ns, kernels_ns = 29 * 5_000, 30 * 2_000
     assert f.gain_bound_ns == gaps_ns
     assert f.gain_bound_pct == pytest.approx(100 * gaps_ns / (gaps_ns + kernels_ns), abs=1e-3)
@@ -414,7 +429,7 @@ def test_unknown_rule_is_a_user_error() -> None:
 
 def test_host_bound_step_names_what_can_help() -> None:
     (f,) = diagnose(host_waits(), rules=["host_bound"]).findings
-    assert f.transformation is Transformation.CUDA_GRAPHS and f.gain_basis == "timeline"
+    assert f.transformation == Transformation.CUDA_GRAPHS and f.gain_basis == "timeline"
     busy = 30 * 2.0
     span = 30 * 2.0 + 29 * 20.0
     assert f.symptom.startswith(f"the GPU is busy {100 * busy / span:.1f}% of the measured step")

@@ -45,11 +45,11 @@ def _rules(profile: Profile) -> dict[str, object]:
 
 def test_a_resnet_like_profile_licenses_the_cnn_passes() -> None:
     found = _rules(resnet_like())
-    assert found["conv_batchnorm"].transformation is Transformation.CONV_BN_FOLDING
+    assert found["conv_batchnorm"].transformation == Transformation.CONV_BN_FOLDING
     assert found["conv_batchnorm"].alternatives == [Transformation.FREEZING]
     assert len(found["conv_batchnorm"].operators) == 6
-    assert found["layout_transposition"].transformation is Transformation.CHANNELS_LAST
-    assert found["conv_tensor_core_low"].transformation is Transformation.BF16_PROMOTION
+    assert found["layout_transposition"].transformation == Transformation.CHANNELS_LAST
+    assert found["conv_tensor_core_low"].transformation == Transformation.BF16_PROMOTION
     assert found["conv_tensor_core_low"].alternatives == [Transformation.TF32]
 
 
@@ -73,7 +73,7 @@ def _eager_elementwise(n: int, compile_mode: str = "eager", us: float = 6.0) -> 
 
 def test_many_small_eager_kernels_license_compiling() -> None:
     found = _rules(_eager_elementwise(30))
-    assert found["eager_small_kernels"].transformation is Transformation.INDUCTOR_COMPILE
+    assert found["eager_small_kernels"].transformation == Transformation.INDUCTOR_COMPILE
     assert "eager_small_kernels" not in _rules(_eager_elementwise(10))
     assert "eager_small_kernels" not in _rules(_eager_elementwise(30, compile_mode="default"))
     assert "eager_small_kernels" not in _rules(_eager_elementwise(30, us=200.0))
@@ -95,7 +95,7 @@ def _training(optimizer_ops: int, name: str = "aten::mul_", measured: int = 2) -
 
 def test_many_small_optimizer_kernels_license_the_fused_optimizer() -> None:
     found = _rules(_training(40))
-    assert found["optimizer_small_kernels"].transformation is Transformation.FUSED_OPTIMIZER
+    assert found["optimizer_small_kernels"].transformation == Transformation.FUSED_OPTIMIZER
     assert "40 kernels of at most 20 us per optimizer step" in found["optimizer_small_kernels"].symptom
     assert "optimizer_small_kernels" not in _rules(_training(5))
     assert "optimizer_small_kernels" not in _rules(_training(40, name="aten::_fused_adamw_"))

@@ -23,7 +23,6 @@ from typing import Literal
 
 import numpy as np
 
-from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.attribution.aggregate import aggregate_groups, specs_with_flops
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
 from profiler_core.attribution.dedup import mark_repeated_layers
@@ -39,12 +38,13 @@ from profiler_core.attribution.evidence import (
 )
 from profiler_core.attribution.graphs import graph_replay_claims
 from profiler_core.attribution.library import kernel_library
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.step_phase import kernel_phases, operator_phase
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
-from profiler_core.metrics.availability import chip_from_name
 from profiler_core.metrics.catalog import CATALOG, FLOP_CATALOG, CounterSpec, field_for_ncu_name
+from profiler_core.metrics.chips import chip_from_name
 from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
 from profiler_core.schema import (
     Attribution,

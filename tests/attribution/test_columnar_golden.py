@@ -14,9 +14,10 @@ import pytest
 
 from profiler_core.attribution import attribute_run, engine
 from profiler_core.attribution.kernel_table import KernelTable
-from profiler_core.attribution.sources import capture_meta_from_manifest, find_run_artifacts
+from profiler_core.attribution.sources import capture_meta_from_manifest
 from profiler_core.errors import ArtifactFormatError, SchemaError
 from profiler_core.ingest import read_inductor, read_kineto, read_ncu, read_nsys
+from profiler_core.rundir import find_run_artifacts
 from profiler_core.schema import Profile, read_profile, write_profile
 from tests.attribution import object_engine
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from profiler_core.api import load_profile
 from profiler_core.attribution import attribute_files, attribute_run
 from profiler_core.attribution.sources import current_profile
-from profiler_core.cli.outputs import load_profile
 from profiler_core.errors import ArtifactFormatError, AttributionError, ProfilerError
 from profiler_core.schema import write_profile
 

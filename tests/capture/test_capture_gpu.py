@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from profiler_core.capture.config import CaptureConfig
-from profiler_core.capture.manifest import PhaseStatus, RunStatus, read_manifest
 from profiler_core.capture.pipeline import capture
 from profiler_core.metrics import ncu_names_for_chip
+from profiler_core.rundir.manifest import PhaseStatus, RunStatus, read_manifest
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ from profiler_core.capture.chip import NO_GPU_MESSAGE
 from profiler_core.cli import load_commands
 from profiler_core.errors import ToolNotFoundError
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
-from tests.capture.test_pipeline import WORKLOAD, _real_loader
+from tests.capture.test_pipeline import WORKLOAD
 
 app = load_commands()
 
@@ -57,7 +57,6 @@ def test_json_prints_only_the_manifest(
 
     monkeypatch.setattr(pipeline, "detect_gpu", lambda device: H200)
     monkeypatch.setattr(pipeline, "open_clock_reader", lambda index: (FakeReader(), None))
-    monkeypatch.setattr(pipeline, "load_phase_launches", _real_loader)
     monkeypatch.setattr(
         config_module.CaptureConfig,
         "harness_argv",

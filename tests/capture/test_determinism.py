@@ -17,17 +17,18 @@ from profiler_core.capture.determinism import (
     load_phase_launches,
 )
 from profiler_core.errors import DeterminismError
+from profiler_core.ingest import read_kineto, read_ncu, read_nsys
 from profiler_core.records import CounterRow, TimelineKernel
-from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
 
 
 @pytest.fixture(scope="module")
 def real(joinable: Path) -> dict[str, list]:
+    """The real H200 phases, as the ingest readers give them to the capture's check."""
     return {
-        "kineto": kineto_kernels(joinable / "kineto.json"),
-        "nsys": nsys_kernels(joinable / "nsys.sqlite"),
-        "full": ncu_rows(joinable / "ncu_full_raw.csv"),
-        "per_config": ncu_rows(joinable / "ncu_per_config_raw.csv"),
+        "kineto": list(read_kineto(joinable / "kineto.json").kernels),
+        "nsys": list(read_nsys(joinable / "nsys.sqlite").kernels),
+        "full": list(read_ncu(joinable / "ncu_full_raw.csv").rows),
+        "per_config": list(read_ncu(joinable / "ncu_per_config_raw.csv").rows),
     }
 
 
@@ -159,11 +160,6 @@ def test_normaliser_keeps_distinct_kernels_distinct() -> None:
 
 
 def test_run_directory_check_with_the_ingest_readers(joinable: Path, tmp_path: Path) -> None:
-    pytest.importorskip("profiler_core.ingest", reason="ingest readers not installed")
-    try:
-        from profiler_core.ingest import read_kineto, read_ncu, read_nsys  # noqa: F401
-    except ImportError:
-        pytest.skip("ingest readers (read_kineto / read_nsys / read_ncu) not available yet")
     for name, target in (
         ("kineto.json", "kineto.json"),
         ("nsys.sqlite", "timeline.sqlite"),

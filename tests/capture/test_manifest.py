@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.capture.manifest import (
+from profiler_core.errors import ArtifactFormatError
+from profiler_core.rundir.manifest import (
     MANIFEST_NAME,
     Artifacts,
     ClockRecord,
@@ -22,7 +23,6 @@ from profiler_core.capture.manifest import (
     read_manifest,
     write_manifest,
 )
-from profiler_core.errors import ArtifactFormatError
 from profiler_core.schema import CounterAvailability, ToolVersions
 
 

@@ -2,7 +2,7 @@
 
 Tests orchestration, fallbacks, failures and manifest contents without a GPU: the fake
 tools log every invocation, and the determinism check runs on the real artifacts the
-fakes hand back (parsed by tests/capture/real_launches.py until the ingest readers land).
+fakes hand back, read with the ingest readers.
 Each capture starts about ten short processes, so the variants beyond the main paths are
 marked slow.
 """
@@ -21,8 +21,7 @@ import pytest
 import profiler_core.attribution
 from profiler_core.capture import pipeline
 from profiler_core.capture.config import CaptureConfig
-from profiler_core.capture.determinism import PhaseLaunches, launches
-from profiler_core.capture.manifest import PhaseStatus, RunStatus, read_manifest
+from profiler_core.capture.determinism import PhaseLaunches, load_phase_launches
 from profiler_core.errors import (
     CaptureCancelledError,
     DeterminismError,
@@ -31,29 +30,18 @@ from profiler_core.errors import (
     WorkloadError,
 )
 from profiler_core.metrics.catalog import COUNTER_FIELDS, FLOP_FIELDS
+from profiler_core.rundir.create import default_run_dir
+from profiler_core.rundir.manifest import PhaseStatus, RunStatus, read_manifest
 from profiler_core.schema import Profile
 from tests.capture.conftest import FAKES, H200, FakeLog, FakeReader
-from tests.capture.real_launches import kineto_kernels, ncu_rows, nsys_kernels
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "data" / "h200_joinable" / "tiny_attention.py"
-
-
-def _real_loader(
-    run_dir: Path, *, kineto: str, timeline: str | None, counters_csv: str | None
-) -> PhaseLaunches:
-    return PhaseLaunches(
-        kineto=launches(kineto_kernels(run_dir / kineto)),
-        nsys=launches(nsys_kernels(run_dir / timeline)) if timeline else None,
-        ncu=launches(ncu_rows(run_dir / counters_csv)) if counters_csv else None,
-    )
 
 
 @pytest.fixture
 def fakes(fake_env: FakeLog, monkeypatch: pytest.MonkeyPatch) -> FakeLog:
     monkeypatch.setattr(pipeline, "detect_gpu", lambda device: H200)
     monkeypatch.setattr(pipeline, "open_clock_reader", lambda index: (FakeReader(), None))
-    monkeypatch.setattr(pipeline, "load_phase_launches", _real_loader)
-    monkeypatch.setattr(pipeline, "load_counter_rows", ncu_rows)
     return fake_env
 
 
@@ -310,7 +298,7 @@ def test_divergent_phase_raises_and_is_recorded(
     fakes: FakeLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def shifted(run_dir: Path, **kw: str | None) -> PhaseLaunches:
-        found = _real_loader(run_dir, **kw)  # type: ignore[arg-type]
+        found = load_phase_launches(run_dir, **kw)  # type: ignore[arg-type]
         assert found.nsys is not None
         return PhaseLaunches(kineto=found.kineto, nsys=found.nsys[1:], ncu=found.ncu)
 
@@ -425,10 +413,10 @@ def test_out_dir_holding_files_is_refused(fakes: FakeLog, tmp_path: Path) -> Non
 
 
 def test_default_run_dir_is_stem_and_utc_time(tmp_path: Path) -> None:
-    first = pipeline.default_run_dir(WORKLOAD, base=tmp_path)
+    first = default_run_dir(WORKLOAD, base=tmp_path)
     assert first.parent == tmp_path and first.name.startswith("tiny_attention-") and first.name.endswith("Z")
     first.mkdir()
-    assert pipeline.default_run_dir(WORKLOAD, base=tmp_path).name.startswith(first.name)
+    assert default_run_dir(WORKLOAD, base=tmp_path).name.startswith(first.name)
 
 
 def test_environment_subset_keeps_relevant_variables_only() -> None:

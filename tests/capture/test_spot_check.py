@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from profiler_core.capture.spot_check import counter_spread
+from profiler_core.ingest import read_ncu
 from profiler_core.records import CounterRow
-from tests.capture.real_launches import ncu_rows
 
 NAMES = {"dram_bytes_read": "dram__bytes_read.sum", "l1_hit_rate": "l1tex__t_sector_hit_rate.pct"}
 
@@ -57,7 +57,7 @@ def test_missing_values_are_skipped() -> None:
 
 def test_real_rows_sampled_twice(joinable: Path) -> None:
     """The full report's two iterations are two samples of every launch configuration."""
-    rows = ncu_rows(joinable / "ncu_full_raw.csv")
+    rows = list(read_ncu(joinable / "ncu_full_raw.csv").rows)
     names = {
         "dram_bytes_read": "dram__bytes_read.sum",
         "sm_active_cycles": "sm__cycles_active.sum",

@@ -121,7 +121,7 @@ def test_ctrl_c_exits_130_with_one_line(run: Path, monkeypatch: pytest.MonkeyPat
     def interrupted(*_a: object, **_k: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("profiler_core.cli.attribute.attribute_run", interrupted)
+    monkeypatch.setattr("profiler_core.attribution.attribute_run", interrupted)
     result = CliRunner().invoke(app, ["attribute", str(run)])
     assert result.exit_code == 130 and result.output.strip() == "interrupted"
 

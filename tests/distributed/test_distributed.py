@@ -16,8 +16,8 @@ from profiler_core.cli import load_commands
 from profiler_core.distributed import attribute_ranks, comm_overlap, compare_ranks, launch
 from profiler_core.distributed.attribute import load_rank_profiles
 from profiler_core.distributed.capture import check_gpu_count
-from profiler_core.distributed.layout import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
+from profiler_core.rundir import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
 from profiler_core.schema import ExecutionContext, OperatorClass, read_profile
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -146,7 +146,7 @@ def test_cli_attribute_and_compare_multi_rank(tmp_path):
 
 
 def test_single_run_reader_points_at_the_ranks(tmp_path):
-    from profiler_core.capture.manifest import read_manifest
+    from profiler_core.rundir.manifest import read_manifest
 
     run = _multi_rank_run(tmp_path / "run", 1.0)
     with pytest.raises(ArtifactFormatError, match="multi-rank"):

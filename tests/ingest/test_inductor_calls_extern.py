@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from profiler_core.analysis.operator_class import classify_operator
 from profiler_core.attribution.evidence import extern_classes_of
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.ingest import read_inductor
 from profiler_core.schema import OperatorClass
 from tests.conftest import REPO

@@ -10,7 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from profiler_core.capture.manifest import (
+from profiler_core.capture.pipeline import CaptureResult
+from profiler_core.errors import CaptureCancelledError, ToolNotFoundError
+from profiler_core.rundir.manifest import (
     Artifacts,
     ClockRecord,
     CounterRecord,
@@ -19,8 +21,6 @@ from profiler_core.capture.manifest import (
     RunManifest,
     WorkloadRecord,
 )
-from profiler_core.capture.pipeline import CaptureResult
-from profiler_core.errors import CaptureCancelledError, ToolNotFoundError
 from tests.mcp_server.mcp_helpers import call_err, call_ok, connect
 
 pytestmark = pytest.mark.anyio

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from profiler_core.capture.manifest import read_manifest
 from profiler_core.capture.pipeline import CaptureResult
+from profiler_core.rundir.manifest import read_manifest
 from tests.mcp_server.mcp_helpers import call_ok, connect
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.capture.manifest import (
+from profiler_core.rundir.manifest import (
     Artifacts,
     ClockRecord,
     CounterRecord,

@@ -10,7 +10,6 @@ from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest import read_ncu
 from profiler_core.metrics.availability import (
     ChipMetricList,
-    chip_from_name,
     load_chip_metric_list,
     metrics_for_chip,
 )
@@ -92,17 +91,3 @@ def test_not_a_metric_list(data_dir: Path, name: str) -> None:
         load_chip_metric_list(data_dir / "broken" / name)
 
 
-@pytest.mark.parametrize(
-    ("name", "chip"),
-    [
-        ("NVIDIA H100 80GB HBM3", "gh100"), ("NVIDIA H200", "gh100"), ("NVIDIA GH200 480GB", "gh100"),
-        ("NVIDIA A100-SXM4-80GB", "ga100"), ("NVIDIA B200", "gb100"), ("NVIDIA GeForce RTX 5090", "gb202"),
-        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "gb202"), ("NVIDIA GeForce RTX 4090", "ad102"),
-        ("NVIDIA L40S", "ad102"), ("NVIDIA L4", "ad104"), ("NVIDIA A10G", "ga102"),
-        ("9.0", "gh100"), ("8.0", "ga100"), ("10.0", "gb100"), ("12.0", "gb202"), ("8.9", "ad102"),
-        ("sm_90", "gh100"), ("sm_120", "gb202"), ("Intel Arc A770", None), ("3.5", None),
-    ],
-    ids=lambda v: str(v),
-)
-def test_chip_from_name(name: str, chip: str | None) -> None:
-    assert chip_from_name(name) == chip

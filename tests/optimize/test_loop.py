@@ -17,7 +17,7 @@ import torch
 from typer.testing import CliRunner
 
 import profiler_core.analysis as analysis
-from profiler_core.analysis.findings import Finding, FindingKind, Transformation
+from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.cli import load_commands
 from profiler_core.errors import CaptureCancelledError
@@ -26,8 +26,9 @@ from profiler_core.optimize.loop import plan_compile
 from profiler_core.passes import validation
 from profiler_core.passes.manager import COMPILE_MODES
 from profiler_core.schema import Profile
+from profiler_core.transformations import Transformation
 from profiler_core.workload import load_workload
-from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.real_profiles import pair_profile
 
 REPO = Path(__file__).parent.parent.parent
 EXAMPLE = REPO / "examples" / "sdpa_attention.py"

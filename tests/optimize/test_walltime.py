@@ -11,7 +11,7 @@ import pytest
 from profiler_core.errors import ToolFailedError, WorkloadError
 from profiler_core.optimize import OptimizeConfig, loop, optimize, walltime
 from profiler_core.optimize.walltime import WallTime, measure, measure_in_process
-from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.real_profiles import pair_profile
 from tests.optimize.test_loop import EAGER, EXAMPLE, FakeCapture
 
 NO_ENTRY = "import torch\n\n\ndef make_model():\n    return torch.nn.Identity()\n"

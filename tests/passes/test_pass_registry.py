@@ -151,3 +151,11 @@ def test_rewrite_failing_inside_the_backend_names_the_pass(scratch_pass: str) ->
     with pytest.raises(PassError, match=f"pass '{scratch_pass}' failed on Dynamo graph 0: ValueError: "
                                         "unexpected node; run the plan without it"):
         apply_passes(MLP().eval(), (torch.randn(2, 16),), [scratch_pass], device="cpu", compiler="eager")
+
+
+def test_every_built_in_transformation_is_a_pass_or_declared_without_one() -> None:
+    from profiler_core.transformations import WITHOUT_BUILTIN_PASS, Transformation, known_transformations
+
+    named = {n for spec in list_passes() if spec.source == "builtin" for n in (spec.name, *spec.aliases)}
+    assert {t.value for t in Transformation} - named == WITHOUT_BUILTIN_PASS
+    assert named <= known_transformations()  # registering a pass makes its names licensable

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from profiler_core.report import SUMMARY_MAX_BYTES, compact_summary
-from tests.analysis.capture_profiles import pair_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.real_profiles import pair_profile
 
 
 def _size(summary: dict) -> int:

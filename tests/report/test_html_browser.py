@@ -12,7 +12,7 @@ import pytest
 
 from profiler_core.analysis import compare, diagnose
 from profiler_core.report import render_html
-from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.real_profiles import pair_profile
 
 CHROMIUM = next(
     (p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None

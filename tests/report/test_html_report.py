@@ -10,8 +10,8 @@ from profiler_core.analysis import compare, diagnose
 from profiler_core.errors import ProfilerError
 from profiler_core.report import render_html
 from profiler_core.schema import Profile
-from tests.analysis.capture_profiles import pair_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.real_profiles import pair_profile
 
 HOSTILE = "<script>alert('x')</script>"
 

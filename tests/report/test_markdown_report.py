@@ -5,14 +5,14 @@ from __future__ import annotations
 from profiler_core.analysis import compare, diagnose
 from profiler_core.report import render_markdown
 from profiler_core.report.markdown import md
-from tests.analysis.capture_profiles import pair_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.real_profiles import pair_profile
 
 
 def test_comparison_comment() -> None:
     text = render_markdown(comparison=compare(pair_profile("base"), pair_profile("opt")))
     assert text.startswith("# oprof report")
-    assert ("**FASTER** on profiled kernel time: 158.5 \u2192 47.3 us (3.35x); no end-to-end wall time measured."
+    assert ("**FASTER** on profiled kernel time: 158.5 \u2192 48.8 us (3.25x); no end-to-end wall time measured."
             in text)
     assert "| gemm | 132.4 | 27.9 | -78.9% |" in text
     assert "| tensor_core_idle | tensor_core_active_pct 0.01 -> 10.1 | \u2191 | \u2191 | yes |" in text

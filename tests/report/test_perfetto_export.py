@@ -7,8 +7,8 @@ from collections import defaultdict
 
 from profiler_core.report import export_perfetto
 from profiler_core.schema import Profile
-from tests.analysis.capture_profiles import pair_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.real_profiles import pair_profile
 
 
 def _events(trace: dict) -> list[dict]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from profiler_core.analysis import compare, diagnose
 from profiler_core.report.terminal import render_terminal
-from tests.analysis.capture_profiles import pair_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.real_profiles import pair_profile
 
 
 def test_real_comparison_text() -> None:
     base, opt = pair_profile("base"), pair_profile("opt")
     text = render_terminal(base, findings=diagnose(base), comparison=compare(base, opt))
-    assert text.startswith("FASTER: 158.5 us -> 47.3 us (3.35x, -70.2%)")
+    assert text.startswith("FASTER: 158.5 us -> 48.8 us (3.25x, -69.2%)")
     assert "tensor_core_active_pct 0.01 -> 10.1" in text
     assert "bf16_promotion" in text and "Tensor Cores idle, low occupancy" in text
 

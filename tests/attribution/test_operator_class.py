@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler_core.analysis.operator_class import (
+from profiler_core.attribution.operator_class import (
     aten_name,
     classify_operator,
     gemm_precision,
@@ -12,7 +12,7 @@ from profiler_core.analysis.operator_class import (
     triton_ops,
 )
 from profiler_core.schema import OperatorClass as C
-from tests.analysis.capture_profiles import pair_profile
+from tests.analysis.real_profiles import pair_profile
 
 CLASS_CASES = [
     ("aten::addmm", (), C.GEMM),

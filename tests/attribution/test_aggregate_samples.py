@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from profiler_core.analysis.aggregation import aggregate_counters
-from tests.analysis.capture_profiles import pair_profile
+from profiler_core.attribution.aggregate import aggregate_samples
+from tests.analysis.real_profiles import pair_profile
 
 
 def test_short_kernel_does_not_hide_the_long_one() -> None:
-    out = aggregate_counters([({"achieved_occupancy_pct": 90.0}, 2_000),
+    out = aggregate_samples([({"achieved_occupancy_pct": 90.0}, 2_000),
                               ({"achieved_occupancy_pct": 10.0}, 200_000)])
     assert out["achieved_occupancy_pct"] == pytest.approx((90 * 2 + 10 * 200) / 202)
 
 
 def test_sums_maxima_and_instruction_weights() -> None:
-    out = aggregate_counters([
+    out = aggregate_samples([
         ({"dram_bytes_read": 100.0, "registers_per_thread": 32, "executed_instructions": 1_000,
           "warp_cycles_per_instruction": 10.0}, 5_000),
         ({"dram_bytes_read": 50.0, "registers_per_thread": 128, "executed_instructions": 3_000,
@@ -28,13 +28,13 @@ def test_sums_maxima_and_instruction_weights() -> None:
 
 
 def test_null_stays_null_and_absent_stays_absent() -> None:
-    out = aggregate_counters([({"warp_cycles_per_instruction": None}, 10), ({}, 10)])
+    out = aggregate_samples([({"warp_cycles_per_instruction": None}, 10), ({}, 10)])
     assert out == {"warp_cycles_per_instruction": None}
-    assert aggregate_counters([]) == {}
+    assert aggregate_samples([]) == {}
 
 
 def test_zero_durations_fall_back_to_the_plain_mean() -> None:
-    out = aggregate_counters([({"sm_throughput_pct": 10.0}, 0), ({"sm_throughput_pct": 30.0}, 0)])
+    out = aggregate_samples([({"sm_throughput_pct": 10.0}, 0), ({"sm_throughput_pct": 30.0}, 0)])
     assert out["sm_throughput_pct"] == pytest.approx(20.0)
 
 
@@ -52,8 +52,8 @@ def test_real_operator_metrics_match_a_hand_computed_weighting() -> None:
 
 def test_partial_sums_and_maxima_are_null_like_the_engine() -> None:
     # one kernel measured, one not (an explained hole): a partial sum would understate the operator
-    out = aggregate_counters([({"dram_bytes_read": 100.0, "registers_per_thread": 40.0}, 10),
+    out = aggregate_samples([({"dram_bytes_read": 100.0, "registers_per_thread": 40.0}, 10),
                               ({"dram_bytes_read": None, "registers_per_thread": None}, 10)])
     assert out["dram_bytes_read"] is None and out["registers_per_thread"] is None
-    full = aggregate_counters([({"dram_bytes_read": 100.0}, 10), ({"dram_bytes_read": 50.0}, 10)])
+    full = aggregate_samples([({"dram_bytes_read": 100.0}, 10), ({"dram_bytes_read": 50.0}, 10)])
     assert full["dram_bytes_read"] == 150.0

@@ -2,7 +2,9 @@
 
 A pydantic model with a ``schema_version``, written atomically after every phase (so a
 crash leaves an honest record) and read back by attribution. Artifact paths are relative
-to the run directory, so a run directory can be moved or shipped whole.
+to the run directory, so a run directory can be moved or shipped whole. A multi-rank run's
+top-level manifest has its own model (:mod:`profiler_core.rundir.ranks`); both are read
+through :func:`load_manifest_json`, once, and told apart by their ``kind``.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profiler_core.atomic_write import write_text_atomic
+from profiler_core.compile_mode import CaptureCompileMode
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.rundir.layout import MANIFEST_NAME
 from profiler_core.schema import ClockBasis, CounterAvailability, ToolVersions, first_error
 
 MANIFEST_SCHEMA_VERSION = 1
-MANIFEST_NAME = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a manifest is kilobytes; more is not one
 RANKS_MANIFEST_KIND: Final = "multi-rank"  # "kind" of a multi-rank run's top-level manifest
 
@@ -77,7 +80,7 @@ class WorkloadRecord(_Model):
     path: str
     sha256: str
     identity: str | None = None  # which workload this measures (an optimized plan names its original's)
-    compile_mode: Literal["eager", "default", "max-autotune", "reduce-overhead"]
+    compile_mode: CaptureCompileMode
     warmup_iterations: int
     measured_iterations: int
     device: str
@@ -186,18 +189,30 @@ def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
     return write_text_atomic(Path(run_dir) / MANIFEST_NAME, manifest.model_dump_json(indent=1) + "\n")
 
 
-def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
-    """Read and validate a manifest (a run directory or the manifest.json itself)."""
+def manifest_path(run_dir_or_file: str | Path) -> Path:
+    """``<run_dir>/manifest.json``, or the manifest file itself."""
     path = Path(run_dir_or_file)
-    if path.is_dir():
-        path = path / MANIFEST_NAME
+    return path / MANIFEST_NAME if path.is_dir() else path
+
+
+def load_manifest_json(path: Path, *, missing_hint: str = "run 'oprof capture' to make one") -> Any:
+    """The parsed JSON of a manifest file (of either kind), read within the confinement roots."""
     try:
-        data = orjson.loads(read_input(path, what="capture manifest", max_bytes=MAX_MANIFEST_BYTES))
+        return orjson.loads(read_input(path, what="capture manifest", max_bytes=MAX_MANIFEST_BYTES))
     except FileNotFoundError as err:
-        raise ArtifactFormatError(f"{path}: no capture manifest; run 'oprof capture' to make one") from err
+        raise ArtifactFormatError(f"{path}: no capture manifest; {missing_hint}") from err
     except (OSError, ValueError) as err:
         raise ArtifactFormatError(f"{path}: unreadable manifest ({err}); re-run 'oprof capture'") from err
-    if isinstance(data, dict) and data.get("kind") == RANKS_MANIFEST_KIND:
+
+
+def is_ranks_data(data: Any) -> bool:
+    """Whether parsed manifest JSON is a multi-rank run's top-level manifest."""
+    return isinstance(data, dict) and data.get("kind") == RANKS_MANIFEST_KIND
+
+
+def manifest_from_data(path: Path, data: Any) -> RunManifest:
+    """Validate parsed manifest JSON as one capture's manifest (naming the problem and the fix)."""
+    if is_ranks_data(data):
         raise ArtifactFormatError(
             f"{path}: a multi-rank run (one run directory per rank); attribute it as a whole with "
             "'oprof attribute' on the run directory, or pass one of its rank<N>/ directories")
@@ -210,3 +225,9 @@ def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
         return RunManifest.model_validate(data)
     except ValidationError as err:
         raise ArtifactFormatError(f"{path}: invalid manifest, {first_error(err)}") from err
+
+
+def read_manifest(run_dir_or_file: str | Path) -> RunManifest:
+    """Read and validate a manifest (a run directory or the manifest.json itself)."""
+    path = manifest_path(run_dir_or_file)
+    return manifest_from_data(path, load_manifest_json(path))
