@@ -11,7 +11,8 @@ has real-looking work to do (this is benchmark input only, never shipped as a ca
 Each size runs in a fresh process with its inputs already parsed; the figures are the
 attribution (all tiers, aggregation, layer dedup), the write (profile.json, or profile.json
 plus its Parquet kernel and operator tables above the columnar threshold), the process's peak
-RSS, inputs included, and reading the written profile back (``read_profile``, with its checks). The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture.
+RSS, inputs included, and reading the written profile back (``read_profile``, with its checks).
+The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture.
 
     python benchmarks/bench_attribute.py [--sizes 572,100k,1M] [--capture joinable|gpt2]
 """

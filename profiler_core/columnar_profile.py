@@ -228,6 +228,21 @@ def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
     object.__setattr__(profile, "__dict__", fields)
 
 
+def columnar_references(profile: Profile) -> None:
+    """schema.check_references for a profile whose kernels are a KernelTable, on the columns."""
+    from profiler_core.attribution.table_checks import table_references
+
+    table_references(profile)
+
+
+def columnar_problem(profile: Profile) -> str | None:
+    """profile_checks.profile_problem for a profile whose kernels are a KernelTable, on the columns."""
+    from profiler_core.attribution.table_checks import table_problem
+    from profiler_core.profile_checks import MAX_DURATION_NS
+
+    return table_problem(profile, MAX_DURATION_NS)
+
+
 def from_arrow(arrow: Any) -> KernelTable:
     """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`)."""
     strings = Interner()

@@ -25,10 +25,6 @@ def profile_problem(profile: Profile) -> str | None:
     end after they start) are :func:`profiler_core.schema.check_references`'s, which
     ``read_profile`` runs first; these are the figures that must add up.
     """
-    if not isinstance(profile.kernels, list):
-        from profiler_core.attribution.table_checks import table_problem
-
-        return table_problem(profile, MAX_DURATION_NS)
     if not profile.kernels:
         return "it holds no kernels (not the output of an attribution)"
     for index, k in enumerate(profile.kernels):

@@ -343,9 +343,9 @@ def check_references(profile: Profile) -> None:
     are checked column by column (attribution/table_checks.py).
     """
     if not isinstance(profile.kernels, list):
-        from profiler_core.attribution.table_checks import table_references
+        from profiler_core.columnar_profile import columnar_references
 
-        return table_references(profile)
+        return columnar_references(profile)
     keys: set[str] = set()
     for op in profile.operators:
         if op.key in keys:
@@ -450,7 +450,12 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         check_references(profile)
     except SchemaError as err:
         raise SchemaError(f"{p}: invalid profile, {err}; re-run 'oprof attribute' to rewrite it") from err
-    problem = profile_problem(profile)
+    if isinstance(profile.kernels, list):
+        problem = profile_problem(profile)
+    else:
+        from profiler_core.columnar_profile import columnar_problem
+
+        problem = columnar_problem(profile)
     if problem is not None:
         raise SchemaError(f"{p}: inconsistent profile, {problem}; re-run 'oprof attribute' on its run")
     return profile

@@ -152,7 +152,7 @@ def _with_operator(profile: Profile, g: int, **changes: object) -> Profile:
 
 
 def test_checks_on_columns_name_the_first_problem(written: Path) -> None:
-    from profiler_core.profile_checks import profile_problem
+    from profiler_core.columnar_profile import columnar_problem as profile_problem
     from profiler_core.schema import check_references
 
     back = read_profile(written)
