@@ -126,27 +126,11 @@ def _cannot_write(path: str | os.PathLike[str], err: OSError) -> OutputError:
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (same-directory temp file + ``os.replace``)."""
-    target, mode = output_target(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        sweep_orphans(target.parent)
-        fd, tmp = _temp_in(target.parent, target.name)
-    except OSError as err:
-        raise _cannot_write(path, err) from err
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode if mode is not None else 0o666 & ~_umask())
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise _cannot_write(path, err) from err
-    except BaseException:  # Ctrl-C, SIGTERM (as SystemExit): no temp file stays behind
-        tmp.unlink(missing_ok=True)
-        raise
-    return Path(path) if Path(path).is_symlink() else target
+
+    def write(handle: BinaryIO) -> None:
+        handle.write(data)
+
+    return write_stream_atomic(path, write)
 
 
 def write_stream_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], None]) -> Path:

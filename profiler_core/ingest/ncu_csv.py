@@ -26,7 +26,7 @@ from profiler_core.confinement import open_input
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
-from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit
+from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit, parse_dim3
 from profiler_core.ingest.sanity import check_counter_rows, check_counter_unit
 from profiler_core.record_columns import NcuColumns
 from profiler_core.records import CounterRow, Dim3, NcuReport
@@ -383,17 +383,7 @@ class _Table:
     def _dim3(self, cell: str, column: str, line_no: int) -> Dim3 | None:
         if cell in self._dims:
             return self._dims[cell]
-        if cell in _MISSING:
-            return None
-        try:
-            parts = [int(p) for p in cell.strip().strip("()").split(",")]
-        except ValueError:
-            parts = []
-        if not 1 <= len(parts) <= 3:
-            raise ArtifactFormatError(
-                f"{self.path}: row {line_no}: column {column!r} holds {cell[:60]!r}, not '(x, y, z)'"
-            )
-        dims = (parts + [1, 1])[:3]
-        value: Dim3 = (dims[0], dims[1], dims[2])
-        self._dims[cell] = value
+        value = parse_dim3(cell, column, f"{self.path}: row {line_no}")
+        if value is not None:
+            self._dims[cell] = value
         return value

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.arrow_columns import NameTable, from_numpy, one_chunk, string_array, to_numpy, validity
 from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
+from profiler_core.ingest.ncu_units import parse_dim3
 from profiler_core.record_columns import NcuColumns
 
 if TYPE_CHECKING:
@@ -208,16 +209,7 @@ def _dimensions(layout: RawLayout, table: pa.Table, column: str) -> tuple[pa.Arr
 
 
 def _dim3(layout: RawLayout, cell: str, column: str, line: int) -> tuple[int, int, int] | None:
-    if cell in MISSING:
-        return None
-    try:
-        parts = [int(p) for p in cell.strip().strip("()").split(",")]
-    except ValueError:
-        parts = []
-    if not 1 <= len(parts) <= 3:
-        raise ArtifactFormatError(f"{layout.path}: row {line}: column {column!r} holds {cell[:60]!r}, not '(x, y, z)'")
-    dims = (parts + [1, 1])[:3]
-    return dims[0], dims[1], dims[2]
+    return parse_dim3(cell, column, f"{layout.path}: row {line}")
 
 
 def _metrics(layout: RawLayout, table: pa.Table) -> pa.Table:

@@ -90,3 +90,20 @@ def _quantity(word: str) -> tuple[str, float] | None:
     if word in _COUNT_WORDS:
         return word, 1.0
     return None
+
+
+MISSING_CELLS = frozenset({"", "n/a", "N/A"})  # what ncu writes where a launch has no value
+
+
+def parse_dim3(cell: str, column: str, where: str) -> tuple[int, int, int] | None:
+    """A launch dimension cell, ``(x, y, z)`` (missing axes are 1); None where ncu wrote no value."""
+    if cell in MISSING_CELLS:
+        return None
+    try:
+        parts = [int(p) for p in cell.strip().strip("()").split(",")]
+    except ValueError:
+        parts = []
+    if not 1 <= len(parts) <= 3:
+        raise ArtifactFormatError(f"{where}: column {column!r} holds {cell[:60]!r}, not '(x, y, z)'")
+    dims = (parts + [1, 1])[:3]
+    return dims[0], dims[1], dims[2]
