@@ -20,7 +20,6 @@ importing this module registers them.
 from __future__ import annotations
 
 import importlib
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,13 +29,13 @@ from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.thresholds import Thresholds
 from profiler_core.errors import ProfilerError
+from profiler_core.plugins import load_plugin_modules
 from profiler_core.schema import Kernel, Operator
 from profiler_core.transformations import Transformation, check_transformation, register_transformation
 
 RuleFn = Callable[["RuleContext"], list[Finding]]
 ENTRY_POINT_GROUP = "operator_profiler.rules"
 
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,15 +76,7 @@ def load_rule_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except Exception as err:
-            dist = ep.dist.name if ep.dist is not None else "unknown distribution"
-            raise ProfilerError(
-                f"rule plugin '{ep.name}' ({ep.value}, from {dist}) failed to load: "
-                f"{type(err).__name__}: {err}; fix or uninstall that package") from err
-        log.debug("loaded rule plugin %s = %s", ep.name, ep.value)
+    load_plugin_modules(entry_points(group=ENTRY_POINT_GROUP), "rule", ProfilerError)
 
 
 def registered_rules() -> dict[str, RuleSpec]:

@@ -16,7 +16,6 @@ are listed or looked up.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,13 +23,13 @@ from importlib.metadata import entry_points
 
 from profiler_core.errors import PassError
 from profiler_core.passes.contract import PassContext, PassEffect
+from profiler_core.plugins import load_plugin_modules
 from profiler_core.transformations import normalize_name, register_transformation
 
 ENTRY_POINT_GROUP = "operator_profiler.passes"
 
 PassFunction = Callable[[PassContext], PassEffect]
 
-log = logging.getLogger(__name__)
 
 
 class PassLevel(StrEnum):
@@ -122,16 +121,7 @@ def load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except Exception as err:
-            dist = ep.dist.name if ep.dist is not None else "unknown distribution"
-            raise PassError(
-                f"pass plugin '{ep.name}' ({ep.value}, from {dist}) failed to load: "
-                f"{type(err).__name__}: {err}; fix or uninstall that package"
-            ) from err
-        log.debug("loaded pass plugin %s = %s", ep.name, ep.value)
+    load_plugin_modules(entry_points(group=ENTRY_POINT_GROUP), "pass", PassError)
 
 
 def get_pass(name: str) -> PassSpec:
