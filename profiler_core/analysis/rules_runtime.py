@@ -89,29 +89,14 @@ def launch_bound(ctx: RuleContext) -> list[Finding]:
     tiny_pct = 100.0 * len(tiny) / len(kernels)
     if tiny_pct < t.launch_bound_min_kernel_pct:
         return _gap_bound(ctx, kernels, gap_ns)
-    owners: dict[str, Operator] = {}
-    for k in tiny:
-        op = view.kernel_operator.get(k.id)
-        if op is not None:
-            owners.setdefault(op.key, op)
     median_us = statistics.median(k.duration_ns for k in tiny) / 1000
-    return [ctx.finding(
-        "launch_bound",
-        title="Launch-bound: many tiny kernels",
-        kind=FindingKind.OPTIMIZATION,
+    return _launch_finding(
+        ctx, tiny, gap_ns, title="Launch-bound: many tiny kernels",
         symptom=(f"{len(tiny)} of {len(kernels)} kernels ({tiny_pct:.0f}%) run under "
                  f"{t.launch_bound_kernel_us:g} us (median {median_us:.1f} us)"),
         bottleneck="CPU launch latency, not GPU work, sets the pace: the GPU idles between kernels",
-        ops=list(owners.values()),
-        kernels=tiny,
-        transformation=Transformation.CUDA_GRAPHS,
         facts=[f"{gap_ns / 1000:.1f} us of idle gaps (each <= {t.launch_gap_max_us:g} us) between kernels",
-               "the bound is on the timeline (kernel time + those gaps): graphs remove gaps, not kernels"],
-        counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
-        gain_ns=gap_ns,
-        gain_basis="timeline",
-        gain_whole_ns=view.total_ns + gap_ns,
-    )]
+               "the bound is on the timeline (kernel time + those gaps): graphs remove gaps, not kernels"])
 
 
 def _gap_bound(ctx: RuleContext, kernels: list[Kernel], gap_ns: int) -> list[Finding]:
@@ -120,33 +105,35 @@ def _gap_bound(ctx: RuleContext, kernels: list[Kernel], gap_ns: int) -> list[Fin
     A convolution network's cuDNN calls cost the host more than a Triton launch: the GPU waits
     in short gaps between kernels that are themselves not tiny.
     """
-    t, view = ctx.thresholds, ctx.view
+    t = ctx.thresholds
     busy_ns = sum(k.duration_ns for k in kernels)
     gap_pct = 100.0 * gap_ns / (busy_ns + gap_ns)
     if gap_pct < t.launch_gap_min_pct:
         return []
-    owners = list({op.key: op for k in kernels if (op := view.kernel_operator.get(k.id)) is not None}.values())
     median_us = statistics.median(k.duration_ns for k in kernels) / 1000
-    return [ctx.finding(
-        "launch_bound",
-        title="Launch-bound: the GPU waits between kernels",
-        kind=FindingKind.OPTIMIZATION,
+    return _launch_finding(
+        ctx, kernels, gap_ns, title="Launch-bound: the GPU waits between kernels",
         symptom=(f"the GPU idles {gap_pct:.0f}% of the timeline in gaps of at most {t.launch_gap_max_us:g} us "
                  f"between {len(kernels)} kernels (median kernel {median_us:.1f} us; >= "
                  f"{t.launch_gap_min_pct:g}%)"),
         bottleneck="the host launches kernels slower than the GPU runs them: each call's host work "
                    "(Python, dispatch, library setup) outlasts the kernel it launches",
-        ops=owners,
-        kernels=kernels,
-        transformation=Transformation.CUDA_GRAPHS,
         facts=[f"{gap_ns / 1000:.1f} us of idle gaps (each <= {t.launch_gap_max_us:g} us) beside "
                f"{busy_ns / 1000:.1f} us of kernels",
                "the bound is on the timeline (kernel time + those gaps): graphs remove gaps, not kernels; "
-               "the profiler lengthens host time, so the end-to-end timing decides"],
+               "the profiler lengthens host time, so the end-to-end timing decides"])
+
+
+def _launch_finding(ctx: RuleContext, kernels: list[Kernel], gap_ns: int, *, title: str, symptom: str,
+                    bottleneck: str, facts: list[str]) -> list[Finding]:
+    """The launch_bound finding over ``kernels`` (and their operators), bound by the gaps on the timeline."""
+    owner = ctx.view.kernel_operator
+    ops = list({op.key: op for k in kernels if (op := owner.get(k.id)) is not None}.values())
+    return [ctx.finding(
+        "launch_bound", title=title, kind=FindingKind.OPTIMIZATION, symptom=symptom, bottleneck=bottleneck,
+        ops=ops, kernels=kernels, transformation=Transformation.CUDA_GRAPHS, facts=facts,
         counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
-        gain_ns=gap_ns,
-        gain_basis="timeline",
-        gain_whole_ns=view.total_ns + gap_ns,
+        gain_ns=gap_ns, gain_basis="timeline", gain_whole_ns=ctx.view.total_ns + gap_ns,
     )]
 
 
