@@ -237,7 +237,8 @@ def _summarize(table: ValidationResult, judged: list[OutputComparison], used: Re
         f"|candidate - baseline| <= atol + rtol*|baseline| at the {precision} tolerance")
     metrics, said = _headline(judged, flipped, routed)
     if failed:
-        head = f"rejected: {leaf_label(worst)} ({worst.kind}): {worst.reason}"  # type: ignore[union-attr]
+        kind = f" ({worst.kind})" if worst.kind != "output" else ""  # type: ignore[union-attr]
+        head = f"rejected: {leaf_label(worst)}{kind}: {worst.reason}"  # type: ignore[union-attr]
         rest = f"; {len(failed) - 1} more output(s) outside" if len(failed) > 1 else ""
         line = f"{head}{rest}; reference {described}"
     else:

@@ -33,7 +33,7 @@ def test_candidate_as_close_as_the_baseline_passes_and_ten_times_further_fails()
     assert not no.passed and y.rmse_candidate > y.threshold > 0
     assert abs(y.threshold - (2 * y.rmse_baseline + DEFAULT_POLICY.floor("float32") * y.rms_reference)) < 1e-12
     # the rejection names the output, the rule's numbers and the threshold, once
-    assert no.verdict.startswith("rejected: output y (output): RMSE(candidate, fp64)")
+    assert no.verdict.startswith("rejected: output y: RMSE(candidate, fp64)")
     assert no.verdict.count(f"{y.threshold:.3g}") == 1 and no.reason == no.verdict
 
 

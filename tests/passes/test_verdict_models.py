@@ -91,7 +91,7 @@ def test_a_model_that_cancels_large_values_is_rejected_under_bf16(tmp_path: Path
                            out_dir=tmp_path / "plan")
     v = plan.validation
     assert plan.status is PlanStatus.REJECTED and "bf16_promotion" in plan.applied
-    assert v.verdict.startswith("rejected: output (tensor) (output): RMSE(candidate, fp64)")
+    assert v.verdict.startswith("rejected: output (tensor): RMSE(candidate, fp64)")
     assert "reference float64 on cpu, TF32 off" in v.verdict
     (out,) = v.outputs
     assert out.rmse_candidate > 10 * out.threshold and out.cosine < 0.99
@@ -113,7 +113,7 @@ def test_conv_bn_folding_on_a_library_resnet_is_accepted_and_a_corrupted_fold_re
     assert logits.rmse_candidate <= logits.threshold and logits.rmse_baseline > 0
     bad = apply_pass_plan(workload, [corrupted_fold], device="cpu", compiler="eager", raise_on_failure=False)
     assert bad.status is PlanStatus.REJECTED
-    assert bad.validation.verdict.startswith("rejected: output logits (output): RMSE(candidate, fp64)")
+    assert bad.validation.verdict.startswith("rejected: output logits: RMSE(candidate, fp64)")
 
 
 _MIXTRAL = '''
