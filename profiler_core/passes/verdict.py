@@ -172,19 +172,18 @@ def judge_steps(base: StepRecord, cand: StepRecord, reference: Reference, policy
         if not numeric:
             judged.append(c)
             continue
-        usable = isinstance(r, torch.Tensor) and r.shape == b.shape and r.is_floating_point()
-        if usable:
-            c = calibrated(c, b, x, r, policy, precision,
-                           scale_floor=grad_scale if c.role == "gradient" else 0.0)  # type: ignore[arg-type]
+        r = r if isinstance(r, torch.Tensor) and r.shape == b.shape and r.is_floating_point() else None
+        if r is not None:
+            c = calibrated(c, b, x, r, policy, precision, scale_floor=grad_scale if c.role == "gradient" else 0.0)
         if kind == "lm_logits":  # the RMSE figures stay as a report; the logits' own measures decide
-            judged.append(_judge_logits(c, b, x, r if usable else None, policy, precision))  # type: ignore[arg-type]
+            judged.append(_judge_logits(c, b, x, r, policy, precision))
             continue
         if kind == "router_logits":
             n, total = expert_flips(b, x, router_top_k or policy.router_top_k)
             flipped, routed = flipped + n, routed + total
             c = c.model_copy(update={"metrics": {**c.metrics, "tokens_rerouted": float(n), "tokens": float(total)}})
         if kind in ("router_logits", "intermediate"):
-            c = _as_intermediate(c, x, r if usable else b, policy)  # type: ignore[arg-type]
+            c = _as_intermediate(c, x, r if r is not None else b, policy)
         judged.append(c)
     return _summarize(table, judged, reference if ref is not None else None, reference, policy, precision,
                       flipped, routed)
@@ -237,8 +236,9 @@ def _summarize(table: ValidationResult, judged: list[OutputComparison], used: Re
         f"|candidate - baseline| <= atol + rtol*|baseline| at the {precision} tolerance")
     metrics, said = _headline(judged, flipped, routed)
     if failed:
-        kind = f" ({worst.kind})" if worst.kind != "output" else ""  # type: ignore[union-attr]
-        head = f"rejected: {leaf_label(worst)}{kind}: {worst.reason}"  # type: ignore[union-attr]
+        worst = failed[0]
+        kind = f" ({worst.kind})" if worst.kind != "output" else ""
+        head = f"rejected: {leaf_label(worst)}{kind}: {worst.reason}"
         rest = f"; {len(failed) - 1} more output(s) outside" if len(failed) > 1 else ""
         line = f"{head}{rest}; reference {described}"
     else:
