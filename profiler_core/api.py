@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from profiler_core.distributed.compare import MultiRankComparison
     from profiler_core.optimize.loop import OptimizeConfig, OptimizeResult
     from profiler_core.passes.plan import OptimizationPlan
+    from profiler_core.passes.policy import ValidationPolicy
     from profiler_core.passes.registry import PassSpec
     from profiler_core.report.end_to_end import EndToEnd
     from profiler_core.rundir import RanksManifest, RunManifest
@@ -341,14 +342,16 @@ def findings_for_passes(findings_path: Path, names: Sequence[str]) -> list[dict[
 def apply_passes(workload: Path, passes: Sequence[str], *, device: str = "cuda",
                  findings: Path | Sequence[Mapping[str, Any]] | None = None, out_dir: Path | None = None,
                  compile_mode: str | None = None, compiler: str = "inductor",
-                 raise_on_failure: bool = True) -> OptimizationPlan:
+                 raise_on_failure: bool = True, policy: ValidationPolicy | None = None) -> OptimizationPlan:
     """Apply ``passes`` to ``workload``, validate its outputs against the original, write the plan.
 
     ``findings``: a findings.json (every transformation it licenses is applied too), or the
     findings handed to the passes as evidence. A plan that fails validation raises unless
-    ``raise_on_failure`` is False (then its status says so).
+    ``raise_on_failure`` is False (then its status says so). ``policy``: how outputs are judged
+    (default ``DEFAULT_POLICY``: against a float64 run of the original step, per kind of output).
     """
     from profiler_core.passes import apply_pass_plan
 
     return apply_pass_plan(workload, list(passes), device=device, findings=findings, out_dir=out_dir,
-                           compile_mode=compile_mode, compiler=compiler, raise_on_failure=raise_on_failure)
+                           compile_mode=compile_mode, compiler=compiler, raise_on_failure=raise_on_failure,
+                           policy=policy)

@@ -51,7 +51,8 @@ def plan_result(plan: Any, plan_file: Path) -> ApplyPassResult:
         graphs_compiled=plan.graphs_compiled, compile_s=plan.compile_s,
         validation=None if v is None else ValidationSummary(
             passed=v.passed, max_abs_err=v.max_abs_err, max_rel_err=v.max_rel_err,
-            compute_precision=v.compute_precision, outputs_compared=len(v.outputs), reason=v.reason),
+            compute_precision=v.compute_precision, outputs_compared=len(v.outputs), reason=v.reason,
+            verdict=v.verdict, reference=v.reference, rule=v.rule),
         notes=list(plan.notes),
         next_step=("capture optimized_workload with the baseline's settings, attribute it, then compare"
                    if validated else

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from profiler_core import api
@@ -60,7 +61,13 @@ def _render(plan: OptimizationPlan) -> None:
         table.add_row(record.name, level, status, summarize(record))
     out_console.print(table)
     v = plan.validation
-    if v is not None:
+    if v is not None and v.verdict:
+        style = "green" if v.passed else "bold red"
+        out_console.print(f"[{style}]{escape(v.verdict)}[/]", soft_wrap=True)
+        out_console.print(f"  rule: {escape(v.rule)}", soft_wrap=True)
+        for line in v.notes:
+            out_console.print(f"  {escape(line)}", soft_wrap=True)
+    elif v is not None:
         verdict = "[green]passed[/]" if v.passed else "[bold red]FAILED[/]"
         tol = next((o.tolerance for o in v.outputs if o.tolerance is not None), None)
         tol_text = f", rtol {tol.rtol:g} atol {tol.atol:g}" if tol is not None else ""
@@ -107,10 +114,10 @@ def apply_pass(
         _render(plan)
     if plan.status is PlanStatus.REJECTED and plan.validation is not None:
         v = plan.validation
+        said = v.verdict or (f"rejected (max abs err {_num(v.max_abs_err)}, max rel err {_num(v.max_rel_err)}, "
+                             f"{v.compute_precision} tolerance): {v.reason}")
         raise ValidationFailedError(
-            f"validation failed, plan rejected (max abs err {_num(v.max_abs_err)}, max rel err "
-            f"{_num(v.max_rel_err)}, "
-            f"{v.compute_precision} tolerance): {v.reason}; apply the passes one at a time to find the one "
+            f"validation failed, plan {said}; apply the passes one at a time to find the one "
             "that changes the numerics")
 
 

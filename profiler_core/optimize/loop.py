@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +41,7 @@ from profiler_core.schema import Profile, read_profile
 
 if TYPE_CHECKING:
     from profiler_core.capture.pipeline import ProgressFn
+    from profiler_core.passes.policy import ValidationPolicy
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class OptimizeConfig:
     min_speedup: float = 1.01  # a pass must make profiled kernel time at least 1% faster
     wall_iters: int = 30  # end-to-end timing (CUDA events); 0 skips it
     wall_warmup: int = 5
+    validation: ValidationPolicy | None = None  # how every trial's outputs are judged (None: DEFAULT_POLICY)
 
 
 class Trial(BaseModel):
@@ -78,6 +80,8 @@ class Trial(BaseModel):
     judged_on: Literal["kernel_time", "wall_time"] = "kernel_time"
     best_wall_ms: float | None = None
     wall_ms: float | None = None
+    # the plan's verdict (passes.verdict.VerdictRecord): reference, rule, the line, per-output numbers
+    validation: dict[str, Any] | None = None
 
 
 class OptimizeResult(BaseModel):
@@ -200,6 +204,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
               cancel: threading.Event | None, caches: Path) -> OptimizeResult:
     from profiler_core.analysis import compare, diagnose
     from profiler_core.passes import apply_pass_plan, get_pass
+    from profiler_core.passes.verdict import verdict_record
     from profiler_core.report import render_html
     from profiler_core.report.end_to_end import EndToEnd
     from profiler_core.rundir.create import DEFAULT_RUNS_DIR
@@ -279,16 +284,18 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
         trial.run_dir = str(trial_dir)
         try:
             plan = apply_pass_plan(path, trial.passes, device=config.device, out_dir=trial_dir,
-                                   compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
+                                   compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
+                                   policy=config.validation)
         except ProfilerError as err:  # e.g. a pass that cannot run here: the other trials still count
             trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
             return trial
         if plan.validation is not None:
             trial.max_abs_err, trial.max_rel_err = plan.validation.max_abs_err, plan.validation.max_rel_err
+            trial.validation = verdict_record(plan.validation).model_dump()
         if plan.status.value != "validated":
             trial.outcome = "rejected_validation"
             v = plan.validation
-            trial.reason = (f"{v.reason} (max abs err {v.max_abs_err}, max rel err {v.max_rel_err})"
+            trial.reason = (v.verdict or f"{v.reason} (max abs err {v.max_abs_err}, max rel err {v.max_rel_err})"
                             if v is not None else "validation did not run")
             result.validation_failures += 1
             return trial
@@ -380,7 +387,7 @@ def _optimize(workload: str | Path, config: OptimizeConfig | None, *, progress: 
             max_abs_err=result.validation.get("max_abs_err"), max_rel_err=result.validation.get("max_rel_err"))
         write_text_atomic(out / "report.html", render_html(best, findings=findings, comparison=comparison,
                                                            baseline=baseline, title=f"{path.name}: optimization",
-                                                           end_to_end=end_to_end))
+                                                           end_to_end=end_to_end, trials=result.trials))
 
     write_report()
     # written now and again after the wall times: a slow or killed timing run loses nothing above

@@ -28,6 +28,8 @@ from profiler_core.errors import PassError, ProfilerError, ValidationFailedError
 from profiler_core.passes.findings import read_findings
 from profiler_core.passes.manager import Step, apply_passes, resolve_requests, run_transformed
 from profiler_core.passes.plan import OptimizationPlan, PlanStatus, write_plan
+from profiler_core.passes.policy import DEFAULT_POLICY, ValidationPolicy
+from profiler_core.passes.reference import Reference, float64_reference
 from profiler_core.passes.step_run import (
     StateSnapshot,
     StepRecord,
@@ -37,8 +39,8 @@ from profiler_core.passes.step_run import (
     parameter_versions,
     run_step,
 )
-from profiler_core.passes.step_validation import check_reproducible, check_step_compares_something, compare_steps
-from profiler_core.passes.validation import DtypePolicy
+from profiler_core.passes.step_validation import check_reproducible, check_step_compares_something
+from profiler_core.passes.verdict import judge_steps
 from profiler_core.passes.wrapper import write_optimized_workload
 from profiler_core.workload import load_workload
 
@@ -93,8 +95,14 @@ def judged_baseline(step: Step, model: Any, inputs: tuple[Any, ...], path: Path)
     return first
 
 
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
+def experts_per_token(model: Any) -> int | None:
+    """How many experts an MoE model routes each token to, where its config says (transformers' names)."""
+    config = getattr(base_module(model), "config", None)
+    for name in ("num_experts_per_tok", "moe_topk", "top_k", "num_selected_experts"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 def build_optimized_model(
@@ -122,8 +130,12 @@ def apply_pass_plan(
     compile_mode: str | None = None,
     compiler: str = "inductor",
     raise_on_failure: bool = True,
+    policy: ValidationPolicy | None = None,
 ) -> OptimizationPlan:
     """Apply passes to a workload, validate against the baseline, optionally write plan + wrapper.
+
+    ``policy`` (default ``DEFAULT_POLICY``) is how outputs are judged: against a float64 run of
+    the original step, per kind of output (policy.py, verdict.py).
 
     ``compiler="eager"`` runs the Level-1 rewrites without Inductor (Level 2 and 3 then do
     nothing): a fast check of the graph rewrites and their numerics.
@@ -147,7 +159,11 @@ def apply_pass_plan(
         if snapshot is not None:
             snapshot.restore()  # the warm-up trained the copy: start again where the baseline did
         candidate = run_step(workload.step, model, cand_inputs, seed=0, call=run_transformed)
-    result = compare_steps(baseline, candidate, DtypePolicy(record.compute_precision))
+    policy = policy or DEFAULT_POLICY
+    reference = (float64_reference(workload.step, workload.model, workload.inputs, device=device)
+                 if policy.reference else Reference(None, device, "turned off by the validation policy"))
+    result = judge_steps(baseline, candidate, reference, policy, record.compute_precision,
+                         router_top_k=experts_per_token(workload.model))
     plan = OptimizationPlan(
         **record.model_dump(), workload=str(workload.path), device=device,
         status=PlanStatus.VALIDATED if result.passed else PlanStatus.REJECTED,
@@ -167,8 +183,6 @@ def apply_pass_plan(
     if not result.passed and raise_on_failure:
         where = f"; the rejected plan is in {plan_path}" if plan_path else ""
         raise ValidationFailedError(
-            f"{workload.path}: validation failed, plan rejected (max abs err {_num(result.max_abs_err)}, "
-            f"max rel err {_num(result.max_rel_err)}, {result.compute_precision} tolerance): "
-            f"{result.reason}{where}; "
+            f"{workload.path}: plan {result.verdict}{where}; "
             "apply the passes one at a time to find the one that changes the numerics")
     return plan

@@ -8,6 +8,9 @@ a workload name could carry anything); this module gathers what each template sh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from markupsafe import Markup
 
 from profiler_core.analysis.compare import Comparison
@@ -35,6 +38,7 @@ from profiler_core.report.svg_charts import (
     stacked_bar,
 )
 from profiler_core.report.templating import render
+from profiler_core.report.trials import trials_html
 from profiler_core.schema import Profile, Tier
 
 _TIER_COLORS = {Tier.CUPTI_CORRELATION.value: "#3ca951", Tier.NCU_NVTX.value: "#6cc5b0",
@@ -105,11 +109,13 @@ def findings_html(report: FindingsReport, heading: str = "Findings") -> str:
 
 def render_html(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                 comparison: Comparison | None = None, baseline: Profile | None = None,
-                title: str | None = None, end_to_end: EndToEnd | None = None) -> str:
+                title: str | None = None, end_to_end: EndToEnd | None = None,
+                trials: Sequence[Any] | None = None) -> str:
     """One self-contained HTML document for a profile, its findings and/or a comparison.
 
     Each profile gets its own section, with the findings diagnosed from it (``findings`` goes to
     the profile it was diagnosed from: the baseline's findings under the baseline's tables).
+    ``trials``: the optimize loop's trials, shown with their numerics verdicts after the comparison.
     """
     if comparison is None and baseline is not None and profile is not None:
         from profiler_core.analysis.compare import compare
@@ -127,6 +133,8 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
     sections: list[str] = []
     if comparison is not None:
         sections.append(comparison_html(comparison, end_to_end=end_to_end))
+    if trials:
+        sections.append(trials_html(trials))
     owner = findings_owner(findings, baseline, profile) if findings is not None else None
     if baseline is not None:
         sections.append(profile_html(baseline, heading="Baseline: where the time went"))

@@ -25,6 +25,7 @@ from profiler_core.optimize import OptimizeConfig, OptimizeResult, loop, optimiz
 from profiler_core.optimize.loop import plan_compile
 from profiler_core.passes import validation
 from profiler_core.passes.manager import COMPILE_MODES
+from profiler_core.passes.policy import DEFAULT_POLICY
 from profiler_core.schema import Profile
 from profiler_core.transformations import Transformation
 from profiler_core.workload import load_workload
@@ -90,9 +91,10 @@ def elementwise_first(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def strict_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bf16 tolerance no bf16 GEMM can meet (the float32 one), so bf16_promotion fails validation for real."""
+    """A bf16 rule no bf16 GEMM can meet (float32's), so bf16_promotion fails validation for real."""
     tight = validation.DEFAULT_TOLERANCES["float32"]
     monkeypatch.setattr(validation, "DEFAULT_TOLERANCES", {**validation.DEFAULT_TOLERANCES, "bfloat16": tight})
+    monkeypatch.setitem(DEFAULT_POLICY.unit_roundoff, "bfloat16", DEFAULT_POLICY.unit_roundoff["float32"])
 
 
 def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -118,7 +120,11 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
     assert "CUDA device" in by_name["cuda_graphs"].reason
     bf16 = by_name["bf16_promotion"]
     assert bf16.max_abs_err is not None and bf16.max_abs_err > 1e-4
-    assert "max abs err" in bf16.reason
+    assert bf16.reason.startswith("rejected: output (tensor): RMSE(candidate, fp64)")
+    assert bf16.validation is not None and bf16.validation["reference"] == "float64 on cpu, TF32 off"
+    assert bf16.validation["outputs"][0]["rmse_candidate"] > bf16.validation["outputs"][0]["threshold"]
+    page = (out / "report.html").read_text()
+    assert "<h2>Trials</h2>" in page and "RMSE(candidate, fp64)" in page
     assert result.validation_failures == 1
     assert result.kept_passes == ["qkv_fusion"]
     assert by_name["sdpa"].passes == ["qkv_fusion", "sdpa"]  # tried on top of what was kept
