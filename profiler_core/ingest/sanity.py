@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.records import CounterRow, TimelineKernel
@@ -103,8 +104,8 @@ def check_counter_rows(path: Path, rows: Sequence[CounterRow]) -> None:
                     "GPU memory: the values were scaled or edited; re-export with --print-units base")
 
 
-def check_launch_ids(path: Path, ids: Sequence[int], hint: str) -> None:
-    """Refuse an ncu export whose launch IDs (sorted) skip some: whole rows were cut out of it.
+def check_launch_ids(path: Path, ids: Any, hint: str) -> None:
+    """Refuse an ncu export whose launch IDs (sorted, unique; an int array) skip some: whole rows were cut out of it.
 
     ncu numbers the launches it profiles 0, 1, 2, ... in one report; a gap means rows are
     missing, and joining the rest by launch order would hand later launches other launches'
