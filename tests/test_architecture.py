@@ -17,6 +17,9 @@ KNOWN = {
     # schema.read_profile / write_profile load and write a Parquet kernel table, whose model lives
     # with the columnar engine (attribution/kernel_table.py): to move below the schema
     ("profiler_core.schema", "profiler_core.columnar_profile"),
+    # read_profile holds DRAM counters to the chip's bandwidth, from the peaks table in metrics/peaks.py:
+    # to move with that table to the ground layer
+    ("profiler_core.profile_checks", "profiler_core.physical_checks"),
 }
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server import MCPServer
 from pydantic import Field
 
+from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import (
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
 
 PREFERRED_COUNTERS = (*HEADLINE_COUNTERS, "memory_throughput_pct", "local_memory_wavefronts")
 SKIPPED_COUNTERS = frozenset({"gpu_time_duration_ns"})  # replayed under ncu: never a duration to compare
-ProfileArg = Annotated[str, Field(description="A profile.json written by attribute.")]
-OutputArg = Annotated[str | None, Field(
+ProfileArg = Annotated[str, Field(max_length=PATH_CHARS, description="A profile.json written by attribute.")]
+OutputArg = Annotated[str | None, Field(max_length=PATH_CHARS,
     description="Where to write the full result; default beside the profile.")]
 
 
@@ -151,10 +152,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="Compare two profiles", annotations=hints("Compare two profiles", read_only=False))
     def compare(
-        baseline: Annotated[str, Field(description="The baseline profile.json.")],
-        optimized: Annotated[str, Field(
+        baseline: Annotated[str, Field(max_length=PATH_CHARS, description="The baseline profile.json.")],
+        optimized: Annotated[str, Field(max_length=PATH_CHARS,
             description="The optimized profile.json (same workload, same settings).")],
-        output: Annotated[str | None, Field(
+        output: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write the full comparison; default beside the optimized profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operator groups to list.")] = 10,
         force: Annotated[bool, Field(
@@ -176,10 +177,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Report on a profile", annotations=hints("Report on a profile", read_only=False))
     def report(
         profile: ProfileArg,
-        baseline: Annotated[str | None, Field(
+        baseline: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="A baseline profile.json: the report then leads with the comparison.")] = None,
         include_findings: Annotated[bool, Field(description="Run diagnose and include its findings.")] = True,
-        html: Annotated[str | None, Field(
+        html: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write the HTML report; default report.html beside the profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operators in the summary.")] = 10,
     ) -> ReportResult:

@@ -10,6 +10,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import (
@@ -73,10 +74,11 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Apply graph passes", annotations=hints("Apply graph passes", read_only=False,
                                                             idempotent=False))
     def apply_pass(
-        workload: Annotated[str, Field(description="The workload .py file (get_model_and_inputs contract).")],
+        workload: Annotated[str, Field(max_length=PATH_CHARS,
+                                       description="The workload .py file (get_model_and_inputs contract).")],
         passes: Annotated[list[Annotated[str, Field(max_length=200)]], Field(
             min_length=1, max_length=32, description="Pass names from list_passes.")],
-        findings: Annotated[str | None, Field(
+        findings: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="findings.json from diagnose: the findings that license these passes are handed "
                         "to them as evidence (no other pass is applied).")] = None,
         device: Annotated[Literal["cuda", "cpu"], Field(
@@ -87,7 +89,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         compiler: Annotated[Literal["inductor", "eager"], Field(
             description="'eager' checks the graph rewrites and their numerics without Inductor (fast).")
         ] = "inductor",
-        out_dir: Annotated[str | None, Field(
+        out_dir: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where plan.json and workload_optimized.py go; default a new folder under "
                         "oprof-runs/.")] = None,
     ) -> ApplyPassResult:
