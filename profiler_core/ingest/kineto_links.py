@@ -43,7 +43,8 @@ def relink_launches(kernels: Sequence[TimelineKernel], cpu_ops: Sequence[CpuOp],
     out = list(kernels)
     relinked = 0
     for i in orphans:
-        call = calls.get(out[i].correlation_id)
+        corr = out[i].correlation_id
+        call = calls.get(corr) if corr is not None else None
         op = _innermost(threads.get(call.tid), call) if call is not None else None
         if op is not None:
             out[i] = dataclasses.replace(out[i], external_id=op.external_id)
