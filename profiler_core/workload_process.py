@@ -174,17 +174,33 @@ def run_in_child(target: str, kwargs: dict[str, Any], *, result_type: type[T] | 
                     limits=limits)
 
 
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+    """SIGTERM the child's process group, SIGKILL it after ``grace_s``, and reap the child."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig is signal.SIGTERM:
+            continue  # the leader is gone; SIGKILL what is left of its group once
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
     """Wait for the child; True when it ran past ``timeout_s`` (its whole group is then killed)."""
-    from profiler_core.capture.runner import kill_process_group
-
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        kill_process_group(proc, grace_s=2.0)
+        _kill_group(proc)
         return True
     except BaseException:  # Ctrl-C in the caller: the child goes with it
-        kill_process_group(proc, grace_s=2.0)
+        _kill_group(proc)
         raise
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # workers the child left behind
