@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from profiler_core.report.end_to_end import EndToEnd
     from profiler_core.rundir import RanksManifest, RunManifest
     from profiler_core.schema import Profile
+    from profiler_core.workload_process import ChildLimits
 
 ProgressFn = Callable[[str, int, int, str], None]  # (phase, step, total, message)
 ARTIFACT_KINDS = ("kineto", "nsys", "ncu", "inductor")
@@ -342,14 +343,30 @@ def findings_for_passes(findings_path: Path, names: Sequence[str]) -> list[dict[
 def apply_passes(workload: Path, passes: Sequence[str], *, device: str = "cuda",
                  findings: Path | Sequence[Mapping[str, Any]] | None = None, out_dir: Path | None = None,
                  compile_mode: str | None = None, compiler: str = "inductor",
-                 raise_on_failure: bool = True, policy: ValidationPolicy | None = None) -> OptimizationPlan:
+                 raise_on_failure: bool = True, policy: ValidationPolicy | None = None,
+                 limits: ChildLimits | None = None) -> OptimizationPlan:
     """Apply ``passes`` to ``workload``, validate its outputs against the original, write the plan.
 
     ``findings``: a findings.json (every transformation it licenses is applied too), or the
     findings handed to the passes as evidence. A plan that fails validation raises unless
     ``raise_on_failure`` is False (then its status says so). ``policy``: how outputs are judged
     (default ``DEFAULT_POLICY``: against a float64 run of the original step, per kind of output).
+    With ``limits`` the workload runs in a child process under them
+    (profiler_core.workload_process): a workload that exits, hangs or exhausts memory raises
+    WorkloadProcessError instead of ending this process.
     """
+    if limits is not None:
+        from profiler_core.passes.plan import OptimizationPlan as Plan
+        from profiler_core.workload_process import run_in_child
+
+        kwargs = {"workload_path": str(workload), "pass_names": list(passes), "device": device,
+                  "findings": str(findings) if isinstance(findings, Path | str) else
+                  (None if findings is None else [dict(f) for f in findings]),
+                  "out_dir": None if out_dir is None else str(out_dir), "compile_mode": compile_mode,
+                  "compiler": compiler, "raise_on_failure": raise_on_failure,
+                  "policy": None if policy is None else asdict(policy)}
+        return run_in_child("profiler_core.passes.planner:apply_pass_plan_in_child", kwargs, result_type=Plan,
+                            workload=workload, limits=limits, label="apply-pass")
     from profiler_core.passes import apply_pass_plan
 
     return apply_pass_plan(workload, list(passes), device=device, findings=findings, out_dir=out_dir,

@@ -25,6 +25,7 @@ from mcp_server.views import enum_value
 from profiler_core import api
 from profiler_core.compile_mode import TorchCompileMode
 from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
+from profiler_core.workload_process import ChildLimits
 
 
 def pass_info(spec: Any) -> PassInfo:
@@ -117,6 +118,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             evidence = None
             if findings:
                 evidence = api.findings_for_passes(ws.existing_file(findings, what="findings file"), passes)
+            # the workload runs in its own process: its exit, hang or memory use cannot reach the server
+            limits = ctx.config.workload_limits or ChildLimits.for_device(device)
             plan = api.apply_passes(path, passes, device=device, findings=evidence, out_dir=out,
-                                   compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
+                                    compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
+                                    limits=limits)
             return plan_result(plan, Path(plan.artifacts.get("plan", out / "plan.json")))

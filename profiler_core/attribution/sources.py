@@ -107,7 +107,8 @@ def attribute_files(
     profile = attribute(
         kineto=kineto_trace,
         nsys=nsys_timeline,
-        ncu=read_ncu(ncu) if ncu else None,
+        # a CUPTI range-profiler trace is a counter source of its own (ncu's rows win when both are given)
+        ncu=read_ncu(ncu) if ncu else (kineto_trace.range_counters if kineto_trace is not None else None),
         inductor=ind,
         capture=capture,
         allow_partial=allow_partial,

@@ -99,14 +99,27 @@ def apply_pass(
         "--compiler", help="inductor, or eager: Level-1 rewrites only, no Inductor (a fast check).")
     ] = "inductor",
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Seconds the workload may run in its own process (default "
+                          "$OPROF_WORKLOAD_TIMEOUT_S, else 1800).")] = None,
+    memory_limit_gb: Annotated[float | None, typer.Option(
+        "--memory-limit-gb", help="Address-space cap of the workload's process in GiB, 0 for none (default "
+                                  "$OPROF_WORKLOAD_MEMORY_GB, else the machine's RAM on cpu, none on cuda).")
+    ] = None,
 ) -> None:
-    """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
+    """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload.
+
+    The workload runs in a child process, bounded by --timeout and --memory-limit-gb.
+    """
     from profiler_core.rundir.create import DEFAULT_RUNS_DIR
+    from profiler_core.workload_process import ChildLimits
 
     out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
+    device = _check_device(device)
+    limits = ChildLimits.for_device(device, timeout_s=timeout, memory_gb=memory_limit_gb)
     plan = api.apply_passes(
-        workload, list(passes or []), device=_check_device(device), findings=from_findings,
-        out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
+        workload, list(passes or []), device=device, findings=from_findings,
+        out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False, limits=limits,
     )
     if as_json:
         emit_json(plan)

@@ -186,3 +186,8 @@ def apply_pass_plan(
             f"{workload.path}: plan {result.verdict}{where}; "
             "apply the passes one at a time to find the one that changes the numerics")
     return plan
+
+
+def apply_pass_plan_in_child(*, policy: Mapping[str, Any] | None = None, **kwargs: Any) -> OptimizationPlan:
+    """``apply_pass_plan`` as profiler_core.workload_process calls it: the policy arrives as its fields."""
+    return apply_pass_plan(**kwargs, policy=None if policy is None else ValidationPolicy(**policy))
