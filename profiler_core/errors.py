@@ -43,6 +43,10 @@ class WorkloadError(ProfilerError):
     """A workload file breaks the contract (missing entry point, import error, exception)."""
 
 
+class NotReproducibleError(WorkloadError):
+    """Two runs of the original step from identical state disagree: the workload draws random numbers."""
+
+
 class PassError(ProfilerError):
     """A graph pass is unknown, or failed while being applied."""
 
