@@ -84,7 +84,7 @@ def apply_pass(
     device: Annotated[str, typer.Option("--device", help="cuda, cuda:N or cpu.")] = "cuda",
     out: Annotated[Path | None, typer.Option(
         "--out", help="Directory for plan.json and workload_optimized.py "
-                      "[default: oprof-runs/<name>-optimized].")
+                      "[default: oprof-runs/<name>-optimized-<time>].")
     ] = None,
     compile_mode: Annotated[str | None, typer.Option(
         "--compile-mode", help=f"torch.compile mode: {', '.join(TORCH_COMPILE_MODES)}.")] = None,
@@ -94,9 +94,9 @@ def apply_pass(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
 ) -> None:
     """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
-    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR, default_run_dir
 
-    out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
+    out_dir = out if out is not None else default_run_dir(workload, DEFAULT_RUNS_DIR, kind="optimized")
     plan = api.apply_passes(
         workload, list(passes or []), device=_check_device(device), findings=from_findings,
         out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,

@@ -20,6 +20,7 @@ from profiler_core.analysis.compare import Comparison
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.confinement import read_input
 from profiler_core.errors import ProfilerError
+from profiler_core.rundir.layout import OPTIMIZE_NAME, PLAN_NAME, WALLTIME_NAME
 from profiler_core.report.digest import us
 
 Verdict = Literal["faster", "slower", "unchanged"]
@@ -58,11 +59,11 @@ def _read_json(path: Path) -> dict:
 def read_end_to_end(run_dir: Path, optimized_dir: Path | None = None) -> EndToEnd | None:
     """Wall times and validation from a run directory (optimize.json, walltime.json, the plan.json
     of ``optimized_dir``); None when it holds none of them."""
-    summary = _read_json(run_dir / "optimize.json")
-    wall = summary.get("wall_time") or _read_json(run_dir / "walltime.json")
+    summary = _read_json(run_dir / OPTIMIZE_NAME)
+    wall = summary.get("wall_time") or _read_json(run_dir / WALLTIME_NAME)
     validation = summary.get("validation") or {}
     if not validation and optimized_dir is not None:
-        validation = _read_json(optimized_dir / "plan.json").get("validation") or {}
+        validation = _read_json(optimized_dir / PLAN_NAME).get("validation") or {}
     e = EndToEnd(base_wall_ms=_median(wall.get("baseline")), opt_wall_ms=_median(wall.get("optimized")),
                  max_abs_err=validation.get("max_abs_err"), max_rel_err=validation.get("max_rel_err"))
     return e if any(v is not None for v in (e.base_wall_ms, e.opt_wall_ms, e.max_abs_err)) else None
