@@ -53,7 +53,8 @@ __all__ = [
     "BASELINE_DIR", "COMPARISON_NAME", "FINDINGS_NAME", "MANIFEST_NAME", "MODULE_MAP_NAME", "OPTIMIZED_WORKLOAD_NAME",
     "OPTIMIZE_NAME", "PLAN_NAME", "PROFILE_NAME", "RANKS_JSON", "REPORT_NAME", "TRIAL_CAPTURE_DIR", "WALLTIME_NAME",
     "RankEntry", "RanksManifest", "Run", "RunArtifacts", "RunManifest", "find_run_artifacts", "is_multi_rank",
-    "open_run", "rank_dir", "read_manifest", "trial_dir", "read_ranks_manifest", "write_manifest", "write_ranks_manifest",
+    "open_run", "rank_dir", "read_manifest", "read_ranks_manifest", "trial_dir", "write_manifest",
+    "write_ranks_manifest",
 ]
 
 

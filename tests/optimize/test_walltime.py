@@ -64,7 +64,7 @@ def test_wall_time_figures() -> None:
 @pytest.mark.slow
 def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   small: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base"), pair_profile("opt")]))
+    monkeypatch.setattr(trial, "capture_profile", FakeCapture([pair_profile("base"), pair_profile("opt")]))
     out = tmp_path / "run"
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=3, device="cpu", wall_iters=3, wall_warmup=1,
                                               capture=EAGER))
@@ -79,7 +79,7 @@ def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: 
 
 def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       small: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    monkeypatch.setattr(trial, "capture_profile", FakeCapture([pair_profile("base")]))
     out = tmp_path / "run"
     # wall times run under the capture's interpreter, as captures do: here one that does not exist
     capture = dataclasses.replace(EAGER, python=str(tmp_path / "missing" / "python"))
@@ -91,7 +91,7 @@ def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypat
 
 def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               small: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    monkeypatch.setattr(trial, "capture_profile", FakeCapture([pair_profile("base")]))
 
     def killed(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt  # what a timeout's signal does to a long timing run
@@ -108,7 +108,7 @@ def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, mo
 def test_timing_runs_load_the_caches_their_captures_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              small: None) -> None:
     fake = FakeCapture([pair_profile("opt")])
-    monkeypatch.setattr(loop, "_capture_profile", fake)
+    monkeypatch.setattr(trial, "capture_profile", fake)
     timed: list[tuple[str, str | None]] = []
 
     def measure(workload: Path, **kwargs: object) -> WallTime:
