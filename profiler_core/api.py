@@ -242,7 +242,14 @@ def analyse_shipped_run(example_dir: Path, out: Path) -> ShippedAnalysis:
     from profiler_core.attribution import attribute_run
     from profiler_core.passes.plan import read_plan
     from profiler_core.report.end_to_end import read_end_to_end
-    from profiler_core.rundir import FINDINGS_NAME, PLAN_NAME
+    from profiler_core.rundir import (
+        COMPARISON_NAME,
+        FINDINGS_NAME,
+        OPTIMIZE_NAME,
+        PLAN_NAME,
+        REPORT_NAME,
+        WALLTIME_NAME,
+    )
     from profiler_core.schema import write_profile
 
     baseline = attribute_run(example_dir / "baseline")
@@ -254,21 +261,21 @@ def analyse_shipped_run(example_dir: Path, out: Path) -> ShippedAnalysis:
         optimized = attribute_run(example_dir / "optimized")
         write_profile(out / "optimized.profile.json", optimized)
         comparison = compare_profiles(baseline, optimized, base_findings=findings, force=True)
-        write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
+        write_text_atomic(out / COMPARISON_NAME, comparison.model_dump_json(indent=1))
     page = Report(optimized or baseline, findings=findings, comparison=comparison).html(
         title=f"{example_dir.name} on an H200", baseline=baseline if optimized else None,
         end_to_end=read_end_to_end(example_dir, example_dir / "optimized"))
-    report_html = write_text_atomic(out / "report.html", page)
+    report_html = write_text_atomic(out / REPORT_NAME, page)
     kept: list[str] | None = None
     wall: dict[str, Any] = {}
-    summary, plan = example_dir / "optimize.json", example_dir / "optimized" / PLAN_NAME
+    summary, plan = example_dir / OPTIMIZE_NAME, example_dir / "optimized" / PLAN_NAME
     if summary.exists():
         data = json.loads(summary.read_text())
         kept, wall = list(data.get("kept_passes") or []), data.get("wall_time") or {}
     elif plan.exists():  # an optimized capture made with 'oprof apply-pass' and 'oprof capture'
         kept = list(read_plan(plan).applied)
-    if not wall and (example_dir / "walltime.json").exists():
-        wall = json.loads((example_dir / "walltime.json").read_text())
+    if not wall and (example_dir / WALLTIME_NAME).exists():
+        wall = json.loads((example_dir / WALLTIME_NAME).read_text())
     wall_ms = {k: float(v["median_ms"]) for k, v in wall.items()
                if k in ("baseline", "optimized") and isinstance(v, dict) and "median_ms" in v}
     return ShippedAnalysis(name=example_dir.name, baseline=baseline, findings=findings, comparison=comparison,

@@ -52,6 +52,10 @@ class WorkloadProcessError(WorkloadError):
         self.output = output  # workload_process.ChildOutput: what the child printed, capped
 
 
+class NotReproducibleError(WorkloadError):
+    """Two runs of the original step from identical state disagree: the workload draws random numbers."""
+
+
 class PassError(ProfilerError):
     """A graph pass is unknown, or failed while being applied."""
 

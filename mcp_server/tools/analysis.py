@@ -33,7 +33,7 @@ from mcp_server.views import MAX_WARNINGS, enum_value, showing, us
 from profiler_core import api
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
-from profiler_core.rundir import FINDINGS_NAME, PROFILE_NAME
+from profiler_core.rundir import COMPARISON_NAME, FINDINGS_NAME, PROFILE_NAME
 from profiler_core.schema import Profile
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         with tool_errors(ws):
             base_path, base = load_profile(ws, baseline)
             opt_path, opt = load_profile(ws, optimized)
-            out = ws.output_file(output or sibling(opt_path, "comparison.json"), kind="comparison")
+            out = ws.output_file(output or sibling(opt_path, COMPARISON_NAME), kind="comparison")
             result = _compare(base, opt, base_path=base_path, opt_path=opt_path, force=force)
             write_text_atomic(out, result.model_dump_json(indent=1))
             return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k)

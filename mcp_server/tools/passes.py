@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,6 +24,7 @@ from mcp_server.views import enum_value
 from profiler_core import api
 from profiler_core.compile_mode import TorchCompileMode
 from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
+from profiler_core.rundir.create import default_run_dir
 from profiler_core.workload_process import ChildLimits
 
 
@@ -111,8 +111,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             if out_dir:
                 out = ws.output_dir(out_dir)
             else:
-                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-                out = ctx.runs_dir / f"{path.stem}-optimized-{stamp}"
+                out = default_run_dir(path, ctx.runs_dir, kind="optimized")
             for name, kind in ((PLAN_FILE, "plan"), (WRAPPER_FILE, "optimized-workload")):
                 ws.output_file(out / name, kind=kind)  # never over a capture's file or a foreign one
             evidence = None

@@ -91,7 +91,7 @@ def apply_pass(
     device: Annotated[str, typer.Option("--device", help="cuda, cuda:N or cpu.")] = "cuda",
     out: Annotated[Path | None, typer.Option(
         "--out", help="Directory for plan.json and workload_optimized.py "
-                      "[default: oprof-runs/<name>-optimized].")
+                      "[default: oprof-runs/<name>-optimized-<time>].")
     ] = None,
     compile_mode: Annotated[str | None, typer.Option(
         "--compile-mode", help=f"torch.compile mode: {', '.join(TORCH_COMPILE_MODES)}.")] = None,
@@ -111,10 +111,10 @@ def apply_pass(
 
     The workload runs in a child process, bounded by --timeout and --memory-limit-gb.
     """
-    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR, default_run_dir
     from profiler_core.workload_process import ChildLimits
 
-    out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
+    out_dir = out if out is not None else default_run_dir(workload, DEFAULT_RUNS_DIR, kind="optimized")
     device = _check_device(device)
     limits = ChildLimits.for_device(device, timeout_s=timeout, memory_gb=memory_limit_gb)
     plan = api.apply_passes(

@@ -76,12 +76,20 @@ def _switch(opt: torch.optim.Optimizer) -> tuple[str, str | None]:
     return "unchanged", why
 
 
+def optimizer_applicable(ctx: PassContext) -> str | None:
+    """The inputs must hold an optimizer for the pass to switch."""
+    if find_optimizers(ctx.inputs):
+        return None
+    return "no torch.optim optimizer among the workload's inputs (return it with them from get_model_and_inputs)"
+
+
 @register_pass(
     "fused_optimizer",
     level=PassLevel.DYNAMO_FX,
     symptom="many small kernels under the optimizer's step (a per-parameter update loop)",
     order=95,
     aliases=("foreach_optimizer", "optimizer_fusion"),
+    applicable=optimizer_applicable,
 )
 def fused_optimizer(ctx: PassContext) -> PassEffect:
     """Run each optimizer among the inputs with its fused (else foreach) implementation."""

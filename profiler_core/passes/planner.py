@@ -42,10 +42,11 @@ from profiler_core.passes.step_run import (
 from profiler_core.passes.step_validation import check_reproducible, check_step_compares_something
 from profiler_core.passes.verdict import judge_steps
 from profiler_core.passes.wrapper import write_optimized_workload
+from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME
 from profiler_core.workload import load_workload
 
 PLAN_FILE = "plan.json"
-WRAPPER_FILE = "workload_optimized.py"
+WRAPPER_FILE = OPTIMIZED_WORKLOAD_NAME
 CUDA_GRAPH_RUNS = 3  # warm-up, record, replay: check the replayed graph's outputs
 
 
@@ -68,8 +69,12 @@ def _training_state(model: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any
             "validation runs baseline and candidate from copies of the same state") from err
 
 
-def judged_baseline(step: Step, model: Any, inputs: tuple[Any, ...], path: Path) -> StepRecord:
+def judged_baseline(step: Step, model: Any, inputs: tuple[Any, ...], path: Path, *,
+                    check_reproducible_again: bool = True) -> StepRecord:
     """The baseline step, once it is known to be reproducible and to give something to compare.
+
+    ``check_reproducible_again=False``: the caller has judged this workload already (the optimize
+    loop does so once, before its first trial), so the second run with another seed is skipped.
 
     A model in train mode runs on a copy of (model, inputs), and the original's parameters
     must not move meanwhile: if they do, the step updates them through an optimizer outside
@@ -88,6 +93,8 @@ def judged_baseline(step: Step, model: Any, inputs: tuple[Any, ...], path: Path)
             "with the inputs from get_model_and_inputs (return model, (batch, labels, optimizer)) and take "
             "it from the inputs in step()")
     check_step_compares_something(first, str(path))
+    if not check_reproducible_again:
+        return first
     if snapshot is not None:
         snapshot.restore()
     second = _baseline(step, run_model, run_inputs, path, seed=1)
@@ -131,11 +138,14 @@ def apply_pass_plan(
     compiler: str = "inductor",
     raise_on_failure: bool = True,
     policy: ValidationPolicy | None = None,
+    baseline_judged: bool = False,
 ) -> OptimizationPlan:
     """Apply passes to a workload, validate against the baseline, optionally write plan + wrapper.
 
     ``policy`` (default ``DEFAULT_POLICY``) is how outputs are judged: against a float64 run of
     the original step, per kind of output (policy.py, verdict.py).
+    ``baseline_judged``: the workload's step is known to be reproducible (the caller ran
+    :func:`judged_baseline` on it once), so the baseline step runs once here, not twice.
 
     ``compiler="eager"`` runs the Level-1 rewrites without Inductor (Level 2 and 3 then do
     nothing): a fast check of the graph rewrites and their numerics.
@@ -145,7 +155,8 @@ def apply_pass_plan(
         raise PassError("no pass to apply: name one with --pass (see 'oprof passes'), or give findings "
                         "whose 'transformation' names a pass")
     workload = load_workload(workload_path, device=device)
-    baseline = judged_baseline(workload.step, workload.model, workload.inputs, workload.path)
+    baseline = judged_baseline(workload.step, workload.model, workload.inputs, workload.path,
+                               check_reproducible_again=not baseline_judged)
     training = baseline.training
     cand_model, cand_inputs = (_training_state(workload.model, workload.inputs) if training
                                else (workload.model, workload.inputs))

@@ -21,6 +21,7 @@ from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.confinement import read_input
 from profiler_core.errors import ProfilerError
 from profiler_core.report.digest import us
+from profiler_core.rundir.layout import OPTIMIZE_NAME, PLAN_NAME, WALLTIME_NAME
 
 Verdict = Literal["faster", "slower", "unchanged"]
 
@@ -33,6 +34,9 @@ class EndToEnd:
     opt_wall_ms: float | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None
+    # the yardstick: the recipe a user writes instead, each as (what they write, outcome, median ms or why not)
+    recipes: tuple[tuple[str, str, str], ...] = ()
+    recipe_verdict: str = ""
 
     @property
     def wall_speedup(self) -> float | None:
@@ -58,14 +62,28 @@ def _read_json(path: Path) -> dict:
 def read_end_to_end(run_dir: Path, optimized_dir: Path | None = None) -> EndToEnd | None:
     """Wall times and validation from a run directory (optimize.json, walltime.json, the plan.json
     of ``optimized_dir``); None when it holds none of them."""
-    summary = _read_json(run_dir / "optimize.json")
-    wall = summary.get("wall_time") or _read_json(run_dir / "walltime.json")
+    summary = _read_json(run_dir / OPTIMIZE_NAME)
+    wall = summary.get("wall_time") or _read_json(run_dir / WALLTIME_NAME)
     validation = summary.get("validation") or {}
     if not validation and optimized_dir is not None:
-        validation = _read_json(optimized_dir / "plan.json").get("validation") or {}
+        validation = _read_json(optimized_dir / PLAN_NAME).get("validation") or {}
+    stick = summary.get("yardstick") or {}
     e = EndToEnd(base_wall_ms=_median(wall.get("baseline")), opt_wall_ms=_median(wall.get("optimized")),
-                 max_abs_err=validation.get("max_abs_err"), max_rel_err=validation.get("max_rel_err"))
-    return e if any(v is not None for v in (e.base_wall_ms, e.opt_wall_ms, e.max_abs_err)) else None
+                 max_abs_err=validation.get("max_abs_err"), max_rel_err=validation.get("max_rel_err"),
+                 recipes=recipe_rows(stick.get("recipes") or []), recipe_verdict=str(stick.get("verdict") or ""))
+    return e if any(v is not None for v in (e.base_wall_ms, e.opt_wall_ms, e.max_abs_err)) or e.recipes else None
+
+
+def recipe_rows(recipes: list) -> tuple[tuple[str, str, str], ...]:
+    """optimize.json's yardstick recipes as report rows: (what the user writes, outcome, ms or why not)."""
+    rows = []
+    for r in recipes:
+        if not isinstance(r, dict):
+            continue
+        ms = r.get("median_ms")
+        shown = f"{ms:.3f} ms" if isinstance(ms, int | float) else str(r.get("reason") or "-")[:200]
+        rows.append((str(r.get("code") or r.get("recipe")), str(r.get("outcome")), shown))
+    return tuple(rows)
 
 
 def banner(c: Comparison, e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS) -> tuple[Verdict, str]:

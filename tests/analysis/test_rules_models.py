@@ -8,6 +8,8 @@ not the numbers, is the model's own.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from profiler_core.analysis import Transformation, diagnose
@@ -166,3 +168,37 @@ CASES = [
 def test_model_rule_fires_or_not(rule_id: str, build: object, fires: bool) -> None:
     report = diagnose(build(), rules=[rule_id])  # type: ignore[operator]
     assert bool(report.by_rule(rule_id)) is fires, [f.symptom for f in report.findings]
+
+
+SHIPPED_RESNET18 = Path(__file__).parent.parent.parent / "examples" / "captures" / "h200" / "tv_resnet18" / "baseline"
+
+
+def test_a_plain_compiled_resnet_licenses_bf16_channels_last_and_the_fold() -> None:
+    # torchvision ResNet-18 compiled by Inductor: its convolutions already run NHWC inside the graph, so
+    # no nchwToNhwc kernel shows; the layout work is cuDNN's convertTensor and Inductor's copies of each
+    # convolution's operands into NHWC, which a channels_last model and input do not need
+    from profiler_core.attribution import attribute_run
+
+    profile = attribute_run(SHIPPED_RESNET18)
+    found = {f.rule_id: f for f in diagnose(profile).findings}
+    assert found["conv_tensor_core_low"].transformation == Transformation.BF16_PROMOTION
+    assert found["conv_batchnorm"].transformation == Transformation.CONV_BN_FOLDING
+    layout = found["layout_transposition"]
+    assert layout.transformation == Transformation.CHANNELS_LAST
+    names = layout.evidence.kernel_names
+    assert any("convertTensor_kernel" in n for n in names)
+    assert any(n.startswith("triton_poi_fused_convolution_") for n in names)
+    assert not any("fused__native_batch_norm" in n for n in names)  # a fused conv epilogue is no layout copy
+    assert layout.evidence.kernel_count == 22 and 5.0 < layout.evidence.share_pct < 6.0
+
+
+@pytest.mark.parametrize(("name", "layout"), [
+    ("triton_poi_fused_convolution_4", True),
+    ("void cudnn::engines_precompiled::convertTensor_kernel<float, float, float, (cudnnKernelDataType_t)0>", True),
+    ("triton_poi_fused__native_batch_norm_legit_no_training_convolution_relu_9", False),
+    ("triton_poi_fused_convolution_relu_3", False),
+])
+def test_layout_kernel_names(name: str, layout: bool) -> None:
+    from profiler_core.analysis.rules_models import _LAYOUT
+
+    assert bool(_LAYOUT.search(name)) is layout

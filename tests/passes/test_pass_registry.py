@@ -159,3 +159,35 @@ def test_every_built_in_transformation_is_a_pass_or_declared_without_one() -> No
     named = {n for spec in list_passes() if spec.source == "builtin" for n in (spec.name, *spec.aliases)}
     assert {t.value for t in Transformation} - named == WITHOUT_BUILTIN_PASS
     assert named <= known_transformations()  # registering a pass makes its names licensable
+
+
+def test_an_applicability_check_says_why_a_pass_cannot_apply() -> None:
+    from profiler_core.passes.registry import unregister_pass
+
+    def needs_conv(ctx: PassContext) -> str | None:
+        return None if any(isinstance(m, torch.nn.Conv2d) for m in ctx.model.modules()) else "no nn.Conv2d"
+
+    def broken(ctx: PassContext) -> str | None:
+        raise RuntimeError("hook bug")
+
+    try:
+        register_pass("needs_conv_test", level=PassLevel.DYNAMO_FX, symptom="s", applicable=needs_conv,
+                      suggests=("cuda-graphs",))(lambda ctx: PassEffect())
+        register_pass("broken_hook_test", level=PassLevel.DYNAMO_FX, symptom="s", applicable=broken)(
+            lambda ctx: PassEffect())
+        spec = get_pass("needs_conv_test")
+        assert spec.suggests == ("cuda_graphs",)
+        linear = PassContext(model=torch.nn.Linear(2, 2).eval(), inputs=(), device="cpu")
+        conv = PassContext(model=torch.nn.Conv2d(2, 2, 1).eval(), inputs=(), device="cpu")
+        assert spec.cannot_apply(linear) == "no nn.Conv2d" and spec.cannot_apply(conv) is None
+        assert "raised RuntimeError: hook bug" in (get_pass("broken_hook_test").cannot_apply(linear) or "")
+        # built-in checks: a train-mode model for an inference-only pass, a CPU for CUDA graphs
+        assert "train mode" in (get_pass("conv_bn_folding").cannot_apply(
+            PassContext(model=torch.nn.Sequential(torch.nn.Conv2d(2, 2, 1), torch.nn.BatchNorm2d(2)).train(),
+                        inputs=(), device="cpu")) or "")
+        assert "CUDA device" in (get_pass("cuda_graphs").cannot_apply(linear) or "")
+        assert "already torch.bfloat16" in (get_pass("bf16_promotion").cannot_apply(
+            PassContext(model=torch.nn.Linear(2, 2).to(torch.bfloat16), inputs=(), device="cpu")) or "")
+    finally:
+        unregister_pass("needs_conv_test")
+        unregister_pass("broken_hook_test")
