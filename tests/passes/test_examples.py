@@ -89,3 +89,18 @@ def test_the_bert_training_example_trains_with_dropout_off(small_examples: Path)
 def test_the_resnet_example_needs_torchvision_only_when_called() -> None:
     module = import_workload_module(EXAMPLES / "tv_resnet18.py")  # importing it needs no torchvision
     assert (module.BATCH, module.SIZE) == (64, 160)
+
+
+def test_the_gpt2_training_example_keeps_adamw_on_the_model(small_examples: Path) -> None:
+    pytest.importorskip("transformers")
+    module = import_workload_module(EXAMPLES / "hf_gpt2_train.py")
+    cfg = module.build_config()
+    assert (cfg.n_layer, cfg.n_embd, cfg.n_head, module.BATCH, module.SEQ) == (4, 768, 12, 8, 256)
+    assert cfg.resid_pdrop == cfg.embd_pdrop == cfg.attn_pdrop == 0.0
+    wl = load_workload(small_examples / "hf_gpt2_train.py", device="cpu")
+    assert wl.model.training and wl.custom_step and isinstance(wl.model._opt, torch.optim.AdamW)
+    assert len(wl.inputs) == 1  # the optimizer is not among the inputs
+    before = next(wl.model.parameters()).detach().clone()
+    losses = [float(wl.step(wl.model, wl.inputs)) for _ in range(3)]
+    assert losses[2] < losses[0]  # model._opt steps this very model
+    assert not torch.equal(next(wl.model.parameters()), before)
