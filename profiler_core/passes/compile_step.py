@@ -9,8 +9,9 @@ fused_optimizer (module level, on the optimizers): ``torch.optim`` runs its upda
 loop over parameters (``foreach=False``), as a few multi-tensor kernels per operation
 (``foreach=True``, the CUDA default), or as one fused kernel per parameter group
 (``fused=True``). Each optimizer that updates the model's parameters (wherever the workload
-keeps it: ``PassContext.optimizers``) is switched, in place, to the fused implementation where its class and parameters allow it, else to foreach. Numerics
-are those of the same algorithm: validation compares every updated parameter.
+keeps it: ``PassContext.optimizers``) is switched, in place, to the fused implementation
+where its class and parameters allow it, else to foreach. Numerics are those of the same
+algorithm: validation compares every updated parameter.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from typing import Any
 import torch
 
 from profiler_core.errors import PassError, ProfilerError, ValidationFailedError, WorkloadError
-from profiler_core.passes.findings import read_findings
 from profiler_core.passes.builds import check_same_state, fresh_build, initial_state
+from profiler_core.passes.findings import read_findings
 from profiler_core.passes.manager import Step, apply_passes_to_step, resolve_requests, run_transformed
 from profiler_core.passes.plan import OptimizationPlan, PlanStatus, write_plan
 from profiler_core.passes.step_run import (
