@@ -68,9 +68,9 @@ def initial_state(build: Workload) -> dict[str, torch.Tensor]:
             for key, value in group.items():
                 if key != "params" and isinstance(value, int | float | bool):
                     state[f"{kind} group {i} {key}"] = torch.tensor(float(value), dtype=torch.float64)
-        for p, entry in opt.state.items():
+        for param, entry in opt.state.items():
             for key, value in entry.items():
-                _tensors(f"{kind} state {names.get(id(p), '?')}.{key}", value, state)
+                _tensors(f"{kind} state {names.get(id(param), '?')}.{key}", value, state)
     _tensors("input ", list(build.inputs), state)
     return state
 
