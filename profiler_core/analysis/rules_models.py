@@ -6,6 +6,7 @@
     conv_tensor_core_low     convolutions with the Tensor Cores mostly idle -> bf16_promotion (or tf32)
     eager_small_kernels      many small eager elementwise kernels          -> inductor_compile
     optimizer_small_kernels  many small kernels under the optimizer step   -> fused_optimizer
+                                                                            (or compiled_optimizer_step)
     training_step_phases     forward / backward / optimizer time            (note)
 """
 
@@ -203,6 +204,7 @@ def optimizer_small_kernels(ctx: RuleContext) -> list[Finding]:
         ops=ops,
         kernels=kernels,
         transformation=Transformation.FUSED_OPTIMIZER,
+        alternatives=[Transformation.COMPILED_OPTIMIZER_STEP],
         facts=[f"{foreach} of {len(ops)} operators are multi-tensor (foreach) ops" if foreach
                else "per-parameter ops (no foreach): the for-loop implementation",
                f"median kernel {statistics.median(k.duration_ns for k in kernels) / 1000:.1f} us"],

@@ -104,13 +104,19 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[:160]}"
 
 
-def float64_reference(step: Step, model: Any, inputs: tuple[Any, ...], *, device: str) -> Reference:
-    """Run ``step`` on a float64 copy of ``model`` and ``inputs``; never raises on the model's account."""
+def float64_reference(step: Step, model: Any, inputs: tuple[Any, ...], *, device: str,
+                      in_place: bool = False) -> Reference:
+    """Run ``step`` on a float64 copy of ``model`` and ``inputs``; never raises on the model's account.
+
+    ``in_place``: convert and run ``model`` itself, for a build made for this run alone (a
+    training build, whose optimizer may live outside the inputs: on the model, in a global or a
+    closure of the workload file, holding this very model's parameters, which a copy would lose).
+    """
     module = base_module(model)
     if not isinstance(module, torch.nn.Module):
         return Reference(None, device, "the model is not an nn.Module")
     try:
-        work, work_inputs = copy.deepcopy((module, inputs))
+        work, work_inputs = (module, inputs) if in_place else copy.deepcopy((module, inputs))
     except Exception as err:
         return Reference(None, device, f"the model cannot be copied: {_first_line(err)}")
     adapted = _eager_experts(work)

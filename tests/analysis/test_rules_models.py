@@ -98,9 +98,45 @@ def _training(optimizer_ops: int, name: str = "aten::mul_", measured: int = 2) -
 def test_many_small_optimizer_kernels_license_the_fused_optimizer() -> None:
     found = _rules(_training(40))
     assert found["optimizer_small_kernels"].transformation == Transformation.FUSED_OPTIMIZER
+    assert found["optimizer_small_kernels"].alternatives == [Transformation.COMPILED_OPTIMIZER_STEP]
     assert "40 kernels of at most 20 us per optimizer step" in found["optimizer_small_kernels"].symptom
     assert "optimizer_small_kernels" not in _rules(_training(5))
     assert "optimizer_small_kernels" not in _rules(_training(40, name="aten::_fused_adamw_"))
+
+
+def _short_kernels_by_phase(phases: tuple[str, ...]) -> Profile:
+    b = ProfileBuilder(gap_us=5.0)
+    keys = {}
+    for i in range(30):
+        keys[b.op(f"triton_poi_fused_{i}", k(f"triton_poi_fused_{i}", 2.0, achieved_occupancy_pct=30.0,
+                                              sm_throughput_pct=5.0))] = phases[i % len(phases)]
+    profile = b.build()
+    for op in profile.operators:
+        op.phase = keys[op.key]  # type: ignore[assignment]
+    return profile
+
+
+def test_launch_gaps_in_every_phase_license_graphing_the_whole_step() -> None:
+    whole = _rules(_short_kernels_by_phase(("forward", "backward", "optimizer")))["launch_bound"]
+    assert whole.transformation == Transformation.WHOLE_STEP_CUDA_GRAPHS
+    assert whole.alternatives == [Transformation.CUDA_GRAPHS]
+    assert any("forward, backward and the optimizer" in f for f in whole.evidence.facts)
+    model_only = _rules(_short_kernels_by_phase(("forward", "backward")))["launch_bound"]
+    assert model_only.transformation == Transformation.CUDA_GRAPHS and model_only.alternatives == []
+
+
+def test_fp32_gemms_of_a_training_step_also_license_bf16_autocast() -> None:
+    b = ProfileBuilder()
+    keys = {}
+    for phase in ("forward", "backward"):
+        keys[b.op("aten::mm", k("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n", 300, tensor_core_active_pct=0.0,
+                                sm_throughput_pct=60))] = phase
+    profile = b.build()
+    for op in profile.operators:
+        op.phase = keys[op.key]  # type: ignore[assignment]
+    found = _rules(profile)["tensor_core_idle"]
+    assert found.transformation == Transformation.BF16_PROMOTION
+    assert found.alternatives == [Transformation.BF16_AUTOCAST, Transformation.TF32]
 
 
 def test_training_phases_are_reported_as_a_note() -> None:

@@ -103,3 +103,18 @@ def test_the_mixtral_moe_example_is_sized_as_its_docstring_says_and_returns_rout
     out = wl.step(wl.model, wl.inputs)
     assert tuple(out.logits.shape) == (2, 16, 256) and len(out.router_logits) == 2
     assert tuple(out.router_logits[0].shape) == (32, 8)
+
+
+def test_the_gpt2_training_example_keeps_adamw_on_the_model(small_examples: Path) -> None:
+    pytest.importorskip("transformers")
+    module = import_workload_module(EXAMPLES / "hf_gpt2_train.py")
+    cfg = module.build_config()
+    assert (cfg.n_layer, cfg.n_embd, cfg.n_head, module.BATCH, module.SEQ) == (4, 768, 12, 8, 256)
+    assert cfg.resid_pdrop == cfg.embd_pdrop == cfg.attn_pdrop == 0.0
+    wl = load_workload(small_examples / "hf_gpt2_train.py", device="cpu")
+    assert wl.model.training and wl.custom_step and isinstance(wl.model._opt, torch.optim.AdamW)
+    assert len(wl.inputs) == 1  # the optimizer is not among the inputs
+    before = next(wl.model.parameters()).detach().clone()
+    losses = [float(wl.step(wl.model, wl.inputs)) for _ in range(3)]
+    assert losses[2] < losses[0]  # model._opt steps this very model
+    assert not torch.equal(next(wl.model.parameters()), before)

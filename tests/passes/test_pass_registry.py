@@ -33,7 +33,8 @@ BUILT_IN = {
     "tf32": PassLevel.INDUCTOR_CONFIG, "freezing": PassLevel.INDUCTOR_CONFIG,
     "cuda_graphs": PassLevel.INDUCTOR_CONFIG, "conv_bn_folding": PassLevel.DYNAMO_FX,
     "channels_last": PassLevel.DYNAMO_FX, "fused_optimizer": PassLevel.DYNAMO_FX,
-    "inductor_compile": PassLevel.INDUCTOR_CONFIG,
+    "inductor_compile": PassLevel.INDUCTOR_CONFIG, "bf16_autocast": PassLevel.DYNAMO_FX,
+    "compiled_optimizer_step": PassLevel.INDUCTOR_CONFIG, "whole_step_cuda_graphs": PassLevel.INDUCTOR_CONFIG,
 }
 
 
@@ -63,7 +64,8 @@ def test_aliases_and_spellings_resolve(alias: str, name: str) -> None:
 
 
 def test_unknown_pass_names_the_known_ones() -> None:
-    with pytest.raises(PassError, match=r"unknown pass 'fuse_everything'; known passes: bf16_promotion, "):
+    with pytest.raises(PassError,
+                       match=r"unknown pass 'fuse_everything'; known passes: bf16_autocast, bf16_promotion, "):
         get_pass("fuse_everything")
 
 
