@@ -46,6 +46,12 @@ class ValidationPolicy:
     min_intermediate_cosine: float = 0.99  # an intermediate rejects only below this cosine similarity
     router_top_k: int = 2  # experts per token, when the model's config does not say
     gradient_floor: float = 1e-3  # a gradient's scale is at least this fraction of the largest one's
+    # An updated parameter's floor term is at least this, in its own units: PyTorch's training accuracy
+    # check (torch._dynamo.utils.same with fp64_ref) adds tol/10 with tol = 1e-2 for training. One
+    # adaptive step moves each element by about the learning rate whatever its gradient's size, so a
+    # gradient's sign flipped by rounding moves the element by twice that; the gradients themselves
+    # are judged by the relative rule above.
+    parameter_floor: float = 1e-3
     unit_roundoff: dict[str, float] = field(default_factory=lambda: dict(UNIT_ROUNDOFF))
 
     SMALL_NUMEL = 1000
@@ -78,7 +84,7 @@ class ValidationPolicy:
         """The settings, for the record."""
         return {"reference": self.reference, "k": self.k, "k_lower_precision": self.k_lower_precision,
                 "k_small": self.k_small, "floor_units": self.floor_units, "top_k": self.top_k,
-                "min_intermediate_cosine": self.min_intermediate_cosine}
+                "min_intermediate_cosine": self.min_intermediate_cosine, "parameter_floor": self.parameter_floor}
 
 
 DEFAULT_POLICY = ValidationPolicy()

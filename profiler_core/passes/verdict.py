@@ -59,11 +59,24 @@ def _f(x: float) -> str:
 
 
 def calibrated(c: OutputComparison, base: torch.Tensor, cand: torch.Tensor, ref: torch.Tensor,
-               policy: ValidationPolicy, precision: str, *, scale_floor: float = 0.0) -> OutputComparison:
-    """``c`` judged by the calibrated rule: RMSE(candidate, fp64) <= k*RMSE(baseline, fp64) + floor*RMS(fp64)."""
+               policy: ValidationPolicy, precision: str, *, scale_floor: float = 0.0,
+               judged: torch.Tensor | None = None, abs_floor: float = 0.0) -> OutputComparison:
+    """``c`` judged by the calibrated rule: RMSE(candidate, fp64) <= k*RMSE(baseline, fp64) + floor*RMS(fp64).
+
+    ``judged``: a boolean mask of the elements the rule applies to (the others are counted in
+    ``metrics['elements_not_judged']``); all of them when None. ``abs_floor``: the least the
+    floor term may be, in the output's units (updated parameters: ``policy.parameter_floor``).
+    """
     b, x = base.detach().double().flatten(), cand.detach().to(base.device).double().flatten()
     r = ref.detach().to(base.device).double().flatten()
     finite = torch.isfinite(r) & torch.isfinite(b)
+    if judged is not None:
+        keep = judged.detach().to(base.device).flatten().bool()
+        skipped = int((finite & ~keep).sum())
+        finite = finite & keep
+        c = c.model_copy(update={"metrics": {**c.metrics, "elements_not_judged": float(skipped)}})
+        if not bool(finite.any()):
+            return c.model_copy(update={"passed": True, "excess": 0.0, "reason": ""})
     if bool((finite & ~torch.isfinite(x)).any()):
         bad = int((finite & ~torch.isfinite(x)).sum())
         return c.model_copy(update={"passed": False, "excess": math.inf,
@@ -73,13 +86,14 @@ def calibrated(c: OutputComparison, base: torch.Tensor, cand: torch.Tensor, ref:
     scale = max(rms, scale_floor)
     k = policy.multiplier(precision, c.dtype or "float32", c.numel)
     floor = policy.floor(precision)
-    threshold = k * e_b + floor * scale
+    threshold = k * e_b + max(floor * scale, abs_floor)
     excess = e_c / threshold if threshold > 0 else (0.0 if e_c == 0 else math.inf)
     passed = e_c <= threshold
     cosine = _cosine(x, r)
     reason = "" if passed else (
         f"RMSE(candidate, fp64) {_f(e_c)} > {_f(threshold)} = {k:g}*{_f(e_b)} (baseline's RMSE) + "
-        f"{floor:.2g}*{_f(scale)} (RMS of fp64); cosine similarity {cosine:.5f}")
+        + (f"{_f(abs_floor)} (the floor for updated parameters)" if abs_floor > floor * scale
+           else f"{floor:.2g}*{_f(scale)} (RMS of fp64)") + f"; cosine similarity {cosine:.5f}")
     return c.model_copy(update={"passed": passed, "reason": reason, "rmse_candidate": e_c, "rmse_baseline": e_b,
                                 "rms_reference": scale, "k": k, "threshold": threshold, "cosine": cosine,
                                 "excess": excess})
@@ -144,6 +158,25 @@ def _judge_tokens(c: OutputComparison, base: torch.Tensor, cand: torch.Tensor, b
                                 "excess": 0.0 if passed else 1.0 + far + unchecked})
 
 
+def _without_gradient(ref: StepRecord | None) -> dict[str, torch.Tensor]:
+    """Per parameter, the elements whose float64 gradient is zero to float32's resolution.
+
+    Their exact gradient is zero (a key projection's bias under softmax, say), so what an update
+    does to them is rounding noise that an adaptive optimizer scales up to a whole step (Adam
+    divides by the gradient's own magnitude): a lower-precision candidate moves them by about
+    the learning rate where the float32 baseline barely moves them. Such elements are counted,
+    not judged; every element with a real gradient is.
+    """
+    if ref is None or not ref.gradients:
+        return {}
+    largest = max((float(g.detach().abs().max()) for g in ref.gradients.values() if g.numel()), default=0.0)
+    if largest == 0.0:
+        return {}
+    cut = largest * 2.0 ** -24
+    return {name: g.detach().abs() <= cut for name, g in ref.gradients.items()
+            if isinstance(g, torch.Tensor) and g.is_floating_point()}
+
+
 def _leaves(record: StepRecord, role: str) -> dict[str, Any]:
     return {"output": record.outputs, "gradient": record.gradients, "parameter": record.parameters}[role]
 
@@ -155,6 +188,7 @@ def judge_steps(base: StepRecord, cand: StepRecord, reference: Reference, policy
     ref = reference.record if policy.reference else None
     grad_scale = policy.gradient_floor * max(
         (_rms(g.double()) for g in (ref.gradients if ref is not None else base.gradients).values()), default=0.0)
+    no_gradient = _without_gradient(ref)
     judged: list[OutputComparison] = []
     flipped = routed = 0
     for c in table.outputs:
@@ -174,7 +208,9 @@ def judge_steps(base: StepRecord, cand: StepRecord, reference: Reference, policy
             continue
         r = r if isinstance(r, torch.Tensor) and r.shape == b.shape and r.is_floating_point() else None
         if r is not None:
-            c = calibrated(c, b, x, r, policy, precision, scale_floor=grad_scale if c.role == "gradient" else 0.0)
+            c = calibrated(c, b, x, r, policy, precision, scale_floor=grad_scale if c.role == "gradient" else 0.0,
+                           judged=~no_gradient[c.path] if c.role == "parameter" and c.path in no_gradient else None,
+                           abs_floor=policy.parameter_floor if c.role == "parameter" else 0.0)
         if kind == "lm_logits":  # the RMSE figures stay as a report; the logits' own measures decide
             judged.append(_judge_logits(c, b, x, r, policy, precision))
             continue

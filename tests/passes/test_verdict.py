@@ -145,3 +145,49 @@ def test_the_record_keeps_the_verdict_and_worst_outputs_first() -> None:
     assert not record.passed and record.outputs[0].path == "b" and not record.outputs[0].passed
     assert record.reference == "float64 on cpu, TF32 off" and record.rule.startswith("RMSE(candidate, fp64)")
     assert record.verdict == result.verdict and record.outputs_judged == 2
+
+
+def _training_records(base_p: torch.Tensor, cand_p: torch.Tensor, ref_p: torch.Tensor,
+                      ref_grad: torch.Tensor) -> tuple[StepRecord, StepRecord, Reference]:
+    """One updated parameter ``w``; every side has the same (float32) gradient but the reference's."""
+    loss = {"loss": torch.tensor(1.0)}
+    grad = ref_grad.float()
+
+    def record(p: torch.Tensor, g: torch.Tensor, out: dict) -> StepRecord:
+        return StepRecord(outputs=out, gradients={"w": g}, parameters={"w": p}, optimizer_steps=1, training=True,
+                          backward_ran=True)
+
+    ref = record(ref_p, ref_grad, {"loss": torch.tensor(1.0, dtype=torch.float64)})
+    return record(base_p, grad, loss), record(cand_p, grad, loss), Reference(ref, "cpu", "")
+
+
+def test_updated_parameters_whose_exact_gradient_is_zero_are_counted_not_judged() -> None:
+    # Adam's first step moves every element by about lr = 1e-4 times the sign of its gradient; where the
+    # exact gradient is zero, a bf16 candidate's rounding noise picks a sign and moves it a whole step.
+    ref_grad = torch.cat([torch.zeros(512, dtype=torch.float64), torch.randn(512, dtype=torch.float64)])
+    ref_p = torch.cat([torch.zeros(512), 1e-4 * ref_grad[512:].sign()]).double()
+    base_p = ref_p.float()
+    noise_sign = torch.randn(512, generator=torch.Generator().manual_seed(0)).sign()
+    cand_p = torch.cat([5e-3 * noise_sign, ref_p[512:].float()])  # far beyond any floor, but only there
+    result = judge_steps(*_training_records(base_p, cand_p, ref_p, ref_grad), DEFAULT_POLICY, "bfloat16")
+    w = next(c for c in result.outputs if c.role == "parameter")
+    assert result.passed and w.metrics["elements_not_judged"] == 512
+    # the same damage on elements that have a gradient is judged, and rejected
+    moved = ref_p.float().clone()
+    moved[512:] += 5e-3 * noise_sign
+    rejected = judge_steps(*_training_records(base_p, moved, ref_p, ref_grad), DEFAULT_POLICY, "bfloat16")
+    assert not rejected.passed and "updated parameter w" in rejected.verdict
+
+
+def test_an_updated_parameter_may_move_by_the_parameter_floor_and_no_more() -> None:
+    ref_grad = torch.randn(1024, dtype=torch.float64)
+    ref_p = 1e-4 * ref_grad.sign()  # a bias after one Adam step from zero: RMS 1e-4
+    base_p = ref_p.float()
+    flips = torch.ones(1024)
+    flips[:16] = -1.0  # rounding flipped 1.6% of the gradients' signs: those elements moved by 2 lr
+    benign = base_p * flips
+    result = judge_steps(*_training_records(base_p, benign, ref_p, ref_grad), DEFAULT_POLICY, "bfloat16")
+    w = next(c for c in result.outputs if c.role == "parameter")
+    assert result.passed and abs(w.threshold - DEFAULT_POLICY.parameter_floor) < 1e-8
+    lost = torch.zeros(1024) + 5e-3  # an update that went wrong by 50 learning rates
+    assert not judge_steps(*_training_records(base_p, lost, ref_p, ref_grad), DEFAULT_POLICY, "bfloat16").passed
