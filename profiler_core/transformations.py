@@ -36,6 +36,7 @@ class Transformation(StrEnum):
     CHANNELS_LAST = "channels_last"  # NHWC convolutions, no layout transpositions
     INDUCTOR_COMPILE = "inductor_compile"  # compile an eagerly run model
     FUSED_OPTIMIZER = "fused_optimizer"  # one fused kernel per parameter group for the optimizer step
+    STATIC_KV_CACHE = "static_kv_cache"  # structural: a generate() decode loop on a static KV cache, graphed
 
 
 # Built-in names no built-in pass implements: a finding naming one is a fix to make by hand, or a

@@ -15,6 +15,7 @@ from collections import Counter
 
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.schema import CounterSource, ExecutionContext, Kernel, Operator, OperatorClass
@@ -129,9 +130,11 @@ def _launch_finding(ctx: RuleContext, kernels: list[Kernel], gap_ns: int, *, tit
     """The launch_bound finding over ``kernels`` (and their operators), bound by the gaps on the timeline."""
     owner = ctx.view.kernel_operator
     ops = list({op.key: op for k in kernels if (op := owner.get(k.id)) is not None}.values())
+    blocked = graphs_not_applicable(ctx)
     return [ctx.finding(
-        "launch_bound", title=title, kind=FindingKind.OPTIMIZATION, symptom=symptom, bottleneck=bottleneck,
-        ops=ops, kernels=kernels, transformation=Transformation.CUDA_GRAPHS, facts=facts,
+        "launch_bound", title=title, kind=FindingKind.STRUCTURAL if blocked else FindingKind.OPTIMIZATION,
+        symptom=symptom, bottleneck=bottleneck, ops=ops, kernels=kernels,
+        transformation=None if blocked else Transformation.CUDA_GRAPHS, facts=[*facts, *([blocked] if blocked else [])],
         counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
         gain_ns=gap_ns, gain_basis="timeline", gain_whole_ns=ctx.view.total_ns + gap_ns,
     )]

@@ -104,7 +104,7 @@ def static_kv_cache(ctx: PassContext) -> PassEffect:
     mode = "reduce-overhead" if ctx.on_cuda else "default"
     config = CompileConfig(fullgraph=False, mode=mode)
     if not ctx.on_cuda:
-        config._compile_all_devices = True  # transformers compiles the decode step only on accelerators otherwise
+        config._compile_all_devices = True  # type: ignore[assignment]  # transformers compiles the decode step only on accelerators otherwise
     model.generation_config.cache_implementation = "static"
     model.generation_config.compile_config = config
     details = {"cache_implementation": "static", "decode_compile_mode": mode, "transformers": version,
