@@ -17,6 +17,7 @@ from torch.fx import GraphModule
 
 from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, PassEffect, RunFacts
 from profiler_core.passes.fx_nodes import module_attribute
+from profiler_core.passes.graph_capture import graph_capture_applicability
 from profiler_core.passes.registry import PassLevel, register_pass
 
 
@@ -86,9 +87,9 @@ def check_cudagraphs(facts: RunFacts) -> GraphChange:
 )
 def cuda_graphs(ctx: PassContext) -> PassEffect:
     """CUDA graphs via torch.compile mode 'reduce-overhead' (launch-bound workloads, CUDA only)."""
-    if not ctx.on_cuda:
-        return PassEffect.not_applied(
-            f"CUDA graphs need a CUDA device; the plan targets '{ctx.device}'")
+    why = graph_capture_applicability(ctx)
+    if why is not None:
+        return PassEffect.not_applied(why)
     return PassEffect(
         compile_mode="reduce-overhead",
         inductor_config={"triton.cudagraphs": True},
