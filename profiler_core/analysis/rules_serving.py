@@ -42,10 +42,10 @@ def host_syncs_of(ctx: RuleContext) -> HostSyncs:
 def decode_figures(loop: DecodeLoop) -> list[str]:
     """The per-token figures a serving engineer reads, one sentence each."""
     tpot = loop.time_per_output_token_ns
+    per_token = (f"time per output token {tpot / 1e6:.3f} ms ({1e9 / tpot:,.1f} tokens/s per sequence, "
+                 if tpot else "time per output token n/a (")
     return [
-        f"time per output token {tpot / 1e6:.3f} ms ({1e9 / tpot:,.1f} tokens/s per sequence)" if tpot else
-        "time per output token: n/a",
-        f"{loop.tokens_per_s:,.1f} tokens/s over the batch of {loop.batch}, prefill included",
+        per_token + f"{loop.tokens_per_s:,.1f} tokens/s over the batch of {loop.batch}, prefill included)",
         f"prefill {loop.prefill_ns / 1e6:.3f} ms, decode {loop.decode_ns / 1e6:.3f} ms "
         f"({loop.decode_forwards} decode forwards) of a {loop.step_ns / 1e6:.3f} ms step",
         f"GPU busy {loop.busy_pct:.1f}% of the step, {loop.decode_busy_pct:.1f}% of the decode part; "

@@ -147,3 +147,17 @@ def test_shipped_captures_keep_their_recurrence_and_have_no_decode_loop() -> Non
     gpt2 = attribute_run(CAPTURES / "gpt2" / "baseline")
     assert decode_loop_of(RuleContext(ProfileView(gpt2), DEFAULT_THRESHOLDS)) is None
     assert not diagnose(gpt2).by_rule("decode_loop") and not diagnose(gpt2).by_rule("host_syncs")
+
+
+def test_decode_and_moe_facts_reach_the_html_report_and_the_mcp_rows() -> None:
+    from mcp_server.tools.analysis import finding_row
+    from profiler_core.report.html import findings_html
+
+    decode = diagnose(generate_loop())
+    html = findings_html(decode)
+    assert "time per output token" in html and "prefill " in html
+    (row,) = [finding_row(f) for f in decode.by_rule("decode_loop")]
+    assert row.licenses == "static_kv_cache" and row.facts[0].startswith("time per output token")
+    assert any(fact.startswith("GPU busy") for fact in row.facts)
+    (moe,) = [finding_row(f) for f in diagnose(moe_step()).by_rule("host_syncs")]
+    assert any("under model.layers.0.mlp" in fact for fact in moe.facts)
