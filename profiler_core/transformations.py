@@ -39,6 +39,7 @@ class Transformation(StrEnum):
     COMPILED_OPTIMIZER_STEP = "compiled_optimizer_step"  # torch.compile of optimizer.step()
     WHOLE_STEP_CUDA_GRAPHS = "whole_step_cuda_graphs"  # the training step compiled in mode reduce-overhead
     BF16_AUTOCAST = "bf16_autocast"  # the training step under bf16 autocast, float32 master weights
+    STATIC_KV_CACHE = "static_kv_cache"  # structural: a generate() decode loop on a static KV cache, graphed
 
 
 # Built-in names no built-in pass implements: a finding naming one is a fix to make by hand, or a

@@ -161,7 +161,13 @@ def fmt_pct(value: float | None) -> str:
 
 def _load_builtin_rules() -> None:
     # Imported for their registration side effect; kept at the bottom to avoid an import cycle.
-    from profiler_core.analysis import rules_compute, rules_models, rules_runtime, rules_timeline  # noqa: F401
+    from profiler_core.analysis import (  # noqa: F401
+        rules_compute,
+        rules_models,
+        rules_runtime,
+        rules_serving,
+        rules_timeline,
+    )
 
     # last: the roofline rule is listed after the others in a report's rules_run
     importlib.import_module("profiler_core.analysis.rules_roofline")

@@ -21,6 +21,7 @@ from profiler_core.analysis.patterns import (
 )
 from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.analysis.rules_serving import decode_loop_of
 from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
 from profiler_core.transformations import Transformation
@@ -147,10 +148,16 @@ def manual_attention(ctx: RuleContext) -> list[Finding]:
 
 @rule("recurrent_region")
 def recurrent_region(ctx: RuleContext) -> list[Finding]:
-    """An unrolled recurrence of tiny split-K GEMMs, or RNN time inside an opaque library."""
+    """An unrolled recurrence of tiny split-K GEMMs, or RNN time inside an opaque library.
+
+    A generate() decode loop repeats its GEMMs once per token with M = batch as well; where the
+    decode_loop rule finds one (attention over a growing KV cache), those GEMMs are its, and
+    only opaque RNN kernels can still make a recurrent finding.
+    """
     t, view = ctx.thresholds, ctx.view
     loop_ops, facts = [], []
-    for _signature, idxs in same_shape_gemm_runs(view, ctx.ops).items():
+    runs = {} if decode_loop_of(ctx) is not None else same_shape_gemm_runs(view, ctx.ops)
+    for _signature, idxs in runs.items():
         if len(idxs) < t.recurrent_min_gemms:
             continue
         ops = [ctx.ops[i] for i in idxs]

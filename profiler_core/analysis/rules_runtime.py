@@ -15,6 +15,7 @@ from collections import Counter
 
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.schema import CounterSource, ExecutionContext, Kernel, Operator, OperatorClass
@@ -133,11 +134,14 @@ def _launch_finding(ctx: RuleContext, kernels: list[Kernel], gap_ns: int, *, tit
     whole_step = {op.phase for op in ops} >= {"forward", "backward", "optimizer"}
     if whole_step:
         facts = [*facts, "the short kernels span forward, backward and the optimizer's step"]
+    blocked = graphs_not_applicable(ctx)
+    graphs = Transformation.WHOLE_STEP_CUDA_GRAPHS if whole_step else Transformation.CUDA_GRAPHS
     return [ctx.finding(
-        "launch_bound", title=title, kind=FindingKind.OPTIMIZATION, symptom=symptom, bottleneck=bottleneck,
-        ops=ops, kernels=kernels, facts=facts,
-        transformation=Transformation.WHOLE_STEP_CUDA_GRAPHS if whole_step else Transformation.CUDA_GRAPHS,
-        alternatives=[Transformation.CUDA_GRAPHS] if whole_step else (),
+        "launch_bound", title=title, kind=FindingKind.STRUCTURAL if blocked else FindingKind.OPTIMIZATION,
+        symptom=symptom, bottleneck=bottleneck, ops=ops, kernels=kernels,
+        facts=[*facts, *([blocked] if blocked else [])],
+        transformation=None if blocked else graphs,
+        alternatives=[Transformation.CUDA_GRAPHS] if whole_step and not blocked else (),
         counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
         gain_ns=gap_ns, gain_basis="timeline", gain_whole_ns=ctx.view.total_ns + gap_ns,
     )]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import busy_and_span_ns, pct
 from profiler_core.analysis.rules import RuleContext, rule
+from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.transformations import Transformation
 
@@ -35,21 +36,23 @@ def host_bound(ctx: RuleContext) -> list[Finding]:
         1 for k in kernels if k.graph_id is not None) * 2 > len(kernels)
     helps = ["fewer launches per step (compile more of the step, fuse the small kernels)",
              "a larger batch per step (more GPU work per launch)"]
-    if not graphed:
+    blocked = graphs_not_applicable(ctx)
+    if not graphed and not blocked:
         helps.insert(0, "CUDA graphs (compile mode reduce-overhead): one launch replays the step")
     return [ctx.finding(
         "host_bound",
         title="Host-bound step: the GPU waits on the host",
-        kind=FindingKind.OPTIMIZATION if not graphed else FindingKind.STRUCTURAL,
+        kind=FindingKind.OPTIMIZATION if not graphed and not blocked else FindingKind.STRUCTURAL,
         symptom=(f"the GPU is busy {busy_pct:.1f}% of the measured step ({busy_ns / steps / 1e3:,.1f} us of "
                  f"kernels in a {span_ns / steps / 1e3:,.1f} us step, {steps} step(s) measured; "
                  f"< {t.host_bound_busy_pct:g}%)"),
         bottleneck="the host (Python, dispatch, kernel launches) sets the pace, not the GPU",
         kernels=kernels,
-        transformation=None if graphed else Transformation.CUDA_GRAPHS,
+        transformation=None if graphed or blocked else Transformation.CUDA_GRAPHS,
         facts=[f"kernel passes shorten only the {busy_pct:.1f}% the GPU is busy: they will not show in "
                "end-to-end time",
                "what can help: " + "; ".join(helps),
+               *([blocked] if blocked else []),
                "the step runs from the first kernel's start to the last kernel's end of the timeline "
                "capture; the profiler lengthens host time, so an unprofiled step is shorter (its wall "
                "time, where the run measured one, is the figure to check)"],

@@ -57,6 +57,9 @@ class Thresholds:
         40.0, "... provided its sm_throughput_pct stays below this.")
     elementwise_chain_min_ops: int = _t(
         2, "Fewest consecutive memory-bound elementwise operators that make a fusable chain.")
+    # -- decode loop -> static_kv_cache (structural)
+    decode_min_forwards: int = _t(
+        3, "Fewest one-token decode forwards per measured step that make a generate() decode loop.")
     # -- launch-bound -> cuda_graphs
     launch_bound_kernel_us: float = _t(
         5.0, "A kernel shorter than this (microseconds) is too short to hide its launch.")

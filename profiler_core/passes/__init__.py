@@ -27,6 +27,7 @@ from profiler_core.passes import (  # noqa: F401  (importing registers the built
     qkv_fusion,
     rnn_reroute,
     sdpa,
+    static_kv_cache,
     tf32,
     training_step,
 )

@@ -17,6 +17,7 @@ from torch.fx import GraphModule
 
 from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, PassEffect, RunFacts
 from profiler_core.passes.fx_nodes import module_attribute
+from profiler_core.passes.graph_capture import graph_capture_applicability
 from profiler_core.passes.registry import PassLevel, register_pass
 
 
@@ -68,11 +69,6 @@ def freezing(ctx: PassContext) -> PassEffect:
     )
 
 
-def cudagraphs_applicable(ctx: PassContext) -> str | None:
-    """CUDA graphs need a CUDA device."""
-    return None if ctx.on_cuda else f"CUDA graphs need a CUDA device; the plan targets '{ctx.device}'"
-
-
 def check_cudagraphs(facts: RunFacts) -> GraphChange:
     """Inductor may decline to capture a graph; NOT APPLIED when it declined every one."""
     skipped = int(facts.inductor_counters.get("cudagraph_skips", 0))
@@ -88,11 +84,12 @@ def check_cudagraphs(facts: RunFacts) -> GraphChange:
     symptom="launch-bound: GPU idle between many short kernels, CPU launch time above kernel time",
     order=30,
     aliases=("cudagraphs", "reduce_overhead"),
-    applicable=cudagraphs_applicable,
+    applicable=graph_capture_applicability,
 )
 def cuda_graphs(ctx: PassContext) -> PassEffect:
     """CUDA graphs via torch.compile mode 'reduce-overhead' (launch-bound workloads, CUDA only)."""
-    if (why := cudagraphs_applicable(ctx)) is not None:
+    why = graph_capture_applicability(ctx)
+    if why is not None:
         return PassEffect.not_applied(why)
     return PassEffect(
         compile_mode="reduce-overhead",

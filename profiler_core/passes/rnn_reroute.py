@@ -55,6 +55,22 @@ def reroute_rnns(model: nn.Module) -> list[dict[str, Any]]:
     return rerouted
 
 
+def rnn_reroute_applicability(ctx: PassContext) -> str | None:
+    """None when rnn_reroute can apply (an nn.LSTM, nn.GRU or nn.RNN inside the model), else why not.
+
+    Cheap and side-effect free: asked before a trial, so a model without an RNN module (a
+    decode loop's per-token GEMMs look like a recurrence) costs no trial.
+    """
+    if not isinstance(ctx.model, nn.Module):
+        return "the model is not an nn.Module; no RNN submodules to find"
+    if isinstance(ctx.model, nn.RNNBase):
+        return ("the model is itself an RNN: nothing would be left to compile around it; run it without "
+                "torch.compile")
+    if not any(path and isinstance(m, nn.RNNBase) for path, m in ctx.model.named_modules()):
+        return "no nn.LSTM, nn.GRU or nn.RNN in the model"
+    return None
+
+
 @register_pass(
     "rnn_reroute",
     level=PassLevel.DYNAMO_FX,
@@ -63,17 +79,14 @@ def reroute_rnns(model: nn.Module) -> list[dict[str, Any]]:
     order=0,
     structural=True,
     aliases=("cudnn_rnn", "rnn"),
+    applicable=rnn_reroute_applicability,
 )
 def rnn_reroute(ctx: PassContext) -> PassEffect:
     """Keep nn.LSTM/nn.GRU on the fused cuDNN path, out of the compiled region (structural)."""
-    if not isinstance(ctx.model, nn.Module):
-        return PassEffect.not_applied("the model is not an nn.Module; no RNN submodules to find")
-    if isinstance(ctx.model, nn.RNNBase):
-        return PassEffect.not_applied("the model is itself an RNN: nothing would be left to compile "
-                                      "around it; run it without torch.compile")
+    why = rnn_reroute_applicability(ctx)
+    if why is not None:
+        return PassEffect.not_applied(why)
     rerouted = reroute_rnns(ctx.model)
-    if not rerouted:
-        return PassEffect.not_applied("no nn.LSTM, nn.GRU or nn.RNN in the model")
     details: dict[str, Any] = {
         "rerouted": rerouted,
         "compiled_region": "ends before and resumes after each rerouted module (graph breaks)",

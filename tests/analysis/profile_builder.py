@@ -51,13 +51,15 @@ class K:
     block: tuple[int, int, int] | None = None
     fused_with: list[str] = field(default_factory=list)
     graph_id: int | None = None
+    kind: str = "kernel"  # "kernel" | "memcpy" | "memset"
 
 
 def k(name: str, us: float, *, stream: int = 7, grid: tuple[int, int, int] | None = None,
-      fused_with: list[str] | None = None, graph_id: int | None = None, **counters: float | None) -> K:
+      fused_with: list[str] | None = None, graph_id: int | None = None, kind: str = "kernel",
+      **counters: float | None) -> K:
     """A kernel spec: name, duration in microseconds, counters by catalog field name."""
     return K(name, us, dict(counters), stream, grid, (128, 1, 1) if grid else None, fused_with or [],
-             graph_id)
+             graph_id, kind)
 
 
 class ProfileBuilder:
@@ -97,6 +99,7 @@ class ProfileBuilder:
             counters=spec.counters,
             counter_source=CounterSource.MEASURED if spec.counters else CounterSource.MISSING,
             attribution=attribution, fused_with=spec.fused_with, graph_id=spec.graph_id,
+            kind=spec.kind,  # type: ignore[arg-type]
         )
         self.kernels.append(kernel)
         return kernel
@@ -104,8 +107,9 @@ class ProfileBuilder:
     def op(self, name: str, *kernels: K, op_class: OperatorClass | None = None,
            shapes: list[Any] | None = None, context: ExecutionContext = ExecutionContext.COMPILED_GRAPH,
            fused_with: list[str] | None = None, tier: Tier = Tier.CUPTI_CORRELATION,
-           confidence: Confidence = Confidence.HIGH, gap_us: float | None = None) -> str:
-        """Add an operator with its kernels; returns its key (``name#call_index``)."""
+           confidence: Confidence = Confidence.HIGH, gap_us: float | None = None,
+           module: str | None = None) -> str:
+        """Add an operator with its kernels (under nn.Module ``module``); returns its key (``name#call_index``)."""
         index = self.calls[name]
         self.calls[name] += 1
         key = f"{name}#{index}"
@@ -122,7 +126,7 @@ class ProfileBuilder:
             is_fused=bool(fused), fused_with=fused, kernel_ids=[k.id for k in laid],
             kernel_count=len(laid), duration_ns=sum(k.duration_ns for k in laid),
             metrics=aggregate_samples((k.counters, k.duration_ns) for k in laid if k.counters),
-            confidence=confidence,
+            confidence=confidence, module_path=module,
         ))
         return key
 

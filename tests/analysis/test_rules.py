@@ -12,6 +12,7 @@ from profiler_core.analysis import RULES, FindingKind, Transformation, diagnose,
 from profiler_core.errors import ProfilerError
 from profiler_core.schema import ExecutionContext, Profile
 from tests.analysis.profile_builder import ProfileBuilder, k
+from tests.analysis.test_rules_serving import generate_loop, moe_step
 
 FP32_GEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_execute_kernel"
 BF16_GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute"
@@ -316,6 +317,10 @@ CASES = [
     ("high_unattributed", unattributed(5), False),
     ("counters_missing", counters(50), True),
     ("counters_missing", counters(0), False),
+    ("decode_loop", generate_loop, True),
+    ("decode_loop", recurrence_unrolled, False),
+    ("host_syncs", moe_step, True),
+    ("host_syncs", launch_bound, False),
     ("far_below_roofline", gpt2_optimized, True),  # a real H200 capture: operators at a few % of the roofs
     ("far_below_roofline", tc_busy, False),  # no chip named: no roofline to be below
 ]

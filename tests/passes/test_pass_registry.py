@@ -28,7 +28,8 @@ from profiler_core.passes import (
 from tests.passes.models import MLP
 
 BUILT_IN = {
-    "rnn_reroute": PassLevel.DYNAMO_FX, "qkv_fusion": PassLevel.DYNAMO_FX, "sdpa": PassLevel.DYNAMO_FX,
+    "rnn_reroute": PassLevel.DYNAMO_FX, "static_kv_cache": PassLevel.DYNAMO_FX, "qkv_fusion": PassLevel.DYNAMO_FX,
+    "sdpa": PassLevel.DYNAMO_FX,
     "bf16_promotion": PassLevel.DYNAMO_FX, "cast_cancellation": PassLevel.POST_GRAD,
     "tf32": PassLevel.INDUCTOR_CONFIG, "freezing": PassLevel.INDUCTOR_CONFIG,
     "cuda_graphs": PassLevel.INDUCTOR_CONFIG, "conv_bn_folding": PassLevel.DYNAMO_FX,
@@ -52,7 +53,7 @@ def test_built_ins_listed_by_level_with_symptoms() -> None:
     levels = [s.level.number for s in list_passes()]
     assert levels == sorted(levels)
     assert specs["rnn_reroute"].structural and not specs["sdpa"].structural
-    assert {n for n, s in specs.items() if s.inference_only} == {"freezing", "conv_bn_folding"}
+    assert {n for n, s in specs.items() if s.inference_only} == {"freezing", "conv_bn_folding", "static_kv_cache"}
 
 
 @pytest.mark.parametrize(("alias", "name"), [

@@ -1,0 +1,178 @@
+"""A generate() decode loop, read from a profile: prefill, then one forward per new token.
+
+An autoregressive ``generate()`` runs the model once over the prompt (prefill: attention with
+a query as long as the prompt), then once per new token (decode: a query of one token against
+the KV cache). Attention operators carry the evidence in their input shapes: the query's
+sequence length and the key's, which grows by one per token on a dynamic cache and stays at
+the cache's full length on a static one::
+
+    sdpa q=[8,8,64,64] k=[8,8,64,64]  x4 layers      prefill (64-token prompt)
+    sdpa q=[8,8,1,64]  k=[8,8,65,64]  x4 layers      decode token 1
+    sdpa q=[8,8,1,64]  k=[8,8,66,64]  x4 layers      decode token 2  ...
+
+A recurrent network repeats its GEMMs per time step too, but has no attention with a growing
+key: that is what tells the two apart. Forwards are cut by the layer count the prefill shows
+(else by a change of shapes); a measured iteration starts as many kernels before its prefill's
+first attention as the first iteration launched before its own. Time per output
+token is the mean interval between the starts of successive decode forwards, sampling and the
+host's work between them included.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from profiler_core.analysis.profile_view import ProfileView, busy_and_span_ns, pct
+from profiler_core.schema import Kernel, Operator, OperatorClass
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """One attention operator call: its query and key sequence lengths and its first kernel's start."""
+
+    op: Operator
+    batch: int
+    q_len: int
+    kv_len: int
+    start_ns: int
+
+
+@dataclass(frozen=True)
+class DecodeLoop:
+    """What a profile says about its decode loop, per measured iteration where it is a rate."""
+
+    iterations: int
+    layers: int  # attention calls per forward
+    batch: int
+    prompt_len: int | None
+    decode_forwards: int  # per iteration
+    kv_growing: bool  # True on a dynamic cache; False when every decode step sees one key length
+    kv_lengths: tuple[int, int]  # first and last key length of the decode forwards
+    prefill_ns: int  # per iteration: step start to the first decode forward
+    decode_ns: int  # per iteration: first decode forward to the step's last kernel end
+    step_ns: int  # per iteration: first kernel start to last kernel end
+    kernels_per_token: float
+    busy_pct: float  # share of the step the GPU runs any kernel
+    decode_busy_pct: float  # the same over the decode part alone
+    ops: tuple[Operator, ...]  # the attention operators the loop was read from
+
+    @property
+    def new_tokens(self) -> int:
+        """Tokens generated per sequence per iteration: one from the prefill, one per decode forward."""
+        return self.decode_forwards + 1
+
+    @property
+    def time_per_output_token_ns(self) -> float:
+        """Mean decode-forward interval (the serving figure TPOT)."""
+        return self.decode_ns / self.decode_forwards if self.decode_forwards else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens per second over the batch, whole step (prefill included)."""
+        return self.batch * self.new_tokens * 1e9 / self.step_ns if self.step_ns else 0.0
+
+
+def _shape_pair(op: Operator) -> tuple[list, list] | None:
+    shapes = [s for s in (op.input_shapes or []) if isinstance(s, list) and len(s) >= 3
+              and all(isinstance(d, int) for d in s)]
+    return (shapes[0], shapes[1]) if len(shapes) >= 2 and len(shapes[0]) == len(shapes[1]) else None
+
+
+def _seq_dim(pairs: Sequence[tuple[list, list]]) -> int:
+    """The sequence dim: -2 ([B, H, L, D]) or 1 ([B, L, H, D]), whichever varies across the calls."""
+    if not pairs or len(pairs[0][0]) < 4:
+        return -2
+
+    def spread(dim: int) -> int:
+        return len({q[dim] for q, _ in pairs}) + len({k[dim] for _, k in pairs})
+
+    return 1 if spread(1) > spread(-2) else -2
+
+
+def attention_calls(view: ProfileView, ops: Sequence[Operator]) -> list[AttentionCall]:
+    """The attention operators with readable query/key shapes, in launch order."""
+    picked = [(op, pair) for op in ops if view.work_class(op) is OperatorClass.ATTENTION
+              and (pair := _shape_pair(op)) is not None and view.kernels_of(op)]
+    by_name: dict[str, list[tuple[list, list]]] = {}
+    for op, pair in picked:
+        by_name.setdefault(op.name, []).append(pair)
+    dims = {name: _seq_dim(pairs) for name, pairs in by_name.items()}
+    return [AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], view.kernels_of(op)[0].start_ns)
+            for op, (q, k) in picked]
+
+
+def _forwards(calls: list[AttentionCall]) -> tuple[list[list[AttentionCall]], int]:
+    """Calls cut into forwards, and the layer count used to cut them."""
+    prefill = [c for c in calls if c.q_len > 1]
+    layers = 0
+    if prefill:
+        first = calls.index(prefill[0])
+        while first + layers < len(calls) and calls[first + layers].q_len == prefill[0].q_len \
+                and calls[first + layers].kv_len == prefill[0].kv_len:
+            layers += 1
+    forwards: list[list[AttentionCall]] = []
+    for call in calls:
+        cur = forwards[-1] if forwards else None
+        same = cur is not None and (cur[0].q_len, cur[0].kv_len) == (call.q_len, call.kv_len)
+        if same and cur is not None and (not layers or len(cur) < layers):
+            cur.append(call)
+        else:
+            forwards.append([call])
+    return forwards, layers or max((len(f) for f in forwards), default=0)
+
+
+def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwards: int = 3) -> DecodeLoop | None:
+    """The decode loop in the profile, or None when its attention shows none (or fewer than
+    ``min_forwards`` one-token decode forwards per measured iteration)."""
+    calls = sorted(attention_calls(view, ops), key=lambda c: c.start_ns)
+    if not calls:
+        return None
+    forwards, layers = _forwards(calls)
+    decode = [f for f in forwards if f[0].q_len == 1]
+    prefill = [f for f in forwards if f[0].q_len > 1]
+    iterations = max(len(prefill), view.profile.capture.measured_iterations or 1, 1) if prefill else max(
+        view.profile.capture.measured_iterations or 1, 1)
+    per_iter = len(decode) // iterations
+    if per_iter < max(min_forwards, 1):
+        return None
+    kv = [f[0].kv_len for f in decode]
+    growing = sum(1 for a, b in zip(kv, kv[1:], strict=False) if b == a + 1) >= per_iter - 1
+    if not growing and not prefill:
+        return None  # one-token queries against a fixed key and no prompt: not a generate() loop
+    kernels = sorted(view.profile.kernels, key=lambda k: k.start_ns)
+    busy, span = busy_and_span_ns(kernels)
+    decode_start = [f[0].start_ns for f in decode]
+    prefill_ns, decode_ns, decode_busy, decode_kernels = _split(kernels, prefill, decode_start)
+    decode_ops = {c.op.key for f in decode for c in f}
+    return DecodeLoop(
+        iterations=iterations, layers=layers, batch=calls[0].batch,
+        prompt_len=prefill[0][0].q_len if prefill else None, decode_forwards=per_iter, kv_growing=growing,
+        kv_lengths=(min(kv), max(kv)), prefill_ns=prefill_ns // iterations, decode_ns=decode_ns // iterations,
+        step_ns=span // iterations, kernels_per_token=len(decode_kernels) / max(len(decode), 1),
+        busy_pct=pct(busy, span), decode_busy_pct=pct(decode_busy, decode_ns),
+        ops=tuple(c.op for c in calls if c.op.key in decode_ops or c.q_len > 1),
+    )
+
+
+def _split(kernels: list[Kernel], prefill: list[list[AttentionCall]],
+           decode_start: list[int]) -> tuple[int, int, int, list[Kernel]]:
+    """Summed over iterations: prefill time (iteration start to its first decode forward), decode time
+    (first decode forward to the iteration's last kernel end), decode busy time; and the decode kernels."""
+    # Each iteration launches as many kernels before its prefill's first attention as the first did.
+    starts = [k.start_ns for k in kernels]
+    lead = bisect_left(starts, prefill[0][0].start_ns) if prefill else 0
+    iter_starts = [starts[0]] + [starts[max(bisect_left(starts, f[0].start_ns) - lead, 0)] for f in prefill[1:]]
+    prefill_ns = decode_ns = decode_busy = 0
+    decode_kernels: list[Kernel] = []
+    bounds = [*iter_starts[1:], kernels[-1].end_ns + 1]
+    for start, end in zip(iter_starts, bounds, strict=True):
+        first_decode = next((s for s in decode_start if start <= s < end), end)
+        prefill_ns += first_decode - start
+        ks = [k for k in kernels if first_decode <= k.start_ns < end]
+        if ks:
+            decode_ns += max(k.end_ns for k in ks) - first_decode
+            decode_busy += busy_and_span_ns(ks)[0]
+        decode_kernels.extend(ks)
+    return prefill_ns, decode_ns, decode_busy, decode_kernels

@@ -1,0 +1,122 @@
+"""Data-dependent dispatch in a profile: where the step waits for the GPU to hand the host a value.
+
+A mixture-of-experts router picks experts per token and the host reads the choice back
+(``nonzero``, ``.tolist()``, ``.item()``) before it launches each expert's GEMMs. Each read is
+a device-to-host copy the host waits on, and a CUDA graph cannot hold one (capture fails with
+"Cannot copy between CPU and CUDA tensors during CUDA graph capture"). The profile shows them
+as memcpy activities named device-to-host, and as the operators that issue them, each with the
+module it ran under when the capture recorded module stacks::
+
+    Memcpy DtoH (Device -> Pageable)   aten::_local_scalar_dense   model.layers.0.mlp
+    (kernels)                          aten::nonzero               model.layers.0.mlp
+
+Expert GEMMs are filed per expert where the module path names one (``experts.3``); the rows of
+the first GEMM an expert runs are the tokens routed to it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from profiler_core.analysis.patterns import gemm_rows
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.attribution.operator_class import aten_short
+from profiler_core.schema import Kernel, Operator, OperatorClass
+
+# Operators whose result size or value the host needs before it can go on.
+SYNC_OPS = frozenset({"nonzero", "_local_scalar_dense", "item", "masked_select", "unique", "_unique2",
+                      "unique_consecutive", "bincount", "nonzero_static"})
+_DTOH = re.compile(r"dtoh|device\s*->\s*(pageable|pinned)|device-to-host", re.I)
+_EXPERT = re.compile(r"(?:^|\.)experts?\.(\d+)(?:\.|$)")
+_EXPERTS_MODULE = re.compile(r"(?:^|\.)experts?(?:\.|$)")
+
+
+def is_device_to_host(kernel: Kernel) -> bool:
+    """A memcpy activity copying device memory to the host."""
+    return kernel.kind == "memcpy" and bool(_DTOH.search(kernel.name))
+
+
+@dataclass
+class HostSyncs:
+    """The host syncs of a profile, by module (``?`` where the capture recorded no module)."""
+
+    copies: list[Kernel] = field(default_factory=list)  # device-to-host memcpys
+    sync_ops: list[Operator] = field(default_factory=list)  # operators that read a value back
+    by_module: Counter[str] = field(default_factory=Counter)  # module -> syncs (copies + sync ops)
+    by_operator: Counter[str] = field(default_factory=Counter)  # operator name -> syncs
+    iterations: int = 1
+
+    def __bool__(self) -> bool:
+        return bool(self.copies or self.sync_ops)
+
+    def evidence(self, limit: int = 4) -> list[str]:
+        """Short sentences naming the syncs by module and operator, per measured step."""
+        n = self.iterations
+        out = [f"{len(self.copies) // n} device-to-host copies and {len(self.sync_ops) // n} value-reading "
+               f"operators per step ({', '.join(f'{c // n} x {name}' for name, c in self.by_operator.most_common(4))})"]
+        out.extend(f"{count // n} per step under {module}" for module, count in self.by_module.most_common(limit))
+        return out
+
+
+def _module(view: ProfileView, op: Operator | None, kernel: Kernel | None = None) -> str:
+    path = (kernel.module_path if kernel is not None else None) or (op.module_path if op is not None else None)
+    return path if path else "?"
+
+
+def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
+    """Device-to-host copies and value-reading operators in the profile, attributed to their modules."""
+    found = HostSyncs(iterations=max(view.profile.capture.measured_iterations or 1, 1))
+    seen_ops: set[str] = set()
+    for k in view.profile.kernels:
+        if not is_device_to_host(k):
+            continue
+        op = view.kernel_operator.get(k.id)
+        found.copies.append(k)
+        found.by_module[_module(view, op, k)] += 1
+        found.by_operator[op.name if op is not None else k.name] += 1
+        if op is not None:
+            seen_ops.add(op.key)
+    for op in ops:
+        if aten_short(op.name) in SYNC_OPS and op.key not in seen_ops:
+            found.sync_ops.append(op)
+            found.by_module[_module(view, op)] += 1
+            found.by_operator[op.name] += 1
+    return found
+
+
+@dataclass(frozen=True)
+class ExpertGemms:
+    """GEMM time and routed tokens per expert module."""
+
+    gemm_ns: dict[str, int]  # expert module path -> GEMM kernel time
+    tokens: dict[str, list[int]]  # expert module path -> rows of its first GEMM, per call
+    ops: tuple[Operator, ...]
+    pooled: bool  # True when no module path names an expert (the experts run under one module)
+
+
+def expert_gemms(view: ProfileView, ops: Sequence[Operator]) -> ExpertGemms | None:
+    """GEMMs under an experts module, filed per expert where the path names one."""
+    gemm_ns: Counter[str] = Counter()
+    tokens: dict[str, list[int]] = {}
+    picked: list[Operator] = []
+    last_expert: str | None = None
+    for op in ops:
+        path = op.module_path or ""
+        if view.work_class(op) is not OperatorClass.GEMM or not _EXPERTS_MODULE.search(path):
+            continue
+        match = _EXPERT.search(path)
+        expert = path[: match.end(1)].rstrip(".") if match else path
+        picked.append(op)
+        gemm_ns[expert] += view.gemm_kernel_ns(view.kernels_of(op))
+        if expert != last_expert or not match:  # an expert's first GEMM reads its routed tokens (pooled: each)
+            rows = gemm_rows(op)
+            if rows is not None:
+                tokens.setdefault(expert, []).append(rows)
+        last_expert = expert
+    if not picked:
+        return None
+    pooled = not any(_EXPERT.search(op.module_path or "") for op in picked)
+    return ExpertGemms(dict(gemm_ns), tokens, tuple(picked), pooled)

@@ -1,0 +1,148 @@
+"""Rules for inference as users serve it: generate() decode loops and data-dependent dispatch.
+
+    decode_loop     prefill, then one forward per new token over a KV cache -> static_kv_cache (structural)
+    host_syncs      device-to-host reads inside the step (MoE routing)       (structural: no CUDA graphs)
+
+A decode loop repeats the same GEMMs once per token with M = batch, as an unrolled recurrence
+repeats them once per time step; the growing key of its attention tells it apart, and
+recurrent_region stands down when this rule's loop is found.
+"""
+
+from __future__ import annotations
+
+from weakref import WeakKeyDictionary
+
+from profiler_core.analysis.decode_loop import DecodeLoop, detect_decode_loop
+from profiler_core.analysis.findings import Finding, FindingKind
+from profiler_core.analysis.host_syncs import HostSyncs, expert_gemms, find_host_syncs
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.rules import RuleContext, rule
+from profiler_core.transformations import Transformation
+
+# Per profile view, computed once: several rules ask (recurrent_region, host_bound, launch_bound).
+_LOOPS: WeakKeyDictionary[ProfileView, DecodeLoop | None] = WeakKeyDictionary()
+_SYNCS: WeakKeyDictionary[ProfileView, HostSyncs] = WeakKeyDictionary()
+
+
+def decode_loop_of(ctx: RuleContext) -> DecodeLoop | None:
+    """The profile's decode loop, or None."""
+    if ctx.view not in _LOOPS:
+        loop = detect_decode_loop(ctx.view, ctx.ops, min_forwards=ctx.thresholds.decode_min_forwards)
+        _LOOPS[ctx.view] = loop
+    return _LOOPS[ctx.view]
+
+
+def host_syncs_of(ctx: RuleContext) -> HostSyncs:
+    """The profile's host syncs."""
+    if ctx.view not in _SYNCS:
+        _SYNCS[ctx.view] = find_host_syncs(ctx.view, ctx.ops)
+    return _SYNCS[ctx.view]
+
+
+def decode_figures(loop: DecodeLoop) -> list[str]:
+    """The per-token figures a serving engineer reads, one sentence each."""
+    tpot = loop.time_per_output_token_ns
+    per_token = (f"time per output token {tpot / 1e6:.3f} ms ({1e9 / tpot:,.1f} tokens/s per sequence, "
+                 if tpot else "time per output token n/a (")
+    return [
+        per_token + f"{loop.tokens_per_s:,.1f} tokens/s over the batch of {loop.batch}, prefill included)",
+        f"prefill {loop.prefill_ns / 1e6:.3f} ms, decode {loop.decode_ns / 1e6:.3f} ms "
+        f"({loop.decode_forwards} decode forwards) of a {loop.step_ns / 1e6:.3f} ms step",
+        f"GPU busy {loop.busy_pct:.1f}% of the step, {loop.decode_busy_pct:.1f}% of the decode part; "
+        f"{loop.kernels_per_token:,.0f} kernels per token",
+    ]
+
+
+@rule("decode_loop")
+def decode_loop(ctx: RuleContext) -> list[Finding]:
+    """generate(): a prefill forward, then one forward per new token, each a host-paced burst of launches."""
+    loop = decode_loop_of(ctx)
+    if loop is None:
+        return []
+    lo, hi = loop.kv_lengths
+    cache_text = (f"the KV cache grows by one position per token (key length {lo} to {hi})" if loop.kv_growing
+                  else f"every decode forward reads a key of length {hi} (a fixed-size cache)")
+    prompt = f"a {loop.prompt_len}-token prompt" if loop.prompt_len else "no prefill in the capture"
+    graphed = sum(1 for k in ctx.view.profile.kernels if k.graph_id is not None) * 2 > len(ctx.view.profile.kernels)
+    transformation = None if graphed or not loop.kv_growing else Transformation.STATIC_KV_CACHE
+    return [ctx.finding(
+        "decode_loop",
+        title="generate() decode loop: one forward per new token",
+        kind=FindingKind.STRUCTURAL,
+        symptom=(f"{loop.decode_forwards} decode forwards of {loop.layers} attention layers after {prompt}, batch "
+                 f"{loop.batch}; {loop.kernels_per_token:,.0f} kernels per token, GPU busy {loop.busy_pct:.1f}% "
+                 "of the step"),
+        bottleneck=("the host launches every token's kernels one by one and the GPU waits between them; "
+                    + cache_text + ", so no step can be compiled once and replayed"),
+        ops=list(loop.ops),
+        kernels=sorted(ctx.view.profile.kernels, key=lambda k: k.start_ns),
+        transformation=transformation,
+        facts=[*decode_figures(loop), cache_text,
+               "the per-token GEMMs (M = batch) are the decode loop, not a recurrent network"
+               + ("; a static KV cache lets the decode step be compiled and CUDA-graphed" if transformation
+                  else "")],
+        counter_fields=(),
+        gain_ns=max(loop.step_ns - round(loop.step_ns * loop.busy_pct / 100), 0) * loop.iterations,
+        gain_basis="timeline",
+        gain_whole_ns=loop.step_ns * loop.iterations,
+    )]
+
+
+@rule("host_syncs", always_reported=True)
+def host_syncs(ctx: RuleContext) -> list[Finding]:
+    """Device-to-host reads inside the step: data-dependent dispatch, which no CUDA graph can hold."""
+    syncs = host_syncs_of(ctx)
+    if not syncs:
+        return []
+    experts = expert_gemms(ctx.view, ctx.ops)
+    facts = syncs.evidence()
+    if experts is not None:
+        per = sorted(experts.gemm_ns.items(), key=lambda kv: -kv[1])
+        if experts.pooled:
+            rows = [r for rs in experts.tokens.values() for r in rs]
+            facts.append(f"{len(experts.ops)} expert GEMMs under {per[0][0]} (the module stack names no single "
+                         f"expert){f'; rows per expert call {min(rows)}-{max(rows)}' if rows else ''}")
+        else:
+            facts.append(f"expert GEMM time over {len(per)} experts: " + ", ".join(
+                f"{name.rsplit('.', 1)[-1]} {ns / 1e3:,.1f} us" for name, ns in per[:8]))
+            tokens = {name: sum(rs) for name, rs in experts.tokens.items()}
+            if tokens:
+                facts.append("tokens routed per expert (rows of its first GEMM, all steps): " + ", ".join(
+                    f"{name.rsplit('.', 1)[-1]} {n}" for name, n in sorted(tokens.items())))
+    facts.append("CUDA graphs (cuda_graphs, reduce-overhead) cannot capture a step that copies to the host: "
+                 "not applicable here; bf16 and compile settings still are")
+    ops = [*syncs.sync_ops, *{op.key: op for k in syncs.copies
+                              if (op := ctx.view.kernel_operator.get(k.id)) is not None}.values()]
+    return [ctx.finding(
+        "host_syncs",
+        title="Data-dependent dispatch: the host reads GPU values inside the step",
+        kind=FindingKind.STRUCTURAL,
+        symptom=facts[0],
+        bottleneck="the host waits for the GPU to finish before it can choose what to launch next (routing, "
+                   "sizes read back); the stream drains at each read, and graph capture is impossible",
+        ops=ops,
+        kernels=sorted(syncs.copies, key=lambda k: k.start_ns) or None,
+        transformation=None,
+        facts=facts,
+        counter_fields=(),
+    )]
+
+
+def graphs_not_applicable(ctx: RuleContext) -> str | None:
+    """Why compiling the model with CUDA graphs (cuda_graphs) cannot help this step, or None.
+
+    Host syncs: a graph cannot capture a copy to the host (the host_syncs finding names them).
+    A decode loop: generate() calls the model's own forward, so a compiled, graphed model
+    never runs; static_kv_cache graphs the decode step instead (the decode_loop finding).
+    """
+    syncs = host_syncs_of(ctx)
+    if syncs:
+        module, _ = syncs.by_module.most_common(1)[0]
+        return (f"cuda_graphs not applicable: the step reads GPU values on the host "
+                f"({(len(syncs.copies) + len(syncs.sync_ops)) // syncs.iterations} syncs per step, most under "
+                f"{module}; see the host_syncs finding), which no CUDA graph can capture")
+    loop = decode_loop_of(ctx)
+    if loop is not None and loop.kv_growing:
+        return ("cuda_graphs not applicable: the step is a generate() decode loop on a growing KV cache, which "
+                "a graph of the model never replays; static_kv_cache graphs the decode step (see decode_loop)")
+    return None

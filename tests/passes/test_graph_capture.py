@@ -1,0 +1,49 @@
+"""Graph passes on a mixture of experts: not applicable, with the host reads named, never a failed trial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from profiler_core.passes import PassContext, PassStatus, apply_passes
+from profiler_core.passes.graph_capture import data_dependent_modules, graph_capture_applicability
+from profiler_core.passes.rnn_reroute import rnn_reroute_applicability
+from profiler_core.workload import import_workload_module
+
+
+def _example(small_examples: Path, name: str) -> tuple[nn.Module, tuple]:
+    return import_workload_module(small_examples / name).get_model_and_inputs("cpu", small=True)
+
+
+def test_moe_experts_read_the_router_back_on_the_host(small_examples: Path) -> None:
+    model, _ = _example(small_examples, "hf_mixtral_moe.py")
+    hits = data_dependent_modules(model)
+    assert hits and all(path.endswith("mlp.experts") for path, _, _ in hits)
+    assert {call for _, _, call in hits} == {".nonzero()"}
+
+
+def test_cuda_graphs_on_an_moe_is_not_applied_with_the_evidence(small_examples: Path) -> None:
+    model, inputs = _example(small_examples, "hf_mixtral_moe.py")
+    _, record = apply_passes(model, inputs, ["cuda_graphs"], device="cuda", warmup=False)
+    (rec,) = record.passes
+    assert rec.status is PassStatus.NOT_APPLIED
+    assert "data-dependent dispatch" in rec.reason and "model.layers.0.mlp.experts" in rec.reason
+
+
+def test_the_capture_s_host_syncs_are_evidence_enough() -> None:
+    finding = {"rule_id": "host_syncs", "evidence": {"facts": ["2 device-to-host copies per step"]}}
+    ctx = PassContext(model=nn.Linear(4, 4), inputs=(), device="cuda", findings=(finding,))
+    why = graph_capture_applicability(ctx)
+    assert why is not None and "2 device-to-host copies per step" in why
+    assert graph_capture_applicability(PassContext(model=nn.Linear(4, 4), inputs=(), device="cuda")) is None
+
+
+def test_a_dense_decoder_stays_graphable_and_has_no_rnn(small_examples: Path) -> None:
+    model, inputs = _example(small_examples, "hf_llama_generate.py")
+    ctx = PassContext(model=model, inputs=inputs, device="cuda")
+    assert graph_capture_applicability(ctx) is None
+    assert rnn_reroute_applicability(ctx) == "no nn.LSTM, nn.GRU or nn.RNN in the model"
+    lstm = nn.Sequential(nn.LSTM(8, 8, batch_first=True))
+    assert rnn_reroute_applicability(PassContext(model=lstm, inputs=(torch.zeros(1, 2, 8),), device="cpu")) is None
