@@ -23,7 +23,8 @@ from mcp_server.tools import hints, workload_file
 from mcp_server.views import enum_value
 from profiler_core import api
 from profiler_core.compile_mode import TorchCompileMode
-from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
+from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME as WRAPPER_FILE
+from profiler_core.rundir.layout import PLAN_NAME as PLAN_FILE
 
 
 def pass_info(spec: Any) -> PassInfo:

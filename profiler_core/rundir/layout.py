@@ -38,6 +38,9 @@ LOGS_DIR = "logs"
 PROFILE_NAME = "profile.json"
 FINDINGS_NAME = "findings.json"
 PLAN_NAME = "plan.json"
+OPTIMIZED_WORKLOAD_NAME = "workload_optimized.py"  # written beside plan.json when validation passes
+WALLTIME_NAME = "walltime.json"  # end-to-end step times, beside baseline/ and the optimized run
+OPTIMIZE_NAME = "optimize.json"  # what the optimize loop tried and kept
 RANKS_JSON = "ranks.json"
 
 # Where each kind of artifact is looked for when no manifest names it, in order of preference
