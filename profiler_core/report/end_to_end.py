@@ -110,13 +110,24 @@ def end_to_end_for(base: Path, opt: Path) -> EndToEnd | None:
     return read_end_to_end(home, plan_dir)
 
 
+def speedup_verdict(speedup: float, t: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
+    """faster / slower / unchanged for a baseline-over-optimized ratio, within the unchanged tolerance."""
+    delta_pct = (1.0 / speedup - 1.0) * 100.0
+    return "unchanged" if abs(delta_pct) <= t.unchanged_tolerance_pct else "faster" if delta_pct < 0 else "slower"
+
+
 def wall_verdict(e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS) -> Verdict | None:
     """faster / slower / unchanged by median wall time per step (None unless both sides were timed)."""
     speedup = e.wall_speedup if e is not None else None
-    if speedup is None:
-        return None
-    delta_pct = (1.0 / speedup - 1.0) * 100.0
-    return "unchanged" if abs(delta_pct) <= t.unchanged_tolerance_pct else "faster" if delta_pct < 0 else "slower"
+    return None if speedup is None else speedup_verdict(speedup, t)
+
+
+def read_walltime_file(path: Path) -> EndToEnd | None:
+    """The wall times of a walltime.json (``baseline`` / ``optimized`` medians), None when it has neither."""
+    wall = _read_json(path)
+    e = EndToEnd(base_wall_ms=_median(wall.get("baseline")), opt_wall_ms=_median(wall.get("optimized")),
+                 source=path)
+    return e if e.base_wall_ms is not None or e.opt_wall_ms is not None else None
 
 
 def disagreement(kernel: Verdict, wall: Verdict) -> str:
