@@ -330,3 +330,22 @@ def test_developer_mcp_json_connects_without_claude_project_dir(tmp_path: Path) 
     line = _server_line(run, f"{SERVER_NAME}: ")
     assert "Connected" in line, line
     assert "Missing environment variables" not in run.stdout + run.stderr
+
+
+FIRST_REPLY_LIMIT_S = 10.0  # Claude Code gives up after about 30 s; the server answers in ~1-2 s
+
+
+@needs_cli
+@pytest.mark.slow
+def test_claude_mcp_list_connects_from_an_empty_project_and_replies_fast(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()  # an empty project: no .venv, no .mcp.json; oprof-mcp only on PATH
+    run = _claude(["--plugin-dir", str(PLUGIN), "mcp", "list"], home, extra_path=_shim(tmp_path), cwd=project)
+    line = _server_line(run, f"plugin:operator-profiler:{SERVER_NAME}:")
+    assert "Connected" in line and f"--root {project}" in line, line
+    bench = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_mcp_start.py"), "--repeat", "1",
+                            "--json"], capture_output=True, text=True, timeout=120, cwd=project)
+    assert bench.returncode == 0, bench.stderr
+    first_reply_s = json.loads(bench.stdout)["initialize_s"]
+    assert first_reply_s < FIRST_REPLY_LIMIT_S, f"initialize answered after {first_reply_s:.2f} s"
