@@ -35,6 +35,10 @@ async def test_runs_and_profiles_are_resources(pair_ws: Path) -> None:
         prof = json.loads((await client.read_resource(profile_uri(base / "profile.json"))).contents[0].text)
         assert prof["profile"] == str(base / "profile.json") and prof["summary"]["kernels"] == 44
 
+        by_dir = await call_ok(client, "get_operator", {"profile": "base", "operator": "aten::mm#0"})
+        by_file = await call_ok(client, "get_operator", {"profile": "base/profile.json", "operator": "aten::mm#0"})
+        assert by_dir == by_file  # a run directory is accepted wherever a profile is asked for
+
         with pytest.raises(Exception, match="outside the workspace"):
             await client.read_resource(run_uri("/etc"))
         with pytest.raises(Exception, match="no such resource"):
