@@ -4,9 +4,9 @@
 mode; a batch of 16 x 128 random token ids of which 15% carry labels. One step is forward,
 masked-LM loss, ``loss.backward()`` and ``AdamW.step()``, and returns the loss.
 
-The optimizer travels with the inputs (``(input_ids, labels, optimizer)``), as the workload
-contract asks of a training step: validation deep-copies model and inputs together, so each
-copy's optimizer steps that copy's parameters, and compares the loss, every gradient and
+The optimizer travels with the inputs (``(input_ids, labels, optimizer)``); validation builds
+baseline and candidate each from its own seeded call of ``get_model_and_inputs``, so each
+build's optimizer steps that build's parameters, and compares the loss, every gradient and
 every updated parameter. Dropout is off: a step that draws random numbers cannot be matched
 by a compiled model, which draws them differently.
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mcp_server.jobs import CaptureFn, JobManager
 from mcp_server.workspace import Workspace
+from profiler_core.workload_process import ChildLimits
 
 RUNS_DIRNAME = "oprof-runs"  # new captures go to <first root>/oprof-runs/<stem>-<UTC time>/
 
@@ -18,6 +19,9 @@ class ServerConfig:
     roots: tuple[Path, ...] = ()  # empty: the working directory
     runs_dir: Path | None = None  # default: <first root>/oprof-runs
     capture_fn: CaptureFn | None = None
+    # bounds of the child process that runs workload code (apply_pass); None: the defaults per
+    # device, or OPROF_WORKLOAD_TIMEOUT_S / OPROF_WORKLOAD_MEMORY_GB from the environment
+    workload_limits: ChildLimits | None = None
 
 
 @dataclass(frozen=True)

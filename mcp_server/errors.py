@@ -2,7 +2,8 @@
 
 On MCP SDK 2.1+ only a ``ToolError`` carries its text to the client; any other exception
 reaches the model as a bare "Error executing tool <name>". Every tool body therefore runs
-inside :func:`tool_errors`.
+inside :func:`tool_errors`, which also cuts any value echoed in a message to a prefix
+(profiler_core/echo.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from contextlib import contextmanager
 from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_server.workspace import Workspace
+from profiler_core.echo import clip_message
 from profiler_core.errors import ProfilerError
 
 
@@ -29,13 +31,16 @@ def tool_errors(workspace: Workspace | None = None) -> Iterator[None]:
         else:
             with workspace.confined():
                 yield
-    except ToolError:
-        raise
+    except ToolError as err:
+        text = str(err)
+        if clip_message(text) == text:
+            raise
+        raise ToolError(clip_message(text)) from err
     except ProfilerError as err:
-        raise ToolError(str(err)) from err
+        raise ToolError(clip_message(str(err))) from err
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
-        raise ToolError(f"{where}{err.strerror or err}; check the path and its permissions") from err
+        raise ToolError(clip_message(f"{where}{err.strerror or err}; check the path and its permissions")) from err
     except RecursionError as err:
         raise ToolError("an input is nested too deeply to be a capture artifact; pass the real file") from err
     except MemoryError as err:

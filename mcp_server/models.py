@@ -373,6 +373,11 @@ class ValidationSummary(_Out):
         description="The lowest precision an applied pass computes in; it sets the tolerance.")
     outputs_compared: int
     reason: str
+    verdict: str = Field(default="", description="The verdict in one line: the reference, the rule, the worst "
+                                                 "output and its numbers (next-token agreement, experts rerouted).")
+    reference: str = Field(default="", description="What outputs were judged against: a float64 run of the "
+                                                   "original step, or why none could run.")
+    rule: str = Field(default="", description="The rule each floating output was held to.")
 
 
 class ApplyPassResult(_Out):

@@ -20,6 +20,7 @@ from mcp_server.models import (
     OperatorRow,
     TierShare,
 )
+from profiler_core.echo import shown
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Kernel, Operator, Profile
 
@@ -118,10 +119,10 @@ def find_operator(profile: Profile, wanted: str) -> Operator:
     if named:
         keys = [op.key for op in sorted(named, key=lambda o: -o.duration_ns)]
         listed = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
-        raise ToolError(f"{wanted!r} names {len(keys)} operator calls ({listed}); pass one key")
-    close = difflib.get_close_matches(wanted, list(by_key), n=5, cutoff=0.5)
+        raise ToolError(f"{shown(wanted)} names {len(keys)} operator calls ({listed}); pass one key")
+    close = difflib.get_close_matches(wanted, list(by_key), n=5, cutoff=0.5) if len(wanted) <= 300 else []
     hint = f"did you mean {', '.join(close)}?" if close else "call report to see the top operators' keys"
-    raise ToolError(f"no operator {wanted!r} in this profile; {hint}")
+    raise ToolError(f"no operator {shown(wanted)} in this profile; {hint}")
 
 
 def operator_detail(op: Operator, total_ns: int) -> OperatorDetail:

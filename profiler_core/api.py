@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +37,12 @@ if TYPE_CHECKING:
     from profiler_core.distributed.compare import MultiRankComparison
     from profiler_core.optimize.loop import OptimizeConfig, OptimizeResult
     from profiler_core.passes.plan import OptimizationPlan
+    from profiler_core.passes.policy import ValidationPolicy
     from profiler_core.passes.registry import PassSpec
     from profiler_core.report.end_to_end import EndToEnd
     from profiler_core.rundir import RanksManifest, RunManifest
     from profiler_core.schema import Profile
+    from profiler_core.workload_process import ChildLimits
 
 ProgressFn = Callable[[str, int, int, str], None]  # (phase, step, total, message)
 ARTIFACT_KINDS = ("kineto", "nsys", "ncu", "inductor")
@@ -249,7 +251,14 @@ def analyse_shipped_run(example_dir: Path, out: Path) -> ShippedAnalysis:
     from profiler_core.attribution import attribute_run
     from profiler_core.passes.plan import read_plan
     from profiler_core.report.end_to_end import read_end_to_end
-    from profiler_core.rundir import FINDINGS_NAME, PLAN_NAME
+    from profiler_core.rundir import (
+        COMPARISON_NAME,
+        FINDINGS_NAME,
+        OPTIMIZE_NAME,
+        PLAN_NAME,
+        REPORT_NAME,
+        WALLTIME_NAME,
+    )
     from profiler_core.schema import write_profile
 
     baseline = attribute_run(example_dir / "baseline")
@@ -261,21 +270,21 @@ def analyse_shipped_run(example_dir: Path, out: Path) -> ShippedAnalysis:
         optimized = attribute_run(example_dir / "optimized")
         write_profile(out / "optimized.profile.json", optimized)
         comparison = compare_profiles(baseline, optimized, base_findings=findings, force=True)
-        write_text_atomic(out / "comparison.json", comparison.model_dump_json(indent=1))
+        write_text_atomic(out / COMPARISON_NAME, comparison.model_dump_json(indent=1))
     page = Report(optimized or baseline, findings=findings, comparison=comparison).html(
         title=f"{example_dir.name} on an H200", baseline=baseline if optimized else None,
         end_to_end=read_end_to_end(example_dir, example_dir / "optimized"))
-    report_html = write_text_atomic(out / "report.html", page)
+    report_html = write_text_atomic(out / REPORT_NAME, page)
     kept: list[str] | None = None
     wall: dict[str, Any] = {}
-    summary, plan = example_dir / "optimize.json", example_dir / "optimized" / PLAN_NAME
+    summary, plan = example_dir / OPTIMIZE_NAME, example_dir / "optimized" / PLAN_NAME
     if summary.exists():
         data = json.loads(summary.read_text())
         kept, wall = list(data.get("kept_passes") or []), data.get("wall_time") or {}
     elif plan.exists():  # an optimized capture made with 'oprof apply-pass' and 'oprof capture'
         kept = list(read_plan(plan).applied)
-    if not wall and (example_dir / "walltime.json").exists():
-        wall = json.loads((example_dir / "walltime.json").read_text())
+    if not wall and (example_dir / WALLTIME_NAME).exists():
+        wall = json.loads((example_dir / WALLTIME_NAME).read_text())
     wall_ms = {k: float(v["median_ms"]) for k, v in wall.items()
                if k in ("baseline", "optimized") and isinstance(v, dict) and "median_ms" in v}
     return ShippedAnalysis(name=example_dir.name, baseline=baseline, findings=findings, comparison=comparison,
@@ -350,14 +359,32 @@ def findings_for_passes(findings_path: Path, names: Sequence[str]) -> list[dict[
 def apply_passes(workload: Path, passes: Sequence[str], *, device: str = "cuda",
                  findings: Path | Sequence[Mapping[str, Any]] | None = None, out_dir: Path | None = None,
                  compile_mode: str | None = None, compiler: str = "inductor",
-                 raise_on_failure: bool = True) -> OptimizationPlan:
+                 raise_on_failure: bool = True, policy: ValidationPolicy | None = None,
+                 limits: ChildLimits | None = None) -> OptimizationPlan:
     """Apply ``passes`` to ``workload``, validate its outputs against the original, write the plan.
 
     ``findings``: a findings.json (every transformation it licenses is applied too), or the
     findings handed to the passes as evidence. A plan that fails validation raises unless
-    ``raise_on_failure`` is False (then its status says so).
+    ``raise_on_failure`` is False (then its status says so). ``policy``: how outputs are judged
+    (default ``DEFAULT_POLICY``: against a float64 run of the original step, per kind of output).
+    With ``limits`` the workload runs in a child process under them
+    (profiler_core.workload_process): a workload that exits, hangs or exhausts memory raises
+    WorkloadProcessError instead of ending this process.
     """
+    if limits is not None:
+        from profiler_core.passes.plan import OptimizationPlan as Plan
+        from profiler_core.workload_process import run_in_child
+
+        kwargs = {"workload_path": str(workload), "pass_names": list(passes), "device": device,
+                  "findings": str(findings) if isinstance(findings, Path | str) else
+                  (None if findings is None else [dict(f) for f in findings]),
+                  "out_dir": None if out_dir is None else str(out_dir), "compile_mode": compile_mode,
+                  "compiler": compiler, "raise_on_failure": raise_on_failure,
+                  "policy": None if policy is None else asdict(policy)}
+        return run_in_child("profiler_core.passes.planner:apply_pass_plan_in_child", kwargs, result_type=Plan,
+                            workload=workload, limits=limits, label="apply-pass")
     from profiler_core.passes import apply_pass_plan
 
     return apply_pass_plan(workload, list(passes), device=device, findings=findings, out_dir=out_dir,
-                           compile_mode=compile_mode, compiler=compiler, raise_on_failure=raise_on_failure)
+                           compile_mode=compile_mode, compiler=compiler, raise_on_failure=raise_on_failure,
+                           policy=policy)

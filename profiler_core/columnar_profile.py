@@ -1,13 +1,15 @@
 """The columnar form of a large profile: profile.json (coverage, metadata, pointers) + Parquet tables.
 
-    profile.json                 schema version 1, ``kernels: []``, ``operators: []``,
-                                 ``kernel_table: {"format": "parquet", "path": "profile.kernels.parquet",
-                                 "kernel_count": N, "bytes": B}``, ``operator_table: {... "operator_count": M}``
-    profile.kernels.parquet      one row per kernel, in kernel-id order (columns: docs/attribution.md)
-    profile.operators.parquet    one row per operator, in profile order (attribution/operator_parquet.py)
+    profile.json                     schema version 1, ``kernels: []``, ``operators: []``,
+                                     ``kernel_table: {"format": "parquet", "path": "profile.kernels.<gen>.parquet",
+                                     "kernel_count": N, "bytes": B, "sha256": H}``, ``operator_table: {...}``
+    profile.kernels.<gen>.parquet    one row per kernel, in kernel-id order (columns: docs/attribution.md)
+    profile.operators.<gen>.parquet  one row per operator, in profile order (attribution/operator_parquet.py)
 
-Each is written atomically: the tables first, then profile.json (write a temp file, rename),
-so a reader sees the old set or the new one. ``read_profile`` loads the tables into a
+The three change as one set (profiler_core/columnar_files.py): a new generation's tables
+first, then profile.json (temp file, rename), then the old tables are removed, so a reader
+sees the old set or the new one. Tables are read through the input gate every reader uses and
+checked against the size and SHA-256 profile.json records. ``read_profile`` loads them into a
 ``KernelTable`` (attribution/kernel_table.py) and ``OperatorColumns``: ``profile.kernels`` and
 ``profile.operators`` then build each model on access, so diagnose, report, compare and export
 read the columnar form unchanged. pyarrow is imported here only, when a large profile is written
@@ -27,22 +29,11 @@ import orjson
 from profiler_core.attribution.columns import NONE, Interner
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
+from profiler_core.columnar_files import read_table_bytes, write_file_set
 from profiler_core.errors import SchemaError
 from profiler_core.schema import KernelTableRef, OperatorTableRef, Profile
 
-TABLE_SUFFIX = ".kernels.parquet"
-OPERATOR_SUFFIX = ".operators.parquet"
 _CHUNK = 20_000  # operators serialised per batch
-
-
-def table_path(profile_path: Path) -> Path:
-    """``profile.json`` -> ``profile.kernels.parquet`` beside it."""
-    return profile_path.with_name(profile_path.stem + TABLE_SUFFIX)
-
-
-def operator_table_path(profile_path: Path) -> Path:
-    """``profile.json`` -> ``profile.operators.parquet`` beside it."""
-    return profile_path.with_name(profile_path.stem + OPERATOR_SUFFIX)
 
 
 def _strings(codes: np.ndarray, strings: list[Any]) -> Any:
@@ -108,10 +99,11 @@ def to_arrow(t: KernelTable) -> Any:
 
 
 def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
-    """Write ``profile`` (kernels as a KernelTable) as profile.json + its Parquet tables, each atomically.
+    """Write ``profile`` (kernels as a KernelTable) as profile.json + its Parquet tables, as one set.
 
     Operators kept as columns (an ``OperatorTable`` from the engine, or ``OperatorColumns`` read
-    back) go to profile.operators.parquet; a plain list of models stays in profile.json.
+    back) go to the operators table; a plain list of models stays in profile.json. The tables are
+    named by a fresh generation and written first, profile.json last (profiler_core/columnar_files.py).
     """
     import pyarrow.parquet as pq
 
@@ -121,18 +113,22 @@ def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Pa
     if not isinstance(table, KernelTable):
         raise TypeError("write_columnar_profile needs a profile whose kernels are a KernelTable")
     target = Path(path)
-    parquet = table_path(target)
-    write_stream_atomic(parquet, lambda handle: pq.write_table(to_arrow(table), handle, compression="zstd"))
-    ref = KernelTableRef(path=parquet.name, kernel_count=len(table), bytes=parquet.stat().st_size)
-    op_ref = None
+    kernels = to_arrow(table)
+    tables: dict[str, Any] = {"kernels": lambda handle: pq.write_table(kernels, handle, compression="zstd")}
     arrow = _operator_arrow(profile.operators)
     if arrow is not None:
-        op_parquet = operator_table_path(target)
-        write_stream_atomic(op_parquet, lambda handle: pq.write_table(arrow, handle, compression="zstd"))
-        op_ref = OperatorTableRef(path=op_parquet.name, operator_count=arrow.num_rows,
-                                  bytes=op_parquet.stat().st_size)
-        del arrow
-    return write_stream_atomic(target, lambda handle: _write_json(handle, profile, ref, op_ref))
+        tables["operators"] = lambda handle: pq.write_table(arrow, handle, compression="zstd")
+
+    def write_json(refs: dict[str, tuple[str, int, str]]) -> Path:
+        name, size, digest = refs["kernels"]
+        ref = KernelTableRef(path=name, kernel_count=len(table), bytes=size, sha256=digest)
+        op_ref = None
+        if "operators" in refs:
+            name, size, digest = refs["operators"]
+            op_ref = OperatorTableRef(path=name, operator_count=arrow.num_rows, bytes=size, sha256=digest)
+        return write_stream_atomic(target, lambda handle: _write_json(handle, profile, ref, op_ref))
+
+    return write_file_set(target, tables, write_json)
 
 
 def _operator_arrow(ops: Any) -> Any:
@@ -170,31 +166,20 @@ def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef, op_ref: O
 
 
 def _read_parquet(profile_path: Path, ref: Any, what: str, rows: int, listed: int) -> Any:
-    """The Parquet table ``ref`` points at, checked against its size and row count (errors name the file)."""
-    parquet = profile_path.parent / ref.path
-    if Path(ref.path).name != ref.path:
-        raise SchemaError(f"{profile_path}: {what}.path {ref.path!r} is not a file name beside the profile; "
-                          "re-run 'oprof attribute'")
+    """The Parquet table ``ref`` points at, checked against its size, digest and row count (errors name the file)."""
     if listed:
         raise SchemaError(f"{profile_path}: lists {what.split('_')[0]}s and a {what.replace('_', ' ')}; "
                           "a profile holds one or the other")
-    label = what.replace("_", " ")
-    try:
-        size = parquet.stat().st_size
-    except FileNotFoundError as err:
-        raise SchemaError(f"{parquet}: the {label} {profile_path.name} points at is missing; keep the files "
-                          "together, or re-run 'oprof attribute'") from err
-    if size != ref.bytes:
-        raise SchemaError(f"{parquet}: {size} bytes, but {profile_path.name} says {ref.bytes} (truncated, or from "
-                          "another attribution); re-run 'oprof attribute'")
+    data = read_table_bytes(profile_path, ref, what)
+    parquet = profile_path.parent / ref.path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        arrow = pq.read_table(parquet)
+        arrow = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as err:
-        raise SchemaError(f"{parquet}: not a readable Parquet {label} ({err}); the file is truncated or "
-                          "damaged: re-run 'oprof attribute'") from err
+        raise SchemaError(f"{parquet}: not a readable Parquet {what.replace('_', ' ')} ({err}); the file is "
+                          "truncated or damaged: re-run 'oprof attribute'") from err
     if arrow.num_rows != rows:
         raise SchemaError(f"{parquet}: {arrow.num_rows} rows, but {profile_path.name} says {rows}; "
                           "re-run 'oprof attribute'")

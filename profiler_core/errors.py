@@ -43,6 +43,19 @@ class WorkloadError(ProfilerError):
     """A workload file breaks the contract (missing entry point, import error, exception)."""
 
 
+class WorkloadProcessError(WorkloadError):
+    """The child process running workload code ended badly; ``how``: exit, signal, timeout or memory."""
+
+    def __init__(self, message: str, *, how: str = "exit", output: object = None) -> None:
+        super().__init__(message)
+        self.how = how
+        self.output = output  # workload_process.ChildOutput: what the child printed, capped
+
+
+class NotReproducibleError(WorkloadError):
+    """Two runs of the original step from identical state disagree: the workload draws random numbers."""
+
+
 class PassError(ProfilerError):
     """A graph pass is unknown, or failed while being applied."""
 

@@ -3,7 +3,8 @@
 The schema says each field's type; these checks say the document is one attribution's
 output and not an edited, truncated or mixed-up one. ``read_profile`` runs them on every
 read, so a profile with dangling kernel ids or durations that cannot be is refused with the
-first problem named, instead of reaching a report as numbers nobody measured::
+first problem named, instead of reaching a report as numbers nobody measured (counters no chip
+could have measured too: profiler_core/physical_checks.py)::
 
     operators[3] 'aten::mm#0': duration_ns 912 is not the sum of its kernels' durations (830)
     -> SchemaError: profile.json: inconsistent profile, operators[3] ...; re-run 'oprof attribute' on its run
@@ -11,6 +12,9 @@ first problem named, instead of reaching a report as numbers nobody measured::
 
 from __future__ import annotations
 
+import numpy as np
+
+from profiler_core.physical_checks import dram_bytes_of, dram_problem
 from profiler_core.schema import Profile
 
 # A kernel or operator running longer than this (10^13 ns, about 2.8 hours) is a corrupt
@@ -49,4 +53,6 @@ def profile_problem(profile: Profile) -> str | None:
     if cov.kernel_count != len(profile.kernels) or cov.duration_ns != sum(durations.values()):
         return (f"coverage says {cov.kernel_count} kernels, {cov.duration_ns} ns, but the profile holds "
                 f"{len(profile.kernels)} kernels, {sum(durations.values())} ns")
-    return None
+    dram = dram_bytes_of([k.counters for k in profile.kernels])
+    return dram_problem(dram, np.array([k.duration_ns for k in profile.kernels], dtype=np.int64),
+                        profile.capture.gpu_name)

@@ -157,6 +157,9 @@ class KinetoTrace:
     runtime_calls: list[RuntimeCall]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     module_spans: list[ModuleSpan] = field(default_factory=list)  # with_stack traces only
+    # CUPTI range profiler traces: the counters its ranges carry, and what to say about them
+    range_counters: NcuReport | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

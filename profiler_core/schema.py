@@ -250,6 +250,8 @@ class KernelTableRef(_Model):
     path: str  # file name, relative to the profile's folder
     kernel_count: Count
     bytes: Count  # size of the file as written: a truncated or replaced table is caught before it is read
+    # SHA-256 of the file as written (hex): a damaged table is refused; absent in profiles written before it
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", exclude_if=lambda v: v is None)
 
 
 class OperatorTableRef(_Model):
@@ -259,6 +261,7 @@ class OperatorTableRef(_Model):
     path: str  # file name, relative to the profile's folder
     operator_count: Count
     bytes: Count  # size of the file as written
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", exclude_if=lambda v: v is None)
 
 
 class Profile(_Model):
@@ -390,8 +393,11 @@ def write_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
         return write_columnar_profile(path, profile)
     indent = 1 if len(profile.kernels) <= INDENT_MAX_KERNELS else None
     from profiler_core.atomic_write import write_bytes_atomic
+    from profiler_core.columnar_files import remove_stale_tables
 
-    return write_bytes_atomic(path, profile.__pydantic_serializer__.to_json(profile, indent=indent))
+    written = write_bytes_atomic(path, profile.__pydantic_serializer__.to_json(profile, indent=indent))
+    remove_stale_tables(Path(path))  # the tables of a columnar profile this one replaced
+    return written
 
 
 def first_error(err: ValidationError) -> str:
@@ -408,12 +414,23 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a profile.json; a bad file raises ``SchemaError`` naming the field.
 
     Validated three ways: strict JSON (no NaN/Infinity, numbers that fit a double, nesting
-    bounded), the schema, then the document's own consistency (``profile_checks``).
+    bounded), the schema, then the document's own consistency (``profile_checks``). A columnar
+    profile replaced while it was being read (its tables gone with the old generation) is read
+    again, once.
     """
+    from profiler_core.columnar_files import TableGoneError
+
+    p = Path(path)
+    try:
+        return _read_profile(p)
+    except TableGoneError:
+        return _read_profile(p)
+
+
+def _read_profile(p: Path) -> Profile:
     from profiler_core.confinement import read_input
     from profiler_core.profile_checks import profile_problem
 
-    p = Path(path)
     try:
         raw = read_input(p, what="profile.json")
     except FileNotFoundError as err:

@@ -36,6 +36,9 @@ class Transformation(StrEnum):
     CHANNELS_LAST = "channels_last"  # NHWC convolutions, no layout transpositions
     INDUCTOR_COMPILE = "inductor_compile"  # compile an eagerly run model
     FUSED_OPTIMIZER = "fused_optimizer"  # one fused kernel per parameter group for the optimizer step
+    COMPILED_OPTIMIZER_STEP = "compiled_optimizer_step"  # torch.compile of optimizer.step()
+    WHOLE_STEP_CUDA_GRAPHS = "whole_step_cuda_graphs"  # the training step compiled in mode reduce-overhead
+    BF16_AUTOCAST = "bf16_autocast"  # the training step under bf16 autocast, float32 master weights
 
 
 # Built-in names no built-in pass implements: a finding naming one is a fix to make by hand, or a

@@ -22,20 +22,30 @@ Both are ignored in a single-process capture. For gradients to be all-reduced, `
 must run a backward pass.
 
 The default step is ``model(*inputs)`` under ``torch.no_grad()`` when the model is in eval
-mode, and plain ``model(*inputs)`` otherwise. A training step returns the model in train mode
-and its optimizer among the inputs, so validation can copy the two together::
+mode, and plain ``model(*inputs)`` otherwise. A training step returns the model in train mode;
+its optimizer may live wherever the file keeps it: among the inputs, on the model
+(``model._opt``), in a module global, in a closure ``get_model_and_inputs`` defines ``step``
+in, or in a helper object. Validation builds baseline and candidate each from its own import
+of the file and call of ``get_model_and_inputs``, so each build's optimizer steps that build's
+parameters; the call must therefore be deterministic (seed it), and two builds must agree on
+every parameter, buffer, optimizer state and input tensor, or the workload is refused by
+name. An optimizer kept in another module the file imports is shared by the builds and is
+refused::
 
     def get_model_and_inputs(device="cuda"):
+        torch.manual_seed(0)
         model = build().to(device).train()
-        return model, (batch, labels, torch.optim.AdamW(model.parameters()))
+        model._opt = torch.optim.AdamW(model.parameters())
+        return model, (batch, labels)
 
     def step(model, inputs):
-        batch, labels, optimizer = inputs
-        optimizer.zero_grad(set_to_none=True)
+        batch, labels = inputs
+        model._opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(batch), labels)
         loss.backward()
-        optimizer.step()
+        model._opt.step()
         return loss.detach()
+
  Anything wrong with the file raises
 :class:`~profiler_core.errors.WorkloadError` naming the file and the fix.
 """

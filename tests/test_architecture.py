@@ -17,6 +17,9 @@ KNOWN = {
     # schema.read_profile / write_profile load and write a Parquet kernel table, whose model lives
     # with the columnar engine (attribution/kernel_table.py): to move below the schema
     ("profiler_core.schema", "profiler_core.columnar_profile"),
+    # read_profile holds DRAM counters to the chip's bandwidth, from the peaks table in metrics/peaks.py:
+    # to move with that table to the ground layer
+    ("profiler_core.profile_checks", "profiler_core.physical_checks"),
 }
 
 
@@ -131,3 +134,49 @@ def test_the_check_catches_an_upward_and_a_private_import(layers: dict[str, int]
     assert check_source("profiler_core.capture.phases", same_package, layers) == []
     relative = "from ..analysis import diagnose\n"
     assert check_source("profiler_core.ingest.kineto", relative, layers)
+
+
+# ------------------------------------------------------------------ the optimize run's layout
+
+LAYOUT_MODULE = "profiler_core.rundir.layout"
+
+
+def _optimize_names() -> frozenset[str]:
+    from profiler_core.rundir import layout
+
+    return frozenset({layout.OPTIMIZE_NAME, layout.WALLTIME_NAME, layout.COMPARISON_NAME,
+                      layout.OPTIMIZED_WORKLOAD_NAME})
+
+
+def spelled_names(source: str, names: frozenset[str]) -> list[str]:
+    """String literals in ``source`` that spell one of the optimize layout's names, or a trial directory."""
+    found = []
+    tree = ast.parse(source)
+    parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+            if node.value in names or node.value.startswith("trial-"):
+                found.append(node.value)
+        elif isinstance(node, ast.JoinedStr) and node.values:
+            first = node.values[0]
+            if isinstance(first, ast.Constant) and str(first.value).startswith("trial-"):
+                found.append(f"f'{first.value}...'")
+    return found
+
+
+def test_only_rundir_spells_the_optimize_layout() -> None:
+    names = _optimize_names()
+    problems = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if module_name(path) == LAYOUT_MODULE:
+                continue
+            problems += [f"{module_name(path)}: {n}" for n in spelled_names(path.read_text(), names)]
+    assert problems == [], "use the names of profiler_core/rundir/layout.py:\n" + "\n".join(problems)
+
+
+def test_the_layout_check_catches_a_spelled_name() -> None:
+    names = _optimize_names()
+    source = 'out = run / "optimize.json"\nt = run / f"trial-{i}-{name}"\nok = "optimize"\n'
+    assert spelled_names(source, names) == ["optimize.json", "f'trial-...'"]
+    assert names >= {"optimize.json", "walltime.json", "comparison.json", "workload_optimized.py"}

@@ -14,6 +14,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import (
@@ -34,7 +35,8 @@ from mcp_server.views import MAX_WARNINGS, enum_value, showing, us
 from profiler_core import api
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
-from profiler_core.rundir import FINDINGS_NAME, PROFILE_NAME
+from profiler_core.rundir import COMPARISON_NAME, FINDINGS_NAME, PROFILE_NAME
+from profiler_core.rundir.layout import WALLTIME_NAME
 from profiler_core.schema import Profile
 
 if TYPE_CHECKING:
@@ -43,12 +45,13 @@ if TYPE_CHECKING:
 
 PREFERRED_COUNTERS = (*HEADLINE_COUNTERS, "memory_throughput_pct", "local_memory_wavefronts")
 SKIPPED_COUNTERS = frozenset({"gpu_time_duration_ns"})  # replayed under ncu: never a duration to compare
-ProfileArg = Annotated[str, Field(description="A profile.json written by attribute, or its run directory.")]
-WallTimeArg = Annotated[str | None, Field(description=(
+ProfileArg = Annotated[str, Field(max_length=PATH_CHARS,
+                                  description="A profile.json written by attribute, or its run directory.")]
+WallTimeArg = Annotated[str | None, Field(max_length=PATH_CHARS, description=(
     "walltime.json from the walltime tool (baseline and optimized timed end to end): the verdict then "
     "follows wall time per step. Default: the one recorded beside the runs, if any (optimize's run "
     "directory, a shipped example)."))]
-OutputArg = Annotated[str | None, Field(
+OutputArg = Annotated[str | None, Field(max_length=PATH_CHARS,
     description="Where to write the full result; default beside the profile.")]
 
 
@@ -97,7 +100,7 @@ def end_to_end_of(ws: Any, c: Comparison, base_path: Path, opt_path: Path, wallt
     from profiler_core.report.end_to_end import read_walltime_file, verdict_fields
 
     if walltime:
-        e = read_walltime_file(ws.existing_file(walltime, what="walltime.json"))
+        e = read_walltime_file(ws.existing_file(walltime, what=WALLTIME_NAME))
         if e is None or e.wall_speedup is None:
             raise ToolError(f"{walltime}: holds no baseline and optimized medians; call walltime with "
                             "workload and baseline_workload to write one")
@@ -114,7 +117,7 @@ def _wall_for_html(ws: Any, e2e: EndToEndOut | None, walltime: str | None, base_
     if e2e is None or base_path is None:
         return None
     if walltime:
-        return read_walltime_file(ws.existing_file(walltime, what="walltime.json"))
+        return read_walltime_file(ws.existing_file(walltime, what=WALLTIME_NAME))
     return api.end_to_end(base_path, opt_path)
 
 
@@ -185,10 +188,11 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="Compare two profiles", annotations=hints("Compare two profiles", read_only=False))
     def compare(
-        baseline: Annotated[str, Field(description="The baseline profile.json, or its run directory.")],
-        optimized: Annotated[str, Field(
+        baseline: Annotated[str, Field(max_length=PATH_CHARS,
+                                       description="The baseline profile.json, or its run directory.")],
+        optimized: Annotated[str, Field(max_length=PATH_CHARS,
             description="The optimized profile.json or run directory (same workload, same settings).")],
-        output: Annotated[str | None, Field(
+        output: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write the full comparison; default beside the optimized profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operator groups to list.")] = 10,
         force: Annotated[bool, Field(
@@ -204,7 +208,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         with tool_errors(ws):
             base_path, base = load_profile(ws, baseline)
             opt_path, opt = load_profile(ws, optimized)
-            out = ws.output_file(output or sibling(opt_path, "comparison.json"), kind="comparison")
+            out = ws.output_file(output or sibling(opt_path, COMPARISON_NAME), kind="comparison")
             result = _compare(base, opt, base_path=base_path, opt_path=opt_path, force=force)
             e2e = end_to_end_of(ws, result, base_path, opt_path, walltime)
             write_text_atomic(out, result.model_dump_json(indent=1))
@@ -214,11 +218,11 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Report on a profile", annotations=hints("Report on a profile", read_only=False))
     def report(
         profile: ProfileArg,
-        baseline: Annotated[str | None, Field(
+        baseline: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="A baseline profile.json or run directory: the report then leads with the "
                         "comparison.")] = None,
         include_findings: Annotated[bool, Field(description="Run diagnose and include its findings.")] = True,
-        html: Annotated[str | None, Field(
+        html: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write the HTML report; default report.html beside the profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operators in the summary.")] = 10,
         walltime: WallTimeArg = None,

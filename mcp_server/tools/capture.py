@@ -17,6 +17,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from mcp_server.arguments import ID_CHARS, PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.jobs import JobManager, JobSnapshot, JobState, ProgressEvent
@@ -31,7 +32,7 @@ from profiler_core.rundir.create import default_run_dir
 POLL_S = 0.1  # how often a waiting call looks for new progress
 MAX_WAIT_S = 110  # below Claude Code's 2-minute auto-background threshold
 
-JobId = Annotated[str, Field(description="The job id capture returned (cap-...).")]
+JobId = Annotated[str, Field(max_length=ID_CHARS, description="The job id capture returned (cap-...).")]
 WaitS = Annotated[float, Field(ge=0, le=MAX_WAIT_S, description=(
     "Seconds to wait for the job to end while streaming progress notifications; "
     "the call returns as soon as the job ends."))]
@@ -129,7 +130,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Capture a workload",
               annotations=hints("Capture a workload", read_only=False, idempotent=False))
     async def capture(
-        workload: Annotated[str, Field(
+        workload: Annotated[str, Field(max_length=PATH_CHARS,
             description="Workload .py file defining get_model_and_inputs(device) (and optionally step).")],
         context: Context,
         compile_mode: Annotated[CaptureCompileMode | None, Field(
@@ -141,7 +142,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         counters: Annotated[Literal["per-config", "full", "none"] | None, Field(
             description="Nsight Compute coverage: one launch per configuration (default), every launch, "
                         "or no counter phase.")] = None,
-        out_dir: Annotated[str | None, Field(
+        out_dir: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Run directory to create; default oprof-runs/<workload>-<UTC time> in the workspace.")
         ] = None,
         ranks: Annotated[int | None, Field(ge=1, le=64, description=(

@@ -16,6 +16,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from mcp_server.arguments import ID_CHARS, PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.jobs import JobSnapshot, JobState
@@ -23,8 +24,9 @@ from mcp_server.loop_models import EndToEndOut, OptimizeJobStatus, OptimizeResul
 from mcp_server.tools import hints, workload_file
 from mcp_server.tools.capture import POLL_S, WaitS, follow, job_status
 from profiler_core.compile_mode import CaptureCompileMode
+from profiler_core.rundir.layout import OPTIMIZE_NAME
 
-OptJobId = Annotated[str, Field(description="The job id optimize returned (opt-...).")]
+OptJobId = Annotated[str, Field(max_length=ID_CHARS, description="The job id optimize returned (opt-...).")]
 
 
 def _next_step(snap: JobSnapshot) -> str:
@@ -72,7 +74,7 @@ def loop_end_to_end(result: dict[str, Any]) -> EndToEndOut | None:
                        wall_speedup=wall_speedup if basis == "wall_time" else None,
                        kernel_verdict=kernel_verdict, kernel_speedup=float(kernel_speedup),
                        agree=basis == "kernel_time" or verdict == kernel_verdict,
-                       source=str(Path(result.get("run_dir") or ".") / "optimize.json"))
+                       source=str(Path(result.get("run_dir") or ".") / OPTIMIZE_NAME))
 
 
 def optimize_result_of(snap: JobSnapshot) -> OptimizeResultOut:
@@ -105,7 +107,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Optimize a workload",
               annotations=hints("Optimize a workload", read_only=False, idempotent=False))
     async def optimize(
-        workload: Annotated[str, Field(
+        workload: Annotated[str, Field(max_length=PATH_CHARS,
             description="Workload .py file defining get_model_and_inputs(device) (and optionally step).")],
         context: Context,
         device: Annotated[Literal["cuda", "cpu"], Field(
@@ -119,9 +121,12 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             "timing, and the verdict falls back to kernel time."))] = 30,
         min_speedup: Annotated[float, Field(ge=1.0, le=10.0, description=(
             "A pass must make the step at least this much faster to be kept."))] = 1.01,
-        baseline_run: Annotated[str | None, Field(
+        yardstick: Annotated[bool, Field(description=(
+            "Also time the recipe a user would write instead (torch.compile, autocast bf16 + compile, ...) "
+            "beside the kept plan; needs wall_iters > 0."))] = True,
+        baseline_run: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Reuse this capture's run directory as the baseline (no new baseline capture).")] = None,
-        out_dir: Annotated[str | None, Field(
+        out_dir: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="The loop's run directory; default oprof-runs/<workload>-optimize-<UTC time>.")] = None,
         wait_s: WaitS = 0,
     ) -> OptimizeJobStatus:
@@ -134,7 +139,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         from datetime import UTC, datetime
 
         from profiler_core.capture.config import CaptureConfig, CompileMode
-        from profiler_core.optimize.loop import OptimizeConfig
+        from profiler_core.optimize import OptimizeConfig
 
         with tool_errors(ws):
             path = workload_file(ws, workload)
@@ -148,7 +153,8 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             capture = CaptureConfig(compile_mode=CompileMode(compile_mode) if compile_mode
                                     else CaptureConfig().compile_mode)
             config = OptimizeConfig(out_dir=out, baseline_run=baseline, budget=budget, device=device,
-                                    capture=capture, min_speedup=min_speedup, wall_iters=wall_iters)
+                                    capture=capture, min_speedup=min_speedup, wall_iters=wall_iters,
+                                    yardstick=yardstick)
             snap = jobs.start(path, config, run_dir=out, kind="optimize", fn=_run_loop)
         return optimize_status_of(await follow(context, jobs, snap.job_id, wait_s))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -10,6 +9,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import (
@@ -23,8 +23,10 @@ from mcp_server.tools import hints, workload_file
 from mcp_server.views import enum_value
 from profiler_core import api
 from profiler_core.compile_mode import TorchCompileMode
+from profiler_core.rundir.create import default_run_dir
 from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME as WRAPPER_FILE
 from profiler_core.rundir.layout import PLAN_NAME as PLAN_FILE
+from profiler_core.workload_process import ChildLimits
 
 
 def pass_info(spec: Any) -> PassInfo:
@@ -52,7 +54,8 @@ def plan_result(plan: Any, plan_file: Path) -> ApplyPassResult:
         graphs_compiled=plan.graphs_compiled, compile_s=plan.compile_s,
         validation=None if v is None else ValidationSummary(
             passed=v.passed, max_abs_err=v.max_abs_err, max_rel_err=v.max_rel_err,
-            compute_precision=v.compute_precision, outputs_compared=len(v.outputs), reason=v.reason),
+            compute_precision=v.compute_precision, outputs_compared=len(v.outputs), reason=v.reason,
+            verdict=v.verdict, reference=v.reference, rule=v.rule),
         notes=list(plan.notes),
         next_step=("capture optimized_workload with the baseline's settings, attribute it, then compare"
                    if validated else
@@ -73,10 +76,11 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Apply graph passes", annotations=hints("Apply graph passes", read_only=False,
                                                             idempotent=False))
     def apply_pass(
-        workload: Annotated[str, Field(description="The workload .py file (get_model_and_inputs contract).")],
+        workload: Annotated[str, Field(max_length=PATH_CHARS,
+                                       description="The workload .py file (get_model_and_inputs contract).")],
         passes: Annotated[list[Annotated[str, Field(max_length=200)]], Field(
             min_length=1, max_length=32, description="Pass names from list_passes.")],
-        findings: Annotated[str | None, Field(
+        findings: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="findings.json from diagnose: the findings that license these passes are handed "
                         "to them as evidence (no other pass is applied).")] = None,
         device: Annotated[Literal["cuda", "cpu"], Field(
@@ -87,7 +91,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         compiler: Annotated[Literal["inductor", "eager"], Field(
             description="'eager' checks the graph rewrites and their numerics without Inductor (fast).")
         ] = "inductor",
-        out_dir: Annotated[str | None, Field(
+        out_dir: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where plan.json and workload_optimized.py go; default a new folder under "
                         "oprof-runs/.")] = None,
     ) -> ApplyPassResult:
@@ -108,13 +112,15 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             if out_dir:
                 out = ws.output_dir(out_dir)
             else:
-                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-                out = ctx.runs_dir / f"{path.stem}-optimized-{stamp}"
+                out = default_run_dir(path, ctx.runs_dir, kind="optimized")
             for name, kind in ((PLAN_FILE, "plan"), (WRAPPER_FILE, "optimized-workload")):
                 ws.output_file(out / name, kind=kind)  # never over a capture's file or a foreign one
             evidence = None
             if findings:
                 evidence = api.findings_for_passes(ws.existing_file(findings, what="findings file"), passes)
+            # the workload runs in its own process: its exit, hang or memory use cannot reach the server
+            limits = ctx.config.workload_limits or ChildLimits.for_device(device)
             plan = api.apply_passes(path, passes, device=device, findings=evidence, out_dir=out,
-                                   compile_mode=compile_mode, compiler=compiler, raise_on_failure=False)
+                                    compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
+                                    limits=limits)
             return plan_result(plan, Path(plan.artifacts.get("plan", out / "plan.json")))

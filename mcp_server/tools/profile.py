@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from mcp.server import MCPServer
 from pydantic import Field
 
+from mcp_server.arguments import KEY_CHARS, PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import AttributeResult, GetOperatorResult, RankRow
@@ -55,18 +56,20 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Attribute kernels to operators",
               annotations=hints("Attribute kernels to operators", read_only=False))
     def attribute(
-        run_dir: Annotated[str | None, Field(
+        run_dir: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="A run directory written by capture (holds manifest.json). Give this, or the files.")
         ] = None,
-        kineto: Annotated[str | None, Field(description="torch.profiler (Kineto) trace, .json or .json.gz.")
+        kineto: Annotated[str | None, Field(max_length=PATH_CHARS,
+                                            description="torch.profiler (Kineto) trace, .json or .json.gz.")
                           ] = None,
-        nsys: Annotated[str | None, Field(description="Nsight Systems SQLite export (.sqlite).")] = None,
-        ncu: Annotated[str | None, Field(
+        nsys: Annotated[str | None, Field(max_length=PATH_CHARS,
+                                          description="Nsight Systems SQLite export (.sqlite).")] = None,
+        ncu: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Nsight Compute counters: raw CSV (--page raw --csv) or .ncu-rep.")] = None,
-        inductor: Annotated[str | None, Field(
+        inductor: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Inductor artifacts: a TORCH_TRACE directory or .tgz, or an output-code log.")
         ] = None,
-        output: Annotated[str | None, Field(
+        output: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write profile.json; default <run_dir>/profile.json, "
                         "or profile.json beside the timeline file.")] = None,
         allow_partial: Annotated[bool, Field(
@@ -95,8 +98,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="Inspect one operator", annotations=hints("Inspect one operator", read_only=True))
     def get_operator(
-        profile: Annotated[str, Field(description="A profile.json written by attribute, or its run directory.")],
-        operator: Annotated[str, Field(
+        profile: Annotated[str, Field(max_length=PATH_CHARS,
+                                      description="A profile.json written by attribute, or its run directory.")],
+        operator: Annotated[str, Field(max_length=KEY_CHARS,
             description="Operator key such as 'aten::addmm#0' (from attribute or report), "
                         "or a bare name when only one call has it.")],
         max_kernels: Annotated[int, Field(ge=1, le=25, description="Kernels to list, longest first.")] = 10,

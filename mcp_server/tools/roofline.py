@@ -10,12 +10,14 @@ from typing import Annotated, Literal
 from mcp.server import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.tools import hints, load_profile
 from mcp_server.views import showing
 
-ProfileArg = Annotated[str, Field(description="A profile.json written by attribute, or its run directory.")]
+ProfileArg = Annotated[str, Field(max_length=PATH_CHARS,
+                                  description="A profile.json written by attribute, or its run directory.")]
 
 
 class _Out(BaseModel):

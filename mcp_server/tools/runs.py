@@ -7,6 +7,7 @@ from typing import Annotated
 from mcp.server import MCPServer
 from pydantic import Field
 
+from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import ListRunsResult
@@ -20,7 +21,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="List capture runs", annotations=hints("List capture runs", read_only=True))
     def list_runs(
-        under: Annotated[str | None, Field(
+        under: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Directory to search; default every workspace root.")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Runs to list, newest first.")] = 20,
     ) -> ListRunsResult:

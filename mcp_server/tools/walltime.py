@@ -20,6 +20,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from mcp_server.arguments import ID_CHARS, PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.jobs import JobSnapshot, JobState
@@ -100,10 +101,10 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     @mcp.tool(title="Time a workload end to end",
               annotations=hints("Time a workload end to end", read_only=False, idempotent=False))
     async def walltime(
-        workload: Annotated[str, Field(description=(
+        workload: Annotated[str, Field(max_length=PATH_CHARS, description=(
             "The workload .py file to time (the optimized one, e.g. apply_pass's optimized_workload)."))],
         context: Context,
-        baseline_workload: Annotated[str | None, Field(description=(
+        baseline_workload: Annotated[str | None, Field(max_length=PATH_CHARS, description=(
             "The baseline workload .py, timed first with the same settings: the pair gives the end-to-end "
             "speedup."))] = None,
         device: Annotated[Literal["cuda", "cpu"], Field(description="Where the step runs.")] = "cuda",
@@ -112,7 +113,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         ] = "default",
         iters: Annotated[int, Field(ge=1, le=1000, description="Steps timed.")] = 30,
         warmup: Annotated[int, Field(ge=0, le=1000, description="Steps run first, untimed (compilation).")] = 5,
-        output: Annotated[str | None, Field(description=(
+        output: Annotated[str | None, Field(max_length=PATH_CHARS, description=(
             "Where to write walltime.json; default a new folder under oprof-runs/."))] = None,
         wait_s: WaitS = 100,
     ) -> WallTimeOut:
@@ -137,7 +138,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="Wall-time status", annotations=hints("Wall-time status", read_only=True))
     async def walltime_status(
-        job_id: Annotated[str, Field(description="The job id walltime returned (wall-...).")],
+        job_id: Annotated[str, Field(max_length=ID_CHARS, description="The job id walltime returned (wall-...).")],
         context: Context, wait_s: WaitS = 30,
     ) -> WallTimeOut:
         """A wall-time job's state; its figures once it succeeded."""

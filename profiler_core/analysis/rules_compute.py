@@ -64,7 +64,9 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         ops=idle,
         kernels=kernels,
         transformation=Transformation.BF16_PROMOTION,
-        alternatives=[Transformation.TF32],
+        # A training step: autocast over the whole step also puts the backward's GEMMs in bf16.
+        alternatives=([Transformation.BF16_AUTOCAST] if any(op.phase == "backward" for op in ctx.ops) else [])
+        + [Transformation.TF32],
         facts=[
             f"GEMM precision read from kernel names: {precision_text}",
             f"these GEMMs hold {pct(idle_ns, all_gemm_ns):.1f}% of all GEMM-kernel time",

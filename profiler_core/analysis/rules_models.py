@@ -1,10 +1,12 @@
 """Rules for the models users bring: convolution networks, eager models, training steps.
 
     conv_batchnorm           normalization right after convolutions        -> conv_bn_folding (or freezing)
-    layout_transposition     nchwToNhwc kernels / NCHW convolutions       -> channels_last
+    layout_transposition     nchwToNhwc / cuDNN convertTensor / Inductor layout copies before
+                             convolutions, or NCHW convolutions           -> channels_last
     conv_tensor_core_low     convolutions with the Tensor Cores mostly idle -> bf16_promotion (or tf32)
     eager_small_kernels      many small eager elementwise kernels          -> inductor_compile
     optimizer_small_kernels  many small kernels under the optimizer step   -> fused_optimizer
+                                                                            (or compiled_optimizer_step)
     training_step_phases     forward / backward / optimizer time            (note)
 """
 
@@ -21,7 +23,10 @@ from profiler_core.transformations import Transformation
 
 _CONV_FIELDS = ("tensor_core_active_pct", "sm_throughput_pct", "dram_throughput_pct", "achieved_occupancy_pct")
 _BATCH_NORM = re.compile(r"batch_norm|batchnorm|bn_fw|bn_infer", re.I)
-_LAYOUT = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|nchw_to_nhwc|nhwc_to_nchw", re.I)
+_LAYOUT = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|nchw_to_nhwc|nhwc_to_nchw"
+                     # cuDNN's own layout conversion, and an Inductor kernel that does nothing but lay out a
+                     # convolution's operand (its only fused op is the convolution: a copy into NHWC)
+                     r"|convertTensor_kernel|^triton_[a-z]+_fused_convolution_\d+$", re.I)
 _NCHW_OUTPUT = re.compile(r"_nchw(?!.*nhwc)", re.I)  # a cuDNN convolution whose kernel name says NCHW only
 _HALF = re.compile(r"bf16|fp16|f16f16|h884|h1688|h16816|hmma|half", re.I)
 _FUSED_OPTIMIZER = re.compile(r"_fused_adam|_fused_sgd|_fused_adagrad|fused_adam|FusedAdam", re.I)
@@ -199,6 +204,7 @@ def optimizer_small_kernels(ctx: RuleContext) -> list[Finding]:
         ops=ops,
         kernels=kernels,
         transformation=Transformation.FUSED_OPTIMIZER,
+        alternatives=[Transformation.COMPILED_OPTIMIZER_STEP],
         facts=[f"{foreach} of {len(ops)} operators are multi-tensor (foreach) ops" if foreach
                else "per-parameter ops (no foreach): the for-loop implementation",
                f"median kernel {statistics.median(k.duration_ns for k in kernels) / 1000:.1f} us"],

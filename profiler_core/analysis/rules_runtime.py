@@ -129,9 +129,15 @@ def _launch_finding(ctx: RuleContext, kernels: list[Kernel], gap_ns: int, *, tit
     """The launch_bound finding over ``kernels`` (and their operators), bound by the gaps on the timeline."""
     owner = ctx.view.kernel_operator
     ops = list({op.key: op for k in kernels if (op := owner.get(k.id)) is not None}.values())
+    # A training step launching short kernels in every phase: graph the whole step, optimizer included.
+    whole_step = {op.phase for op in ops} >= {"forward", "backward", "optimizer"}
+    if whole_step:
+        facts = [*facts, "the short kernels span forward, backward and the optimizer's step"]
     return [ctx.finding(
         "launch_bound", title=title, kind=FindingKind.OPTIMIZATION, symptom=symptom, bottleneck=bottleneck,
-        ops=ops, kernels=kernels, transformation=Transformation.CUDA_GRAPHS, facts=facts,
+        ops=ops, kernels=kernels, facts=facts,
+        transformation=Transformation.WHOLE_STEP_CUDA_GRAPHS if whole_step else Transformation.CUDA_GRAPHS,
+        alternatives=[Transformation.CUDA_GRAPHS] if whole_step else (),
         counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
         gain_ns=gap_ns, gain_basis="timeline", gain_whole_ns=ctx.view.total_ns + gap_ns,
     )]

@@ -123,7 +123,8 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
         count = np.bincount(grp, weights=have, minlength=n_groups)
         filled = np.where(have, col, 0.0)
         if spec.aggregation is Aggregation.SUM:
-            res = np.bincount(grp, weights=filled, minlength=n_groups)
+            # float: bincount of no kernels at all returns int64, which cannot hold NaN
+            res = np.bincount(grp, weights=filled, minlength=n_groups).astype(float)
             res[count < sizes] = np.nan
         elif spec.aggregation is Aggregation.MAX:
             res = np.full(n_groups, -np.inf)

@@ -73,9 +73,12 @@ def capture_meta(capture: CaptureMeta | None, kineto: KinetoTrace | None, nsys: 
         meta.counter_mode = _COUNTER_MODE_OF_JOIN.get(mode, "none")
     if not meta.sources:
         meta.sources = [
-            SourceInfo(kind="kineto", path=_p(kineto), used=kineto is not None),
+            SourceInfo(kind="kineto", path=_p(kineto), used=kineto is not None,
+                       detail="; ".join(kineto.notes) if kineto is not None and kineto.notes else None),
             SourceInfo(kind="nsys", path=_p(nsys), used=use_nsys),
-            SourceInfo(kind="ncu", path=_p(ncu), used=ncu is not None, detail=mode if ncu else None),
+            SourceInfo(kind="ncu", path=_p(ncu), used=ncu is not None,
+                       detail=None if ncu is None else mode if ncu.source != "cupti-range"
+                       else f"{mode}; CUPTI range profiler counters read from the Kineto trace"),
             SourceInfo(kind="inductor", path=_p(inductor), used=inductor is not None,
                        detail=inductor.source if inductor else None),
         ]

@@ -14,7 +14,15 @@ from profiler_core.attribution.engine import attribute
 from profiler_core.attribution.run_checks import check_inductor_matches, check_trace_matches, stale_profile_reason
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError, AttributionError, ProfilerError
-from profiler_core.rundir import MANIFEST_NAME, MODULE_MAP_NAME, PLAN_NAME, PROFILE_NAME, RunManifest, open_run
+from profiler_core.rundir import (
+    MANIFEST_NAME,
+    MODULE_MAP_NAME,
+    OPTIMIZED_WORKLOAD_NAME,
+    PLAN_NAME,
+    PROFILE_NAME,
+    RunManifest,
+    open_run,
+)
 from profiler_core.schema import CaptureMeta, ClockSample, Profile
 
 PathLike = str | os.PathLike[str]
@@ -52,7 +60,7 @@ def _identity_of_older_capture(path: str, run_dir: PathLike | None) -> str | Non
     An optimized plan's capture measures ``workload_optimized.py``: the plan beside the capture
     names the original. Without one the identity is unknown (compare then relies on shapes).
     """
-    if Path(path).name != "workload_optimized.py":
+    if Path(path).name != OPTIMIZED_WORKLOAD_NAME:
         return Path(path).name
     plan = Path(run_dir) / PLAN_NAME if run_dir is not None else None
     if plan is None or not plan.is_file():
@@ -107,7 +115,8 @@ def attribute_files(
     profile = attribute(
         kineto=kineto_trace,
         nsys=nsys_timeline,
-        ncu=read_ncu(ncu) if ncu else None,
+        # a CUPTI range-profiler trace is a counter source of its own (ncu's rows win when both are given)
+        ncu=read_ncu(ncu) if ncu else (kineto_trace.range_counters if kineto_trace is not None else None),
         inductor=ind,
         capture=capture,
         allow_partial=allow_partial,

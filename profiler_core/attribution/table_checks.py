@@ -16,6 +16,7 @@ import numpy as np
 from profiler_core.attribution.columns import NONE
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.errors import SchemaError
+from profiler_core.physical_checks import dram_bytes_columns, dram_problem
 from profiler_core.schema import Profile
 
 
@@ -134,4 +135,7 @@ def table_problem(profile: Profile, max_duration_ns: int) -> str | None:
     if cov.kernel_count != len(t) or cov.duration_ns != all_ns:
         return (f"coverage says {cov.kernel_count} kernels, {cov.duration_ns} ns, but the profile holds "
                 f"{len(t)} kernels, {all_ns} ns")
-    return None
+    if not t.have_counters:
+        return None
+    dram = dram_bytes_columns(t.counter_fields, t.counter_values, t.counter_row)
+    return dram_problem(dram, dur, profile.capture.gpu_name)

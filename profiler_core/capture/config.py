@@ -49,6 +49,9 @@ class HarnessPhase(StrEnum):
     PROBE = "probe"  # synthetic matmul load, to find the sustained SM clock
 
 
+DEFAULT_PHASE_TIMEOUT_S = 3600.0
+
+
 @dataclass(frozen=True)
 class CaptureConfig:
     """Settings of one capture; change one with ``dataclasses.replace``."""
@@ -67,7 +70,9 @@ class CaptureConfig:
     nsys: bool = True
     clocks: ClockPolicy = ClockPolicy.OBSERVE
     ncu_clock_control: str = "none"  # ncu --clock-control: "none" leaves the GPU's clocks alone
-    phase_timeout_s: float | None = None
+    # One phase past this is killed: an hour holds ncu's full-mode replay of a large model with
+    # room to spare, and a hung workload never holds the GPU for longer. None: no limit.
+    phase_timeout_s: float | None = DEFAULT_PHASE_TIMEOUT_S
     attribute: bool = False
     python: str = sys.executable  # interpreter that runs the workload
     harness: tuple[str, ...] | None = None  # replaces "<python> -m profiler_core.capture.harness"

@@ -75,7 +75,7 @@ from profiler_core.rundir.manifest import (
     WorkloadRecord,
     write_manifest,
 )
-from profiler_core.schema import ToolVersions
+from profiler_core.schema import Profile, ToolVersions
 from profiler_core.workload import checked_workload_path, workload_identity
 
 ProgressFn = Callable[[str, int, int, str], None]
@@ -87,10 +87,11 @@ _ENV_SECRETS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 @dataclass(frozen=True)
 class CaptureResult:
-    """Where a capture wrote its files, and its manifest."""
+    """Where a capture wrote its files, its manifest, and the profile it wrote (when it attributed)."""
 
     run_dir: Path
     manifest: RunManifest
+    profile: Profile | None = None
 
 
 def environment_subset(env: dict[str, str]) -> dict[str, str]:
@@ -134,6 +135,7 @@ class CaptureSession:
                  progress: ProgressFn | None, cancel: threading.Event | None) -> None:
         self.workload, self.config, self.gpu, self.tools, self.run_dir = workload, config, gpu, tools, run_dir
         self.progress, self.cancel = progress, cancel
+        self.profile: Profile | None = None  # set by attribute()
         if config.inductor_cache_dir is None:
             self.cache_dir = Path(tempfile.mkdtemp(prefix="oprof-inductor-"))
         else:
@@ -388,13 +390,14 @@ class CaptureSession:
         return found
 
     def attribute(self) -> None:
-        """Optional: attribute the run and write profile.json."""
+        """Optional: attribute the run and write profile.json (kept for the caller: no re-read)."""
         self.say("attribute", "attributing")
         from profiler_core.attribution import attribute_run
         from profiler_core.schema import write_profile
 
         profile = attribute_run(self.run_dir)
         write_profile(self.run_dir / PROFILE_NAME, profile)
+        self.profile = profile
         self.manifest.artifacts.profile = PROFILE_NAME
         self.say("attribute", "done: profile.json")
 
@@ -439,7 +442,7 @@ class CaptureSession:
             self.save()
             if self.config.inductor_cache_dir is None:
                 shutil.rmtree(self.cache_dir, ignore_errors=True)
-        return CaptureResult(run_dir=self.run_dir, manifest=manifest)
+        return CaptureResult(run_dir=self.run_dir, manifest=manifest, profile=self.profile)
 
 
 def capture(workload: str | Path, config: CaptureConfig | None = None, *,

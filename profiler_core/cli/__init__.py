@@ -28,6 +28,7 @@ import typer.main
 from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
+from profiler_core.echo import clip_message
 from profiler_core.errors import ProfilerError
 
 
@@ -171,6 +172,7 @@ def _root(
 F = TypeVar("F", bound=Callable[..., Any])
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
+    message = clip_message(message)  # a huge value in a message is shown as a prefix
     err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
     return typer.Exit(code)
 

@@ -15,7 +15,14 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from profiler_core import api
-from profiler_core.capture.config import CaptureConfig, ClockPolicy, CompileMode, CounterMode, ReplayMode
+from profiler_core.capture.config import (
+    DEFAULT_PHASE_TIMEOUT_S,
+    CaptureConfig,
+    ClockPolicy,
+    CompileMode,
+    CounterMode,
+    ReplayMode,
+)
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.rundir import RanksManifest
 
@@ -51,7 +58,8 @@ _Nsys = Annotated[bool, typer.Option("--nsys/--no-nsys", help="Take the nsys tim
                                                               "trace is the timeline).")]
 _Clocks = Annotated[ClockPolicy, typer.Option("--clocks", help="Observe (NVML) or probe-and-lock clocks.")]
 _NcuClock = Annotated[str, typer.Option("--ncu-clock-control", help="ncu --clock-control: none | base.")]
-_Timeout = Annotated[float | None, typer.Option("--phase-timeout", help="Seconds allowed per phase.")]
+_Timeout = Annotated[float | None, typer.Option(
+    "--phase-timeout", help="Seconds allowed per phase; a phase past it is killed (default 3600 s).")]
 _Python = Annotated[str | None, typer.Option("--python", help="Interpreter that runs the workload.")]
 _Attribute = Annotated[bool, typer.Option("--attribute", help="Also attribute the run (profile.json).")]
 _Json = Annotated[bool, typer.Option("--json", help="Print the manifest as JSON on stdout.")]
@@ -86,7 +94,8 @@ def capture_command(
         out_dir=out, compile_mode=compile_mode, warmup=warmup, iters=iters, counters=counters,
         spot_check=spot_check, dedup_iterations=dedup_iterations, replay_mode=replay_mode,
         nsys=nsys, clocks=clocks, ncu_clock_control=ncu_clock_control,
-        phase_timeout_s=phase_timeout, attribute=attribute, flop_counters=not no_flop_counters,
+        phase_timeout_s=DEFAULT_PHASE_TIMEOUT_S if phase_timeout is None else phase_timeout,
+        attribute=attribute, flop_counters=not no_flop_counters,
         ranks=nproc_per_node,
     )
     if python:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from profiler_core import api
@@ -60,7 +61,13 @@ def _render(plan: OptimizationPlan) -> None:
         table.add_row(record.name, level, status, summarize(record))
     out_console.print(table)
     v = plan.validation
-    if v is not None:
+    if v is not None and v.verdict:
+        style = "green" if v.passed else "bold red"
+        out_console.print(f"[{style}]{escape(v.verdict)}[/]", soft_wrap=True)
+        out_console.print(f"  rule: {escape(v.rule)}", soft_wrap=True)
+        for line in v.notes:
+            out_console.print(f"  {escape(line)}", soft_wrap=True)
+    elif v is not None:
         verdict = "[green]passed[/]" if v.passed else "[bold red]FAILED[/]"
         tol = next((o.tolerance for o in v.outputs if o.tolerance is not None), None)
         tol_text = f", rtol {tol.rtol:g} atol {tol.atol:g}" if tol is not None else ""
@@ -84,7 +91,7 @@ def apply_pass(
     device: Annotated[str, typer.Option("--device", help="cuda, cuda:N or cpu.")] = "cuda",
     out: Annotated[Path | None, typer.Option(
         "--out", help="Directory for plan.json and workload_optimized.py "
-                      "[default: oprof-runs/<name>-optimized].")
+                      "[default: oprof-runs/<name>-optimized-<time>].")
     ] = None,
     compile_mode: Annotated[str | None, typer.Option(
         "--compile-mode", help=f"torch.compile mode: {', '.join(TORCH_COMPILE_MODES)}.")] = None,
@@ -92,14 +99,27 @@ def apply_pass(
         "--compiler", help="inductor, or eager: Level-1 rewrites only, no Inductor (a fast check).")
     ] = "inductor",
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON on stdout.")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Seconds the workload may run in its own process (default "
+                          "$OPROF_WORKLOAD_TIMEOUT_S, else 1800).")] = None,
+    memory_limit_gb: Annotated[float | None, typer.Option(
+        "--memory-limit-gb", help="Address-space cap of the workload's process in GiB, 0 for none (default "
+                                  "$OPROF_WORKLOAD_MEMORY_GB, else the machine's RAM on cpu, none on cuda).")
+    ] = None,
 ) -> None:
-    """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload."""
-    from profiler_core.rundir.create import DEFAULT_RUNS_DIR
+    """Apply graph passes to a workload, validate its outputs, and write the plan and optimized workload.
 
-    out_dir = out if out is not None else DEFAULT_RUNS_DIR / f"{workload.stem}-optimized"
+    The workload runs in a child process, bounded by --timeout and --memory-limit-gb.
+    """
+    from profiler_core.rundir.create import DEFAULT_RUNS_DIR, default_run_dir
+    from profiler_core.workload_process import ChildLimits
+
+    out_dir = out if out is not None else default_run_dir(workload, DEFAULT_RUNS_DIR, kind="optimized")
+    device = _check_device(device)
+    limits = ChildLimits.for_device(device, timeout_s=timeout, memory_gb=memory_limit_gb)
     plan = api.apply_passes(
-        workload, list(passes or []), device=_check_device(device), findings=from_findings,
-        out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
+        workload, list(passes or []), device=device, findings=from_findings,
+        out_dir=out_dir, compile_mode=compile_mode, compiler=compiler, raise_on_failure=False, limits=limits,
     )
     if as_json:
         emit_json(plan)
@@ -107,10 +127,10 @@ def apply_pass(
         _render(plan)
     if plan.status is PlanStatus.REJECTED and plan.validation is not None:
         v = plan.validation
+        said = v.verdict or (f"rejected (max abs err {_num(v.max_abs_err)}, max rel err {_num(v.max_rel_err)}, "
+                             f"{v.compute_precision} tolerance): {v.reason}")
         raise ValidationFailedError(
-            f"validation failed, plan rejected (max abs err {_num(v.max_abs_err)}, max rel err "
-            f"{_num(v.max_rel_err)}, "
-            f"{v.compute_precision} tolerance): {v.reason}; apply the passes one at a time to find the one "
+            f"validation failed, plan {said}; apply the passes one at a time to find the one "
             "that changes the numerics")
 
 

@@ -33,7 +33,9 @@ from profiler_core.confinement import open_input, open_input_gzip
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest import kineto_stream
+from profiler_core.ingest.cupti_ranges import ranges_as_timeline
 from profiler_core.ingest.kineto_events import EventRecords, collect_events
+from profiler_core.ingest.kineto_links import relink_launches
 from profiler_core.ingest.sanity import check_timeline_kernels
 from profiler_core.records import KinetoTrace
 
@@ -85,16 +87,23 @@ def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
         ) from err
     except OSError as err:
         raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err
+    ranges = None
+    if not found.kernels and found.profiler_ranges:
+        ranges = ranges_as_timeline(path, found.profiler_ranges, found.runtime_calls)
+        found.kernels.extend(ranges.kernels)
     _check_has_kernels(path, found)
     base = metadata.get("baseTimeNanoseconds", 0)
     check_timeline_kernels(path, found.kernels, "Kineto", clock_base_ns=base if type(base) is int else 0)
+    kernels, _ = relink_launches(found.kernels, found.cpu_ops, found.runtime_calls)
     return KinetoTrace(
         path=path,
-        kernels=sorted(found.kernels, key=attrgetter("start_ns")),  # stable: ties keep file order
+        kernels=sorted(kernels, key=attrgetter("start_ns")),  # stable: ties keep file order
         cpu_ops=sorted(found.cpu_ops, key=attrgetter("start_ns")),
         runtime_calls=sorted(found.runtime_calls, key=attrgetter("start_ns")),
         metadata=metadata,
         module_spans=sorted(found.module_spans, key=attrgetter("start_ns")),
+        range_counters=ranges.counters if ranges else None,
+        notes=ranges.notes if ranges else (),
     )
 
 

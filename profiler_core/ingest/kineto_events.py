@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.cupti_ranges import CATEGORY as RANGE_CATEGORY
+from profiler_core.ingest.cupti_ranges import ProfilerRange, range_event
 from profiler_core.ingest.record_factory import record_factory
 from profiler_core.records import CpuOp, Dim3, ModuleSpan, RuntimeCall, TimelineKernel
 
@@ -54,6 +56,7 @@ class EventRecords:
     cpu_ops: list[CpuOp] = field(default_factory=list)
     runtime_calls: list[RuntimeCall] = field(default_factory=list)
     module_spans: list[ModuleSpan] = field(default_factory=list)
+    profiler_ranges: list[ProfilerRange] = field(default_factory=list)  # CUPTI range profiler kernels
     event_count: int = 0
 
 
@@ -76,6 +79,8 @@ def collect_events(path: Path, events: Iterable[Any], base_ns: int) -> EventReco
                 runtime_calls.append(_runtime_call(event, base_ns))
             elif category == "python_function" and event["name"].startswith(_MODULE_PREFIX):
                 found.module_spans.append(_module_span(event, base_ns))
+            elif category == RANGE_CATEGORY:
+                found.profiler_ranges.append(range_event(event, base_ns, us_to_ns))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError, ArithmeticError) as err:
             raise _malformed(path, index, event, err) from err
     found.event_count = index + 1

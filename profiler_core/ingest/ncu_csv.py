@@ -27,7 +27,7 @@ from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.ncu_nvtx import nvtx_stack, strip_nvtx_rename
 from profiler_core.ingest.ncu_units import BASE_UNITS_HINT, normalise_unit, parse_dim3
-from profiler_core.ingest.sanity import check_counter_rows, check_counter_unit
+from profiler_core.ingest.sanity import check_counter_rows, check_counter_unit, check_launch_ids
 from profiler_core.record_columns import NcuColumns
 from profiler_core.records import CounterRow, Dim3, NcuReport
 
@@ -175,6 +175,7 @@ def _finish(layout: RawLayout, columns: NcuColumns) -> NcuColumns:
     twice = np.flatnonzero(ids[1:] == ids[:-1])
     if twice.size:
         raise ArtifactFormatError(f"{path}: ID {int(ids[twice[0] + 1])} appears twice: corrupt export")
+    check_launch_ids(path, ids, f"re-export the whole report ({EXPORT_HINT})")
     returned = frozenset(n for n in layout.units if n in layout.numeric)
     units = {n: u for n, u in layout.units.items() if n not in layout.text}
     for name, base in units.items():

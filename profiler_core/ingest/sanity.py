@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.records import CounterRow, TimelineKernel
@@ -101,3 +102,25 @@ def check_counter_rows(path: Path, rows: Sequence[CounterRow]) -> None:
                 raise ArtifactFormatError(
                     f"{where}: {metric} = {value:.3g} bytes in {duration:.0f} ns is more than 100 TB/s, beyond any "
                     "GPU memory: the values were scaled or edited; re-export with --print-units base")
+
+
+def check_launch_ids(path: Path, ids: Any, hint: str) -> None:
+    """Refuse an ncu export whose launch IDs (sorted, unique; an int array) skip some: whole rows were cut out of it.
+
+    ncu numbers the launches it profiles 0, 1, 2, ... in one report; a gap means rows are
+    missing, and joining the rest by launch order would hand later launches other launches'
+    counters (or let them "inherit" ones nobody measured).
+    """
+    import numpy as np
+
+    arr = np.asarray(ids, dtype=np.int64)
+    off = np.flatnonzero(arr != np.arange(len(arr), dtype=np.int64))  # sorted, unique: the first gap
+    if not off.size:
+        return
+    index = int(off[0])
+    expected, got = (int(arr[index - 1]) + 1 if index else 0), int(arr[index])
+    missing = f"ID {expected}" if got - expected == 1 else f"IDs {expected}..{got - 1}"
+    where = f"from ID {expected - 1}" if index else "at the start"
+    raise ArtifactFormatError(
+        f"{path}: launch IDs jump {where} to ID {got}: the rows of {got - expected} launch(es) ({missing}) "
+        f"are missing, so the export was cut or edited; {hint}")

@@ -4,9 +4,11 @@ Passes act at three levels of the torch.compile pipeline and compose:
 
     Level 1  dynamo_fx        the Dynamo FX graph, before AOTAutograd (qkv_fusion, sdpa, bf16_promotion)
                               or the module itself (rnn_reroute, conv_bn_folding, channels_last: structural),
-                              or the optimizer among the inputs (fused_optimizer)
+                              or the step's optimizers (fused_optimizer), or the step (bf16_autocast)
     Level 2  post_grad        Inductor post-grad ATen passes with a stable uuid() (cast_cancellation)
-    Level 3  inductor_config  Inductor settings (tf32, freezing, cuda_graphs, inductor_compile)
+    Level 3  inductor_config  Inductor settings (tf32, freezing, cuda_graphs, inductor_compile), and
+                              compiling the optimizer's step or the whole training step
+                              (compiled_optimizer_step, whole_step_cuda_graphs)
 
 Each pass checks its own legality and ends APPLIED or NOT APPLIED with the reason, and a
 record of what it changed. No plan is reported without validation: the transformed model
@@ -26,6 +28,7 @@ from profiler_core.passes import (  # noqa: F401  (importing registers the built
     rnn_reroute,
     sdpa,
     tf32,
+    training_step,
 )
 from profiler_core.passes.contract import GraphChange, GraphInfo, PassContext, PassEffect, RunFacts
 from profiler_core.passes.manager import apply_passes
@@ -38,7 +41,7 @@ from profiler_core.passes.plan import (
     read_plan,
     write_plan,
 )
-from profiler_core.passes.planner import apply_pass_plan, build_optimized_model
+from profiler_core.passes.planner import apply_pass_plan, build_optimized_model, build_optimized_workload
 from profiler_core.passes.registry import PassLevel, PassSpec, get_pass, list_passes, register_pass
 from profiler_core.passes.validation import DtypePolicy, Tolerance, ValidationResult, validate_outputs
 
@@ -61,6 +64,7 @@ __all__ = [
     "apply_pass_plan",
     "apply_passes",
     "build_optimized_model",
+    "build_optimized_workload",
     "get_pass",
     "list_passes",
     "read_plan",

@@ -193,12 +193,25 @@ def promote_gemms(gm: GraphModule, info: GraphInfo) -> GraphChange:
     return GraphChange(True, details=details)
 
 
+def bf16_applicable(ctx: PassContext) -> str | None:
+    """A model already in 16-bit floats has no float32 GEMM left to promote."""
+    params = [p for p in getattr(ctx.model, "parameters", lambda: [])() if p.is_floating_point()]
+    if params and all(p.dtype in (torch.bfloat16, torch.float16) for p in params):
+        return f"every floating parameter is already {params[0].dtype}: the precision change is in place"
+    if ctx.on_cuda and not torch.cuda.is_bf16_supported():
+        return f"{torch.cuda.get_device_name(ctx.device)} has no bfloat16 tensor cores; try 'tf32'"
+    return None
+
+
 @register_pass(
     "bf16_promotion",
     level=PassLevel.DYNAMO_FX,
     symptom="float32 GEMMs or convolutions dominate kernel time with little tensor-core activity",
     order=90,  # after the rewrites that create GEMMs (qkv_fusion, sdpa), so those get promoted too
     aliases=("bf16", "bfloat16"),
+    applicable=bf16_applicable,
+    # what autocast + compile(reduce-overhead) combines, and the layout bf16 convolutions want
+    suggests=("cuda_graphs", "channels_last"),
 )
 def bf16_promotion(ctx: PassContext) -> PassEffect:
     """Run float32 GEMM-family operators in bfloat16 (fp32 accumulate), cancelling round-trip casts."""

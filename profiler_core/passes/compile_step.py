@@ -5,12 +5,13 @@ kernel per elementwise operator; compiling it with Inductor fuses those chains. 
 then compiles with Inductor although eager was asked for; under a plan that already compiles
 with Inductor the pass changes nothing.
 
-fused_optimizer (module level, on the inputs): ``torch.optim`` runs its update as a Python
+fused_optimizer (module level, on the optimizers): ``torch.optim`` runs its update as a Python
 loop over parameters (``foreach=False``), as a few multi-tensor kernels per operation
 (``foreach=True``, the CUDA default), or as one fused kernel per parameter group
-(``fused=True``). Each optimizer found among the workload's inputs is switched, in place, to
-the fused implementation where its class and parameters allow it, else to foreach. Numerics
-are those of the same algorithm: validation compares every updated parameter.
+(``fused=True``). Each optimizer that updates the model's parameters (wherever the workload
+keeps it: ``PassContext.optimizers``) is switched, in place, to the fused implementation
+where its class and parameters allow it, else to foreach. Numerics are those of the same
+algorithm: validation compares every updated parameter.
 """
 
 from __future__ import annotations
@@ -76,19 +77,28 @@ def _switch(opt: torch.optim.Optimizer) -> tuple[str, str | None]:
     return "unchanged", why
 
 
+def fused_optimizer_applicable(ctx: PassContext) -> str | None:
+    """None when the step has an optimizer that could run fused (or foreach), else why not."""
+    if not (ctx.optimizers or find_optimizers(ctx.inputs)):
+        return ("no torch.optim optimizer updates the model's parameters" if ctx.training
+                else "the model is in eval mode: no optimizer steps it")
+    return None
+
+
 @register_pass(
     "fused_optimizer",
     level=PassLevel.DYNAMO_FX,
     symptom="many small kernels under the optimizer's step (a per-parameter update loop)",
     order=95,
     aliases=("foreach_optimizer", "optimizer_fusion"),
+    applicable=fused_optimizer_applicable,
 )
 def fused_optimizer(ctx: PassContext) -> PassEffect:
-    """Run each optimizer among the inputs with its fused (else foreach) implementation."""
-    optimizers = find_optimizers(ctx.inputs)
-    if not optimizers:
-        return PassEffect.not_applied("no torch.optim optimizer among the workload's inputs "
-                                      "(return it with them from get_model_and_inputs)")
+    """Run each optimizer of the step with its fused (else foreach) implementation."""
+    reason = fused_optimizer_applicable(ctx)
+    if reason is not None:
+        return PassEffect.not_applied(reason)
+    optimizers = list(ctx.optimizers) or find_optimizers(ctx.inputs)
     changes: dict[str, Any] = {}
     reasons = []
     for i, opt in enumerate(optimizers):

@@ -9,6 +9,12 @@ contributes at each level::
     Level 2  post_grad_pass                                 an Inductor CustomGraphPass with a uuid()
     Level 3  inductor_config / compile_mode / matmul_precision
 
+A pass for a training step may also act on the step itself: change the optimizers in
+``ctx.optimizers`` in place (every optimizer that updates the model's parameters, wherever
+the workload keeps it), wrap the step function (``step_transform``), or have the plan compile
+the optimizers' ``step`` (``compile_optimizer``) or the whole step (``compile_step``) with the
+plan's backend.
+
 The manager does the ceremony (ordering, logging, APPLIED / NOT APPLIED, wrapping failures).
 A Level-1 rewrite decides legality per graph: it returns ``GraphChange(applied=False,
 reason=...)`` when the graph holds nothing it may change.
@@ -34,6 +40,7 @@ class PassContext:
     device: str
     findings: tuple[Mapping[str, Any], ...] = ()  # the findings that named this pass
     compiler: str = "inductor"  # what the plan compiles with unless a pass asks otherwise ("eager": nothing)
+    optimizers: tuple[Any, ...] = ()  # torch.optim optimizers updating the model's parameters (training)
 
     @property
     def training(self) -> bool:
@@ -73,6 +80,8 @@ class GraphInfo:
 
 
 GraphRewrite = Callable[["torch.fx.GraphModule", GraphInfo], GraphChange]
+Step = Callable[[Any, tuple[Any, ...]], Any]
+StepTransform = Callable[[Step], Step]  # the workload's step -> the step the plan runs
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,9 @@ class PassEffect:
     compute_precision: str | None = None  # lowest precision introduced: sets validation tolerance
     compiler: str | None = None  # "inductor": compile the plan with Inductor although it was asked for eager
     verify: Verify | None = None  # called after the first call; may turn APPLIED into NOT APPLIED
+    step_transform: StepTransform | None = None  # wraps the step function (autocast around the step)
+    compile_optimizer: bool = False  # compile each optimizer's step() with the plan's backend
+    compile_step: bool = False  # compile the whole step (forward, backward, optimizer) with the plan's backend
 
     @classmethod
     def not_applied(cls, reason: str, **details: Any) -> PassEffect:

@@ -94,6 +94,29 @@ def _set(model: nn.Module, path: str, module: nn.Module) -> None:
     setattr(model.get_submodule(parent_path) if parent_path else model, name, module)
 
 
+def conv_bn_applicable(ctx: PassContext) -> str | None:
+    """A fold needs a convolution and a BatchNorm in the model."""
+    if not isinstance(ctx.model, nn.Module):
+        return "the model is not an nn.Module; no convolutions to find"
+    mods = list(ctx.model.modules())
+    if not any(isinstance(m, _CONVS) for m in mods) or not any(isinstance(m, _NORMS) for m in mods):
+        return "the model has no convolution and BatchNorm modules to fold"
+    return None
+
+
+def channels_last_applicable(ctx: PassContext) -> str | None:
+    """channels_last needs a 2-D convolution whose weight is not channels_last already."""
+    if not isinstance(ctx.model, nn.Module):
+        return "the model is not an nn.Module; no convolutions to find"
+    convs = [m for m in ctx.model.modules() if isinstance(m, nn.Conv2d)]
+    if not convs:
+        return "no nn.Conv2d in the model: channels_last changes 4-D (NCHW) tensors only"
+    if all(c.weight.is_contiguous(memory_format=torch.channels_last) and not c.weight.is_contiguous()
+           for c in convs):
+        return "every nn.Conv2d weight is channels_last already"
+    return None
+
+
 @register_pass(
     "conv_bn_folding",
     level=PassLevel.DYNAMO_FX,
@@ -102,6 +125,8 @@ def _set(model: nn.Module, path: str, module: nn.Module) -> None:
     structural=True,
     inference_only=True,
     aliases=("conv_bn", "fold_batchnorm"),
+    applicable=conv_bn_applicable,
+    suggests=("channels_last", "bf16_promotion"),
 )
 def conv_bn_folding(ctx: PassContext) -> PassEffect:
     """Fold each eval-mode BatchNorm into the convolution that alone feeds it (inference only)."""
@@ -147,6 +172,8 @@ def _to_channels_last(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str
     order=8,
     structural=True,
     aliases=("nhwc", "channels_last_layout"),
+    applicable=channels_last_applicable,
+    suggests=("bf16_promotion", "conv_bn_folding"),
 )
 def channels_last(ctx: PassContext) -> PassEffect:
     """Run the model's 2-D convolutions in channels_last (NHWC) memory format."""

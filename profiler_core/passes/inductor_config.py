@@ -68,6 +68,11 @@ def freezing(ctx: PassContext) -> PassEffect:
     )
 
 
+def cudagraphs_applicable(ctx: PassContext) -> str | None:
+    """CUDA graphs need a CUDA device."""
+    return None if ctx.on_cuda else f"CUDA graphs need a CUDA device; the plan targets '{ctx.device}'"
+
+
 def check_cudagraphs(facts: RunFacts) -> GraphChange:
     """Inductor may decline to capture a graph; NOT APPLIED when it declined every one."""
     skipped = int(facts.inductor_counters.get("cudagraph_skips", 0))
@@ -83,12 +88,12 @@ def check_cudagraphs(facts: RunFacts) -> GraphChange:
     symptom="launch-bound: GPU idle between many short kernels, CPU launch time above kernel time",
     order=30,
     aliases=("cudagraphs", "reduce_overhead"),
+    applicable=cudagraphs_applicable,
 )
 def cuda_graphs(ctx: PassContext) -> PassEffect:
     """CUDA graphs via torch.compile mode 'reduce-overhead' (launch-bound workloads, CUDA only)."""
-    if not ctx.on_cuda:
-        return PassEffect.not_applied(
-            f"CUDA graphs need a CUDA device; the plan targets '{ctx.device}'")
+    if (why := cudagraphs_applicable(ctx)) is not None:
+        return PassEffect.not_applied(why)
     return PassEffect(
         compile_mode="reduce-overhead",
         inductor_config={"triton.cudagraphs": True},

@@ -33,6 +33,7 @@ from profiler_core.passes.findings import finding_label, passes_named_by
 from profiler_core.passes.inductor_config import TRACE_TIME_CONFIG
 from profiler_core.passes.plan import GraphRecord, PassRecord, PassStatus, PlanRecord
 from profiler_core.passes.registry import PassLevel, PassSpec, get_pass
+from profiler_core.passes.step_run import optimizers_of
 from profiler_core.workload import default_step
 
 log = logging.getLogger(__name__)
@@ -252,10 +253,46 @@ def apply_passes(
 ) -> tuple[Any, PlanRecord]:
     """Apply the named passes (and those ``findings`` name) to a copy of ``model``; return it compiled.
 
-    ``copy_model=False`` transforms ``model`` itself: for a training workload whose optimizer
-    (in the inputs) must keep pointing at the parameters of the model that runs, and for
-    workload wrappers, whose original model serves nothing else.
+    ``copy_model=False`` transforms ``model`` itself: for a training build, whose optimizer
+    must keep pointing at the parameters of the model that runs, and for workload wrappers,
+    whose original model serves nothing else. The step the plan runs is dropped: see
+    :func:`apply_passes_to_step`.
     """
+    compiled, _, record = apply_passes_to_step(
+        model, inputs, pass_names, device=device, findings=findings, compile_mode=compile_mode, step=step,
+        compiler=compiler, warmup=warmup, copy_model=copy_model)
+    return compiled, record
+
+
+def _plan_step(step: Step, active: Sequence[PassEffect], optimizers: Sequence[Any], backend: PlanBackend) -> Step:
+    """The step the plan runs: the passes' wrappers around ``step``, optimizers and step compiled as asked."""
+    compile_step = any(e.compile_step for e in active)
+    if any(e.compile_optimizer for e in active) and not compile_step:  # a compiled step covers them
+        for opt in optimizers:
+            opt.step = torch.compile(opt.step, backend=backend)
+    run = step
+    for effect in active:
+        if effect.step_transform is not None:
+            run = effect.step_transform(run)
+    if compile_step:
+        run = torch.compile(run, backend=backend)
+    return run
+
+
+def apply_passes_to_step(
+    model: Any,
+    inputs: tuple[Any, ...],
+    pass_names: Iterable[str],
+    *,
+    device: str,
+    findings: Sequence[Mapping[str, Any]] | None = None,
+    compile_mode: str | None = None,
+    step: Step | None = None,
+    compiler: str = "inductor",
+    warmup: bool = True,
+    copy_model: bool = True,
+) -> tuple[Any, Step, PlanRecord]:
+    """:func:`apply_passes`, also returning the step the plan runs (the workload's, or a pass's wrapper of it)."""
     mode = compile_mode or "default"
     if mode not in COMPILE_MODES:
         raise PassError(f"unknown compile mode '{compile_mode}'; use one of {', '.join(COMPILE_MODES)}")
@@ -276,8 +313,10 @@ def apply_passes(
     torch._dynamo.reset()
     planned: list[_Planned] = []
     training = bool(getattr(work, "training", False))
+    optimizers = tuple(optimizers_of(work)) if training else ()
     for spec, requested_by, found in requests:
-        ctx = PassContext(model=work, inputs=tuple(inputs), device=device, findings=found, compiler=compiler)
+        ctx = PassContext(model=work, inputs=tuple(inputs), device=device, findings=found, compiler=compiler,
+                          optimizers=optimizers)
         if spec.inference_only and training:
             effect = PassEffect.not_applied(f"'{spec.name}' is for inference; the model is in train mode")
         else:
@@ -306,12 +345,13 @@ def apply_passes(
     compiled = _with_trace_config(torch.compile(work, backend=backend),
                                   {k: v for k, v in config.items() if k in TRACE_TIME_CONFIG}
                                   if compiler == "inductor" else {})
+    run = _plan_step(step or default_step, active, optimizers, backend)
     compile_s: float | None = None
     facts: RunFacts | None = None
     if warmup:
         before = _inductor_counters()
         start = time.perf_counter()
-        run_transformed(compiled, tuple(inputs), step or default_step)
+        run_transformed(compiled, tuple(inputs), run)
         compile_s = time.perf_counter() - start
         facts = RunFacts(backend.graphs_compiled, dict(_inductor_counters() - before))
     records = [_record(p, backend, warmup, facts) for p in planned]
@@ -332,7 +372,7 @@ def apply_passes(
     elif backend.post_grad_passes:
         shown["post_grad_custom_post_pass"] = [getattr(p, "name", type(p).__name__)
                                                for p in backend.post_grad_passes]
-    return compiled, PlanRecord(
+    return compiled, run, PlanRecord(
         passes=records, compile_mode=mode, compiler=compiler, inductor_config=_jsonable(shown),
         matmul_precision=backend.matmul_precision, compute_precision=compute,
         graphs_compiled=backend.graphs_compiled, compile_s=compile_s, notes=notes,

@@ -29,7 +29,9 @@ from profiler_core.transformations import normalize_name, register_transformatio
 ENTRY_POINT_GROUP = "operator_profiler.passes"
 
 PassFunction = Callable[[PassContext], PassEffect]
-
+# None when the pass can apply to the model in ``ctx``, else the reason it cannot (shown to the user).
+# Cheap and side-effect free: the optimize loop asks it of the original model before spending a trial.
+Applicability = Callable[[PassContext], str | None]
 
 
 class PassLevel(StrEnum):
@@ -59,6 +61,19 @@ class PassSpec:
     source: str = "builtin"  # "builtin", or the entry point that brought it in
     aliases: tuple[str, ...] = ()  # other names findings may use for this transformation
     inference_only: bool = False  # never tried on a model in train mode (freezing, conv-BN folding)
+    applicable: Applicability | None = None  # None: assumed applicable (the pass decides when it runs)
+    suggests: tuple[str, ...] = ()  # passes worth trying on top once this one is kept (bf16 -> cuda_graphs)
+
+    def cannot_apply(self, ctx: PassContext) -> str | None:
+        """Why this pass cannot apply to ``ctx``'s model, or None when it may (train mode, then its hook)."""
+        if self.inference_only and ctx.training:
+            return f"'{self.name}' is for inference and the model is in train mode"
+        if self.applicable is None:
+            return None
+        try:
+            return self.applicable(ctx)
+        except Exception as err:  # a hook that breaks must not stop a loop; the trial itself will tell
+            return f"the applicability check of '{self.name}' raised {type(err).__name__}: {err}"
 
 
 _REGISTRY: dict[str, PassSpec] = {}
@@ -77,8 +92,15 @@ def register_pass(
     source: str = "builtin",
     aliases: tuple[str, ...] = (),
     inference_only: bool = False,
+    applicable: Applicability | None = None,
+    suggests: tuple[str, ...] = (),
 ) -> Callable[[PassFunction], PassFunction]:
-    """Decorator: register ``fn`` as the pass ``name`` (description defaults to its docstring)."""
+    """Decorator: register ``fn`` as the pass ``name`` (description defaults to its docstring).
+
+    ``applicable(ctx)``: None when the pass can apply to ``ctx.model``, else the reason it cannot
+    (no module of the kind it rewrites, a precision already in place); a pass that cannot apply
+    costs an optimize loop no trial. ``suggests``: passes to try on top once this one is kept.
+    """
 
     def decorate(fn: PassFunction) -> PassFunction:
         key = normalize_name(name)
@@ -94,6 +116,7 @@ def register_pass(
             description=description or (doc[0] if doc else key), function=fn,
             order=order, structural=structural, source=source,
             aliases=tuple(normalize_name(a) for a in aliases), inference_only=inference_only,
+            applicable=applicable, suggests=tuple(normalize_name(n) for n in suggests),
         )
         for alias in _REGISTRY[key].aliases:
             _ALIASES[alias] = key

@@ -2,23 +2,23 @@
 
 An inference step is judged by what it returns. A training step is judged by what it does:
 the loss it returns, the gradient every parameter received, and every parameter after the
-optimizer's update. So baseline and candidate each run one step from identical state (a
-deep copy of the model together with its inputs, so an optimizer passed in the inputs keeps
-pointing at the copy's parameters; the same RNG seed), and ``run_step`` records::
+optimizer's update. So baseline and candidate each run one step from identical state (each
+its own build of the workload, see builds.py; the same RNG seed), and ``run_step`` records::
 
     StepRecord(outputs={"": loss}, gradients={"lm_head.weight": g, ...},
                parameters={"lm_head.weight": w_after, ...}, optimizers=["AdamW"], backward_ran=True)
 
-Gradients are read just before the optimizer's step (a step pre-hook), so a step that zeroes
-them afterwards still has them compared; without an optimizer they are read after the step.
-The workload contract for training: ``get_model_and_inputs`` returns the model in train mode
-and its optimizer among the inputs, e.g. ``(model, (input_ids, labels, optimizer))``; ``step``
-runs forward, backward and ``optimizer.step()``.
+Gradients are read just before an optimizer steps (a global step pre-hook: the optimizer may
+live anywhere, among the inputs, on the model, in a module global or a closure), so a step
+that zeroes them afterwards still has them compared; without an optimizer they are read after
+the step. An optimizer that steps none of the running model's parameters is "foreign": it
+belongs to another build, and validation refuses the workload.
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +58,22 @@ def find_optimizers(inputs: tuple[Any, ...]) -> list[torch.optim.Optimizer]:
     return list(found.values())
 
 
+def optimizers_of(model: Any) -> list[torch.optim.Optimizer]:
+    """Every live optimizer that updates a parameter of ``model``, wherever it is held, in creation order.
+
+    The workload may keep its optimizer anywhere (the inputs, a model attribute, a module global,
+    a closure, a helper object), so the search is over every live object, not a few places.
+    """
+    module = base_module(model)
+    if not isinstance(module, torch.nn.Module):
+        return []
+    ids = {id(p) for p in module.parameters()}
+    if not ids:
+        return []
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), torch.optim.Optimizer)
+            and any(id(p) in ids for g in obj.param_groups for p in g["params"])]
+
+
 def copy_state(model: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
     """A deep copy of model and inputs made together: an optimizer in the inputs follows the copied parameters."""
     return copy.deepcopy((model, inputs))
@@ -88,7 +104,7 @@ class StepRecord:
     parameters: dict[str, torch.Tensor] = field(default_factory=dict)
     optimizers: list[str] = field(default_factory=list)  # class names of the optimizers that stepped
     optimizer_steps: int = 0
-    foreign_optimizers: list[str] = field(default_factory=list)  # stepped, but not among the inputs
+    foreign_optimizers: list[str] = field(default_factory=list)  # stepped, but none of this model's parameters
     training: bool = False  # the model was in train mode
     backward_ran: bool = False  # some parameter received a gradient
 
@@ -140,27 +156,21 @@ def run_step(step: Step, model: Any, inputs: tuple[Any, ...], *, seed: int = 0,
     module = base_module(model)
     training = bool(getattr(module, "training", False))
     names = parameter_names(model) if training else {}
-    optimizers = find_optimizers(inputs) if training else []
     grads: dict[str, torch.Tensor] = {}
-    steps = 0
+    stepped: list[str] = []
+    foreign: list[str] = []
 
     def before_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        nonlocal steps
-        steps += 1
-        for group in opt.param_groups:
-            for p in group["params"]:
-                if p.grad is not None and id(p) in names:
-                    grads[names[id(p)]] = p.grad.detach().clone()
-
-    foreign: list[str] = []
-    known = {id(o) for o in optimizers}
-
-    def any_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        if id(opt) not in known:
+        params = [p for group in opt.param_groups for p in group["params"]]
+        if not any(id(p) in names for p in params):
             foreign.append(type(opt).__name__)
+            return
+        stepped.append(type(opt).__name__)
+        for p in params:
+            if p.grad is not None and id(p) in names:
+                grads[names[id(p)]] = p.grad.detach().clone()
 
-    handles = [opt.register_step_pre_hook(before_step) for opt in optimizers]
-    handles.append(register_optimizer_step_pre_hook(any_step))
+    handles = [register_optimizer_step_pre_hook(before_step)]
     torch.manual_seed(seed)
     try:
         outputs = call(model, inputs, step) if call is not None else step(model, inputs)
@@ -168,9 +178,8 @@ def run_step(step: Step, model: Any, inputs: tuple[Any, ...], *, seed: int = 0,
     finally:
         for handle in handles:
             handle.remove()
-    record = StepRecord(outputs=leaves, training=training,
-                        optimizers=[type(o).__name__ for o in optimizers], optimizer_steps=steps,
-                        foreign_optimizers=foreign)
+    record = StepRecord(outputs=leaves, training=training, optimizers=list(dict.fromkeys(stepped)),
+                        optimizer_steps=len(stepped), foreign_optimizers=foreign)
     if not training:
         return record
     params = dict(module.named_parameters()) if isinstance(module, torch.nn.Module) else {}
@@ -178,6 +187,6 @@ def run_step(step: Step, model: Any, inputs: tuple[Any, ...], *, seed: int = 0,
         grads = {n: p.grad.detach().clone() for n, p in params.items() if p.grad is not None}
     record.gradients = grads
     record.backward_ran = bool(grads)
-    if steps:
+    if stepped:
         record.parameters = {n: p.detach().clone() for n, p in params.items()}
     return record

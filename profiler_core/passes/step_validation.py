@@ -23,7 +23,7 @@ from collections import Counter
 
 import torch
 
-from profiler_core.errors import WorkloadError
+from profiler_core.errors import NotReproducibleError, WorkloadError
 from profiler_core.passes.step_run import StepRecord
 from profiler_core.passes.validation import (
     DtypePolicy,
@@ -112,14 +112,14 @@ def check_step_compares_something(base: StepRecord, where: str) -> None:
 
 
 def check_reproducible(first: StepRecord, second: StepRecord, where: str) -> None:
-    """WorkloadError naming the leaf that moved when two runs of the original model disagree."""
+    """NotReproducibleError naming the leaf that moved when two runs of the original model disagree."""
     result = compare_steps(first, second, DtypePolicy("float32"))
     if result.passed:
         return
     failed = [c for c in result.outputs if not c.passed]
     worst = max(failed, key=lambda c: c.max_rel_err if c.max_rel_err is not None else float("inf"))
     err = f" (max abs err {worst.max_abs_err:.3g})" if worst.max_abs_err is not None else ""
-    raise WorkloadError(
+    raise NotReproducibleError(
         f"{where}: the original model's step gives different results on two runs from identical state "
         f"with different random seeds: {leaf_label(worst)} moved{err}, {len(failed)} leaf(s) in all. "
         "The workload draws random numbers (dropout left on, sampling), and a transformed model draws "

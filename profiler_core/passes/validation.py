@@ -89,9 +89,19 @@ class OutputComparison(BaseModel):
     max_rel_err: float | None = None
     mismatched: int = 0  # elements outside tolerance
     numel: int = 0
-    tolerance: Tolerance | None = None  # None: compared for exact equality
+    tolerance: Tolerance | None = None  # None: compared for exact equality (or by the calibrated rule)
     passed: bool
     reason: str = ""
+    # judged against the float64 reference (verdict.py): what kind of output, and the rule's numbers
+    kind: str = "output"  # lm_logits, token_ids, router_logits, intermediate, output (output_kinds.py)
+    rmse_candidate: float | None = None  # RMSE(candidate, fp64)
+    rmse_baseline: float | None = None  # RMSE(baseline, fp64)
+    rms_reference: float | None = None  # RMS(fp64): the scale the floor is relative to
+    k: float | None = None
+    threshold: float | None = None  # k * rmse_baseline + floor * rms_reference
+    cosine: float | None = None  # cosine similarity of candidate and fp64 reference: the second opinion
+    excess: float | None = None  # the measure over its threshold: above 1 fails (the worst leaf is the largest)
+    metrics: dict[str, float] = Field(default_factory=dict)  # per-kind measures (top-1 agreement, KL, flips)
 
 
 class ValidationResult(BaseModel):
@@ -106,6 +116,10 @@ class ValidationResult(BaseModel):
     reason: str = ""
     worst: str | None = None  # path of the leaf furthest outside its tolerance (or furthest apart)
     notes: list[str] = Field(default_factory=list)  # what was compared, when that is not obvious
+    reference: str = ""  # what the verdict was judged against: "float64 on cpu, TF32 off", or why none
+    rule: str = ""  # the calibrated rule, as printed
+    verdict: str = ""  # the one line a person reads: the rule, the worst output and its numbers
+    metrics: dict[str, float] = Field(default_factory=dict)  # headline measures: next-token agreement, expert flips
 
 
 def snapshot_outputs(outputs: Any) -> Leaves:

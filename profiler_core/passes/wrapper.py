@@ -2,8 +2,9 @@
 
 The generated file imports the original workload by path (relative to itself when the two
 move together, else absolute), calls its ``get_model_and_inputs(device)``, and returns the
-model transformed by the plan's applied passes, compiled on first call; it re-exports the
-original ``step`` if there is one. So it obeys the same workload contract, and ``oprof capture
+model transformed by the plan's applied passes, compiled on first call; its ``step`` is the
+original's (read after the call, so a step the call defines is found), or the plan's wrapper of
+it when a pass acts on the step (autocast, a compiled step). So it obeys the same workload contract, and ``oprof capture
 workload_optimized.py`` measures the optimized model. Only APPLIED passes are replayed.
 """
 
@@ -30,7 +31,7 @@ which workload, which plan and what the plan measured.
 
 from pathlib import Path
 
-from profiler_core.passes import build_optimized_model
+from profiler_core.passes import build_optimized_workload
 from profiler_core.workload import import_workload_module
 
 ORIGINAL_NAME = {name!r}
@@ -48,16 +49,17 @@ _original = import_workload_module(_ORIGINAL)
 
 
 def get_model_and_inputs(device="cuda"):
-    """The original workload's inputs, and its model with the plan's passes applied."""
+    """The original workload's inputs, and its model with the plan's passes applied (and its step)."""
+    global step
     model, inputs = _original.get_model_and_inputs(device=device)
     args = inputs if isinstance(inputs, tuple) else tuple(inputs) if isinstance(inputs, list) else (inputs,)
-    optimized = build_optimized_model(model, args, PASSES, device=device, compile_mode=COMPILE_MODE,
-                                      compiler=COMPILER)
+    original_step = getattr(_original, "step", None)
+    optimized, planned_step = build_optimized_workload(
+        model, args, PASSES, step=original_step if callable(original_step) else None, device=device,
+        compile_mode=COMPILE_MODE, compiler=COMPILER)
+    if planned_step is not None:
+        step = planned_step
     return optimized, inputs
-
-
-if callable(getattr(_original, "step", None)):
-    step = _original.step
 '''
 
 

@@ -36,6 +36,9 @@ class EndToEnd:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     source: Path | None = None  # the directory whose optimize.json / walltime.json these came from
+    # the yardstick: the recipe a user writes instead, each as (what they write, outcome, median ms or why not)
+    recipes: tuple[tuple[str, str, str], ...] = ()
+    recipe_verdict: str = ""
 
     @property
     def wall_speedup(self) -> float | None:
@@ -66,10 +69,24 @@ def read_end_to_end(run_dir: Path, optimized_dir: Path | None = None) -> EndToEn
     validation = summary.get("validation") or {}
     if not validation and optimized_dir is not None:
         validation = _read_json(optimized_dir / PLAN_NAME).get("validation") or {}
+    stick = summary.get("yardstick") or {}
     e = EndToEnd(base_wall_ms=_median(wall.get("baseline")), opt_wall_ms=_median(wall.get("optimized")),
                  max_abs_err=validation.get("max_abs_err"), max_rel_err=validation.get("max_rel_err"),
-                 source=run_dir)
-    return e if any(v is not None for v in (e.base_wall_ms, e.opt_wall_ms, e.max_abs_err)) else None
+                 source=run_dir, recipes=recipe_rows(stick.get("recipes") or []),
+                 recipe_verdict=str(stick.get("verdict") or ""))
+    return e if any(v is not None for v in (e.base_wall_ms, e.opt_wall_ms, e.max_abs_err)) or e.recipes else None
+
+
+def recipe_rows(recipes: list) -> tuple[tuple[str, str, str], ...]:
+    """optimize.json's yardstick recipes as report rows: (what the user writes, outcome, ms or why not)."""
+    rows = []
+    for r in recipes:
+        if not isinstance(r, dict):
+            continue
+        ms = r.get("median_ms")
+        shown = f"{ms:.3f} ms" if isinstance(ms, int | float) else str(r.get("reason") or "-")[:200]
+        rows.append((str(r.get("code") or r.get("recipe")), str(r.get("outcome")), shown))
+    return tuple(rows)
 
 
 def run_dir_of(path: Path) -> Path:

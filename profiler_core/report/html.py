@@ -8,7 +8,10 @@ a workload name could carry anything); this module gathers what each template sh
 
 from __future__ import annotations
 
-from markupsafe import Markup
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
 
 from profiler_core.analysis.compare import Comparison
 from profiler_core.analysis.findings import FindingsReport, in_priority_order
@@ -35,6 +38,7 @@ from profiler_core.report.svg_charts import (
     stacked_bar,
 )
 from profiler_core.report.templating import render
+from profiler_core.report.trials import trials_html
 from profiler_core.schema import Profile, Tier
 
 _TIER_COLORS = {Tier.CUPTI_CORRELATION.value: "#3ca951", Tier.NCU_NVTX.value: "#6cc5b0",
@@ -103,13 +107,26 @@ def findings_html(report: FindingsReport, heading: str = "Findings") -> str:
     return render("findings.html.j2", heading=heading, findings=cards)
 
 
+def yardstick_html(e: EndToEnd) -> str:
+    """The recipe a user writes instead of the loop, each timed beside the plan, and the verdict."""
+    rows = "".join(f"<tr><td><code>{escape(code)}</code></td><td>{escape(outcome)}</td><td>{escape(shown)}</td></tr>"
+                   for code, outcome, shown in e.recipes)
+    plan = f"{e.opt_wall_ms or e.base_wall_ms:.3f} ms" if (e.opt_wall_ms or e.base_wall_ms) else "not timed"
+    return (f'<section id="yardstick"><h2>By hand: the recipe instead of the loop</h2>'
+            f"<p>{escape(e.recipe_verdict)}</p><table><thead><tr><th>recipe</th><th>outcome</th>"
+            f"<th>end-to-end median</th></tr></thead><tbody>"
+            f"<tr><td>the loop's plan</td><td>kept</td><td>{escape(plan)}</td></tr>{rows}</tbody></table></section>")
+
+
 def render_html(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                 comparison: Comparison | None = None, baseline: Profile | None = None,
-                title: str | None = None, end_to_end: EndToEnd | None = None) -> str:
+                title: str | None = None, end_to_end: EndToEnd | None = None,
+                trials: Sequence[Any] | None = None) -> str:
     """One self-contained HTML document for a profile, its findings and/or a comparison.
 
     Each profile gets its own section, with the findings diagnosed from it (``findings`` goes to
     the profile it was diagnosed from: the baseline's findings under the baseline's tables).
+    ``trials``: the optimize loop's trials, shown with their numerics verdicts after the comparison.
     """
     if comparison is None and baseline is not None and profile is not None:
         from profiler_core.analysis.compare import compare
@@ -127,6 +144,10 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
     sections: list[str] = []
     if comparison is not None:
         sections.append(comparison_html(comparison, end_to_end=end_to_end))
+    if trials:
+        sections.append(trials_html(trials))
+    if end_to_end is not None and end_to_end.recipes:
+        sections.append(yardstick_html(end_to_end))
     owner = findings_owner(findings, baseline, profile) if findings is not None else None
     if baseline is not None:
         sections.append(profile_html(baseline, heading="Baseline: where the time went"))

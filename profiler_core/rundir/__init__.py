@@ -19,13 +19,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from profiler_core.rundir.layout import (
+    BASELINE_DIR,
+    COMPARISON_NAME,
     FINDINGS_NAME,
     MANIFEST_NAME,
     MODULE_MAP_NAME,
+    OPTIMIZE_NAME,
+    OPTIMIZED_WORKLOAD_NAME,
     PLAN_NAME,
     PROFILE_NAME,
     RANKS_JSON,
+    REPORT_NAME,
+    TRIAL_CAPTURE_DIR,
+    WALLTIME_NAME,
     rank_dir,
+    trial_dir,
 )
 
 if TYPE_CHECKING:
@@ -42,9 +50,11 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "FINDINGS_NAME", "MANIFEST_NAME", "MODULE_MAP_NAME", "PLAN_NAME", "PROFILE_NAME", "RANKS_JSON",
+    "BASELINE_DIR", "COMPARISON_NAME", "FINDINGS_NAME", "MANIFEST_NAME", "MODULE_MAP_NAME", "OPTIMIZED_WORKLOAD_NAME",
+    "OPTIMIZE_NAME", "PLAN_NAME", "PROFILE_NAME", "RANKS_JSON", "REPORT_NAME", "TRIAL_CAPTURE_DIR", "WALLTIME_NAME",
     "RankEntry", "RanksManifest", "Run", "RunArtifacts", "RunManifest", "find_run_artifacts", "is_multi_rank",
-    "open_run", "rank_dir", "read_manifest", "read_ranks_manifest", "write_manifest", "write_ranks_manifest",
+    "open_run", "rank_dir", "read_manifest", "read_ranks_manifest", "trial_dir", "write_manifest",
+    "write_ranks_manifest",
 ]
 
 

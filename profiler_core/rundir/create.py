@@ -1,6 +1,7 @@
 """Making a new run directory: where it goes by default, and never over an earlier run's files.
 
     default_run_dir(Path("examples/gpt2.py"))   -> oprof-runs/gpt2-20261201T115800Z/
+    default_run_dir(Path("examples/gpt2.py"), kind="optimize") -> oprof-runs/gpt2-optimize-20261201T115800Z/
     new_run_dir(None, Path("examples/gpt2.py")) -> the same, created (empty)
 """
 
@@ -19,13 +20,18 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def default_run_dir(workload: Path, base: Path = DEFAULT_RUNS_DIR) -> Path:
-    """``oprof-runs/<workload stem>-<UTC timestamp>/`` (suffixed if that name is taken)."""
+def default_run_dir(workload: Path, base: Path = DEFAULT_RUNS_DIR, *, kind: str = "") -> Path:
+    """``oprof-runs/<workload stem>[-<kind>]-<UTC timestamp>/`` (suffixed if that name is taken).
+
+    ``kind``: ``""`` for a capture, ``"optimize"`` for an optimize run, ``"optimized"`` for a pass
+    plan, so the CLI and the MCP server name each run alike.
+    """
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    candidate = base / f"{workload.stem}-{stamp}"
+    stem = f"{workload.stem}-{kind}" if kind else workload.stem
+    candidate = base / f"{stem}-{stamp}"
     n = 2
     while candidate.exists():
-        candidate = base / f"{workload.stem}-{stamp}-{n}"
+        candidate = base / f"{stem}-{stamp}-{n}"
         n += 1
     return candidate
 

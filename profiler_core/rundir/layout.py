@@ -12,6 +12,17 @@
     <run>/rank<N>/               multi-rank: one run directory per rank (its own manifest.json)
     <run>/ranks.json             multi-rank: the merged view across ranks, written by attribution
 
+An optimize run (``oprof optimize``) holds captures and plans; its names are spelled here too:
+
+    <opt>/baseline/              the baseline capture (a run directory as above)
+    <opt>/trial-<N>-<pass>/      one trial: plan.json, workload_optimized.py, capture/ (its run directory),
+                                 findings.json when the pass was kept
+    <opt>/findings.json          the baseline's findings
+    <opt>/optimize.json          what the loop tried and kept, its wall times and the recipe beside them
+    <opt>/walltime.json          end-to-end wall times (baseline, optimized)
+    <opt>/comparison.json        baseline vs the kept plan
+    <opt>/report.html            the report
+
 A manifest names its artifacts relative to the run directory, so the directory can move
 or ship whole; a name that leaves the directory is refused (:func:`listed_path`).
 """
@@ -38,10 +49,18 @@ LOGS_DIR = "logs"
 PROFILE_NAME = "profile.json"
 FINDINGS_NAME = "findings.json"
 PLAN_NAME = "plan.json"
-OPTIMIZED_WORKLOAD_NAME = "workload_optimized.py"  # written beside plan.json when validation passes
-WALLTIME_NAME = "walltime.json"  # end-to-end step times, beside baseline/ and the optimized run
-OPTIMIZE_NAME = "optimize.json"  # what the optimize loop tried and kept
 RANKS_JSON = "ranks.json"
+OPTIMIZED_WORKLOAD_NAME = "workload_optimized.py"
+# an optimize run
+BASELINE_DIR = "baseline"
+TRIAL_CAPTURE_DIR = "capture"
+OPTIMIZE_NAME = "optimize.json"
+WALLTIME_NAME = "walltime.json"
+COMPARISON_NAME = "comparison.json"
+REPORT_NAME = "report.html"
+OPTIMIZE_NAMES: frozenset[str] = frozenset({
+    BASELINE_DIR, FINDINGS_NAME, OPTIMIZE_NAME, WALLTIME_NAME, COMPARISON_NAME, REPORT_NAME,
+})
 
 # Where each kind of artifact is looked for when no manifest names it, in order of preference
 # (the capture's own names first, then what users and older captures call them).
@@ -59,6 +78,11 @@ CAPTURE_NAMES: frozenset[str] = frozenset({
     TIMELINE_REPORT_NAME, "nsys.sqlite", COUNTERS_CSV_NAME, COUNTERS_REPORT_NAME, TORCH_TRACE_ARCHIVE,
     OUTPUT_CODE_LOG, OUTPUT_CODE_LOG + ".gz", RANKS_JSON,
 })
+
+
+def trial_dir(optimize_dir: str | Path, number: int, pass_name: str) -> Path:
+    """``<opt>/trial-<N>-<pass>``: the N-th trial of an optimize run (numbered from 1)."""
+    return Path(optimize_dir) / f"trial-{number}-{pass_name}"
 
 
 def rank_dir(run_dir: str | Path, rank: int) -> Path:

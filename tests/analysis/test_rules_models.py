@@ -8,6 +8,8 @@ not the numbers, is the model's own.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from profiler_core.analysis import Transformation, diagnose
@@ -96,9 +98,45 @@ def _training(optimizer_ops: int, name: str = "aten::mul_", measured: int = 2) -
 def test_many_small_optimizer_kernels_license_the_fused_optimizer() -> None:
     found = _rules(_training(40))
     assert found["optimizer_small_kernels"].transformation == Transformation.FUSED_OPTIMIZER
+    assert found["optimizer_small_kernels"].alternatives == [Transformation.COMPILED_OPTIMIZER_STEP]
     assert "40 kernels of at most 20 us per optimizer step" in found["optimizer_small_kernels"].symptom
     assert "optimizer_small_kernels" not in _rules(_training(5))
     assert "optimizer_small_kernels" not in _rules(_training(40, name="aten::_fused_adamw_"))
+
+
+def _short_kernels_by_phase(phases: tuple[str, ...]) -> Profile:
+    b = ProfileBuilder(gap_us=5.0)
+    keys = {}
+    for i in range(30):
+        keys[b.op(f"triton_poi_fused_{i}", k(f"triton_poi_fused_{i}", 2.0, achieved_occupancy_pct=30.0,
+                                              sm_throughput_pct=5.0))] = phases[i % len(phases)]
+    profile = b.build()
+    for op in profile.operators:
+        op.phase = keys[op.key]  # type: ignore[assignment]
+    return profile
+
+
+def test_launch_gaps_in_every_phase_license_graphing_the_whole_step() -> None:
+    whole = _rules(_short_kernels_by_phase(("forward", "backward", "optimizer")))["launch_bound"]
+    assert whole.transformation == Transformation.WHOLE_STEP_CUDA_GRAPHS
+    assert whole.alternatives == [Transformation.CUDA_GRAPHS]
+    assert any("forward, backward and the optimizer" in f for f in whole.evidence.facts)
+    model_only = _rules(_short_kernels_by_phase(("forward", "backward")))["launch_bound"]
+    assert model_only.transformation == Transformation.CUDA_GRAPHS and model_only.alternatives == []
+
+
+def test_fp32_gemms_of_a_training_step_also_license_bf16_autocast() -> None:
+    b = ProfileBuilder()
+    keys = {}
+    for phase in ("forward", "backward"):
+        keys[b.op("aten::mm", k("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n", 300, tensor_core_active_pct=0.0,
+                                sm_throughput_pct=60))] = phase
+    profile = b.build()
+    for op in profile.operators:
+        op.phase = keys[op.key]  # type: ignore[assignment]
+    found = _rules(profile)["tensor_core_idle"]
+    assert found.transformation == Transformation.BF16_PROMOTION
+    assert found.alternatives == [Transformation.BF16_AUTOCAST, Transformation.TF32]
 
 
 def test_training_phases_are_reported_as_a_note() -> None:
@@ -166,3 +204,37 @@ CASES = [
 def test_model_rule_fires_or_not(rule_id: str, build: object, fires: bool) -> None:
     report = diagnose(build(), rules=[rule_id])  # type: ignore[operator]
     assert bool(report.by_rule(rule_id)) is fires, [f.symptom for f in report.findings]
+
+
+SHIPPED_RESNET18 = Path(__file__).parent.parent.parent / "examples" / "captures" / "h200" / "tv_resnet18" / "baseline"
+
+
+def test_a_plain_compiled_resnet_licenses_bf16_channels_last_and_the_fold() -> None:
+    # torchvision ResNet-18 compiled by Inductor: its convolutions already run NHWC inside the graph, so
+    # no nchwToNhwc kernel shows; the layout work is cuDNN's convertTensor and Inductor's copies of each
+    # convolution's operands into NHWC, which a channels_last model and input do not need
+    from profiler_core.attribution import attribute_run
+
+    profile = attribute_run(SHIPPED_RESNET18)
+    found = {f.rule_id: f for f in diagnose(profile).findings}
+    assert found["conv_tensor_core_low"].transformation == Transformation.BF16_PROMOTION
+    assert found["conv_batchnorm"].transformation == Transformation.CONV_BN_FOLDING
+    layout = found["layout_transposition"]
+    assert layout.transformation == Transformation.CHANNELS_LAST
+    names = layout.evidence.kernel_names
+    assert any("convertTensor_kernel" in n for n in names)
+    assert any(n.startswith("triton_poi_fused_convolution_") for n in names)
+    assert not any("fused__native_batch_norm" in n for n in names)  # a fused conv epilogue is no layout copy
+    assert layout.evidence.kernel_count == 22 and 5.0 < layout.evidence.share_pct < 6.0
+
+
+@pytest.mark.parametrize(("name", "layout"), [
+    ("triton_poi_fused_convolution_4", True),
+    ("void cudnn::engines_precompiled::convertTensor_kernel<float, float, float, (cudnnKernelDataType_t)0>", True),
+    ("triton_poi_fused__native_batch_norm_legit_no_training_convolution_relu_9", False),
+    ("triton_poi_fused_convolution_relu_3", False),
+])
+def test_layout_kernel_names(name: str, layout: bool) -> None:
+    from profiler_core.analysis.rules_models import _LAYOUT
+
+    assert bool(_LAYOUT.search(name)) is layout

@@ -204,3 +204,14 @@ def test_config_coerces_strings_and_builds_the_harness_command() -> None:
     assert config.compile_mode is CompileMode.EAGER and config.counters is CounterMode.FULL
     assert config.harness_argv() == ["/usr/bin/python3", "-m", "profiler_core.capture.harness"]
     assert CaptureConfig(harness=("a", "b")).harness_argv() == ["a", "b"]
+
+
+def test_phases_have_a_default_timeout() -> None:
+    # a hung workload must not hold the GPU forever when nobody passed --phase-timeout
+    assert CaptureConfig().phase_timeout_s == 3600.0
+    from typer.testing import CliRunner
+
+    from profiler_core.cli import load_commands
+
+    help_text = CliRunner().invoke(load_commands(), ["capture", "--help"], env={"COLUMNS": "200"}).output
+    assert "--phase-timeout" in help_text and "3600" in help_text

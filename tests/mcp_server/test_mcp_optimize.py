@@ -110,6 +110,7 @@ async def test_optimize_runs_the_loop_as_a_job_and_leads_with_wall_time(
     assert e2e["kernel_speedup"] == pytest.approx(result["kernel_speedup"])
     assert e2e["headline"].startswith(f"{e2e['verdict'].upper()} end to end")
     assert json.loads((loop_dir / "walltime.json").read_text())["baseline"]["median_ms"] == base_ms
+    assert result["yardstick"] is not None and result["yardstick"]["recipes"], result["yardstick"]
 
 
 async def test_optimize_refusals_and_cancel(example_ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,9 +22,11 @@ from profiler_core.capture.config import CaptureConfig, CompileMode
 from profiler_core.cli import load_commands
 from profiler_core.errors import CaptureCancelledError
 from profiler_core.optimize import OptimizeConfig, OptimizeResult, loop, optimize
-from profiler_core.optimize.loop import plan_compile
+from profiler_core.optimize import trial as trial_mod
+from profiler_core.optimize.trial import plan_compile
 from profiler_core.passes import validation
 from profiler_core.passes.manager import COMPILE_MODES
+from profiler_core.passes.policy import DEFAULT_POLICY
 from profiler_core.schema import Profile
 from profiler_core.transformations import Transformation
 from profiler_core.workload import load_workload
@@ -90,9 +92,10 @@ def elementwise_first(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def strict_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bf16 tolerance no bf16 GEMM can meet (the float32 one), so bf16_promotion fails validation for real."""
+    """A bf16 rule no bf16 GEMM can meet (float32's), so bf16_promotion fails validation for real."""
     tight = validation.DEFAULT_TOLERANCES["float32"]
     monkeypatch.setattr(validation, "DEFAULT_TOLERANCES", {**validation.DEFAULT_TOLERANCES, "bfloat16": tight})
+    monkeypatch.setitem(DEFAULT_POLICY.unit_roundoff, "bfloat16", DEFAULT_POLICY.unit_roundoff["float32"])
 
 
 def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -102,23 +105,27 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
     # bf16_promotion, qkv_fusion, sdpa; after qkv_fusion is kept, those of its capture:
     # (elementwise_fusion, already considered), sdpa
     fake = FakeCapture([pair_profile("opt"), pair_profile("opt")])
-    monkeypatch.setattr(loop, "_capture_profile", fake)
+    monkeypatch.setattr(trial_mod, "capture_profile", fake)
     out = tmp_path / "run"
     steps: list[tuple[str, int, int, str]] = []
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, device="cpu", wall_iters=0, capture=EAGER),
                       progress=lambda *a: steps.append(a))
 
     outcomes = [(t.transformation, t.outcome) for t in result.trials]
-    assert outcomes == [("elementwise_fusion", "no_pass"), ("cuda_graphs", "not_applied"),
+    assert outcomes == [("elementwise_fusion", "no_pass"), ("cuda_graphs", "skipped"),
                         ("bf16_promotion", "rejected_validation"), ("qkv_fusion", "kept"),
                         ("sdpa", "not_faster")]
     by_name = {t.transformation: t for t in result.trials}
     assert "no graph pass implements 'elementwise_fusion'" in by_name["elementwise_fusion"].reason
     assert by_name["elementwise_fusion"].run_dir is None
-    assert "CUDA device" in by_name["cuda_graphs"].reason
+    assert "CUDA device" in by_name["cuda_graphs"].reason and by_name["cuda_graphs"].run_dir is None
     bf16 = by_name["bf16_promotion"]
     assert bf16.max_abs_err is not None and bf16.max_abs_err > 1e-4
-    assert "max abs err" in bf16.reason
+    assert bf16.reason.startswith("rejected: output (tensor): RMSE(candidate, fp64)")
+    assert bf16.validation is not None and bf16.validation["reference"] == "float64 on cpu, TF32 off"
+    assert bf16.validation["outputs"][0]["rmse_candidate"] > bf16.validation["outputs"][0]["threshold"]
+    page = (out / "report.html").read_text()
+    assert "<h2>Trials</h2>" in page and "RMSE(candidate, fp64)" in page
     assert result.validation_failures == 1
     assert result.kept_passes == ["qkv_fusion"]
     assert by_name["sdpa"].passes == ["qkv_fusion", "sdpa"]  # tried on top of what was kept
@@ -126,21 +133,23 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
     # the captures: the workload itself, then each validated plan's wrapper in its own trial dir
     base_call, *trial_calls = fake.calls
     assert base_call[0] == EXAMPLE.resolve() and base_call[1] == out / "baseline"
-    assert [c[0] for c in trial_calls] == [out / "trial-4-qkv_fusion" / "workload_optimized.py",
-                                           out / "trial-5-sdpa" / "workload_optimized.py"]
-    assert [c[1] for c in trial_calls] == [out / "trial-4-qkv_fusion" / "capture", out / "trial-5-sdpa" / "capture"]
+    # trials are numbered as they spend budget: a pass that cannot apply gets no directory
+    assert [c[0] for c in trial_calls] == [out / "trial-2-qkv_fusion" / "workload_optimized.py",
+                                           out / "trial-3-sdpa" / "workload_optimized.py"]
+    assert [c[1] for c in trial_calls] == [out / "trial-2-qkv_fusion" / "capture", out / "trial-3-sdpa" / "capture"]
     assert all(c[2].device == "cpu" and c[2].compile_mode is CompileMode.EAGER for c in fake.calls)
     assert fake.wrapper_outputs == [torch.Size([2, 16, 32])] * 2
-    assert "PASSES = ['qkv_fusion', 'sdpa']" in (out / "trial-5-sdpa" / "workload_optimized.py").read_text()
-    assert not (out / "trial-3-bf16_promotion" / "workload_optimized.py").exists()
-    assert json.loads((out / "trial-3-bf16_promotion" / "plan.json").read_text())["status"] == "rejected"
+    assert "PASSES = ['qkv_fusion', 'sdpa']" in (out / "trial-3-sdpa" / "workload_optimized.py").read_text()
+    assert not (out / "trial-1-bf16_promotion" / "workload_optimized.py").exists()
+    assert json.loads((out / "trial-1-bf16_promotion" / "plan.json").read_text())["status"] == "rejected"
+    assert bf16.validation is not None and bf16.validation["passed"] is False
     assert [t.finding for t in result.trials] == ["memory_bound_elementwise", "host_bound", "tensor_core_idle",
                                                   "parallel_projections", "manual_attention"]
-    rediagnosed = json.loads((out / "trial-4-qkv_fusion" / "findings.json").read_text())
+    rediagnosed = json.loads((out / "trial-2-qkv_fusion" / "findings.json").read_text())
     assert [f["rule_id"] for f in rediagnosed["findings"]] == ["memory_bound_elementwise", "manual_attention",
                                                                "host_bound", "far_below_roofline"]
     assert rediagnosed["findings"][-1]["transformation"] is None  # a note: nothing for the loop to try
-    assert not (out / "trial-5-sdpa" / "findings.json").exists()  # written for kept trials only
+    assert not (out / "trial-3-sdpa" / "findings.json").exists()  # written for kept trials only
 
     kept = by_name["qkv_fusion"]
     base_ns, opt_ns = pair_profile("base").coverage.duration_ns, pair_profile("opt").coverage.duration_ns
@@ -148,7 +157,7 @@ def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeyp
     assert by_name["sdpa"].speedup_vs_best == pytest.approx(1.0)
     assert result.baseline_kernel_ns == base_ns and result.optimized_kernel_ns == opt_ns
     assert result.validation["max_abs_err"] == kept.max_abs_err is not None
-    assert result.final_run_dir == str(out / "trial-4-qkv_fusion")
+    assert result.final_run_dir == str(out / "trial-2-qkv_fusion")
 
     for name in ("optimize.json", "findings.json", "comparison.json", "report.html"):
         assert (out / name).is_file(), name
@@ -167,13 +176,17 @@ def test_a_kept_pass_re_diagnoses_and_drops_the_symptoms_it_removed(tmp_path: Pa
     # bf16_promotion is kept with the pair's optimized capture, where diagnose() finds nothing:
     # qkv_fusion and sdpa, licensed by the baseline, are not tried although budget is left
     fake = FakeCapture([pair_profile("opt")])
-    monkeypatch.setattr(loop, "_capture_profile", fake)
+    monkeypatch.setattr(trial_mod, "capture_profile", fake)
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=4, device="cpu", wall_iters=0,
                                               capture=EAGER))
     assert [(t.transformation, t.outcome) for t in result.trials] == [
-        ("cuda_graphs", "not_applied"), ("bf16_promotion", "kept")]
+        ("cuda_graphs", "skipped"), ("bf16_promotion", "kept"), ("cuda_graphs", "skipped"),
+        ("channels_last", "skipped")]
+    # what bf16 suggests on top (CUDA graphs, channels_last) is asked for, and cannot apply here: no budget spent
+    assert [t.finding for t in result.trials[2:]] == ["kept:bf16_promotion"] * 2
+    assert "no nn.Conv2d" in result.trials[3].reason
     assert result.kept_passes == ["bf16_promotion"] and len(fake.calls) == 2
-    after = json.loads((tmp_path / "run" / "trial-2-bf16_promotion" / "findings.json").read_text())
+    after = json.loads((tmp_path / "run" / "trial-1-bf16_promotion" / "findings.json").read_text())
     # only the host-bound step is left (the tiny model's GPU idles), its cuda_graphs already tried,
     # and the note that its tiny kernels sit far below both roofs (no pass licensed)
     assert [(f["rule_id"], f["transformation"]) for f in after["findings"]] == [
@@ -182,12 +195,14 @@ def test_a_kept_pass_re_diagnoses_and_drops_the_symptoms_it_removed(tmp_path: Pa
 
 def test_budget_counts_passes_tried_not_transformations_without_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None, elementwise_first: None) -> None:
-    fake = FakeCapture([pair_profile("base")])
-    monkeypatch.setattr(loop, "_capture_profile", fake)
+    fake = FakeCapture([pair_profile("base"), pair_profile("base")])
+    monkeypatch.setattr(trial_mod, "capture_profile", fake)
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=2, device="cpu", wall_iters=0,
                                               capture=EAGER))
+    # neither the transformation no pass implements nor the pass that cannot apply here costs budget
     assert [(t.transformation, t.outcome) for t in result.trials] == [
-        ("elementwise_fusion", "no_pass"), ("cuda_graphs", "not_applied"), ("bf16_promotion", "not_faster")]
+        ("elementwise_fusion", "no_pass"), ("cuda_graphs", "skipped"), ("bf16_promotion", "not_faster"),
+        ("qkv_fusion", "not_faster")]
     assert result.kept_passes == [] and result.validation_failures == 0
     assert result.final_run_dir == str(tmp_path / "run" / "baseline")
     assert result.kernel_speedup == 1.0 and result.optimized_kernel_ns == result.baseline_kernel_ns
@@ -197,16 +212,16 @@ def test_budget_counts_passes_tried_not_transformations_without_one(
 def test_failed_and_not_comparable_trials_keep_the_loop_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              small: None) -> None:
     fake = FakeCapture([RuntimeError("ncu lost the GPU"), _other_gpu(pair_profile("opt")), pair_profile("opt")])
-    monkeypatch.setattr(loop, "_capture_profile", fake)
+    monkeypatch.setattr(trial_mod, "capture_profile", fake)
     said: list[str] = []
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", wall_iters=0, capture=EAGER),
                       progress=lambda phase, step, total, message: said.append(message))
     assert [(t.transformation, t.outcome) for t in result.trials] == [
-        ("cuda_graphs", "not_applied"), ("bf16_promotion", "failed"), ("qkv_fusion", "not_comparable"),
+        ("cuda_graphs", "skipped"), ("bf16_promotion", "failed"), ("qkv_fusion", "not_comparable"),
         ("sdpa", "kept")]
     outcomes = [m for m in said if m.split(":")[0] in {"cuda_graphs", "bf16_promotion", "qkv_fusion", "sdpa"}]
     assert [m.split(" (")[0] for m in outcomes] == [  # every outcome told once, as it happens
-        "cuda_graphs: not_applied", "bf16_promotion: failed", "qkv_fusion: not_comparable", "sdpa: kept"]
+        "cuda_graphs: skipped", "bf16_promotion: failed", "qkv_fusion: not_comparable", "sdpa: kept"]
     assert "bf16_promotion: failed (RuntimeError: ncu lost the GPU)" in said
     assert result.trials[1].reason == "RuntimeError: ncu lost the GPU"
     assert "gpu_name" in result.trials[2].reason or "A100" in result.trials[2].reason
@@ -225,10 +240,10 @@ def test_a_pass_that_raises_is_a_failed_trial(tmp_path: Path, monkeypatch: pytes
         return real(path, names, **kwargs)
 
     monkeypatch.setattr(passes, "apply_pass_plan", apply_pass_plan)
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("opt")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("opt")]))
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=3, device="cpu", wall_iters=0,
                                               capture=EAGER))
-    assert [t.outcome for t in result.trials] == ["not_applied", "failed", "kept"]
+    assert [t.outcome for t in result.trials] == ["skipped", "failed", "kept"]
     assert "cannot be copied" in result.trials[1].reason
     assert (tmp_path / "run" / "optimize.json").is_file()
 
@@ -242,7 +257,7 @@ def test_cancel_stops_before_the_next_trial(tmp_path: Path, monkeypatch: pytest.
         cancel.set()
         return profile
 
-    monkeypatch.setattr(loop, "_capture_profile", capture_then_cancel)
+    monkeypatch.setattr(trial_mod, "capture_profile", capture_then_cancel)
     with pytest.raises(CaptureCancelledError, match="cancelled"):
         optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", wall_iters=0, capture=EAGER),
                  cancel=cancel)
@@ -271,7 +286,7 @@ def test_cli_exit_code_says_whether_a_pass_failed_validation(
         strict: bool, code: int) -> None:
     if strict:
         request.getfixturevalue("strict_bf16")
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))
     out = tmp_path / "run"
     res = _cli(["optimize", str(EXAMPLE), "--device", "cpu", "--compile-mode", "eager", "--budget", "2",
                 "--wall-iters", "0", "--out", str(out), "--json"])
@@ -331,17 +346,17 @@ def test_a_training_loop_skips_inference_passes_and_times_each_trial(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, training_findings: None) -> None:
     workload = tmp_path / "train.py"
     workload.write_text(_TRAINING.format(dropout=""))
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("opt")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("opt")]))
     monkeypatch.setattr(loop, "model_trains", lambda run_dir: True)
     result = optimize(workload, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", budget=1, wall_iters=0,
                                                capture=EAGER))
     assert result.training
     freezing, fused = result.trials
-    assert (freezing.transformation, freezing.outcome) == ("freezing", "not_applied")
+    assert (freezing.transformation, freezing.outcome) == ("freezing", "skipped")
     assert "not tried" in freezing.reason and freezing.wall_s is None  # costs no budget and no time
     assert fused.transformation == "fused_optimizer" and fused.outcome == "kept"
     assert fused.wall_s is not None and fused.wall_s > 0
-    plan = json.loads((tmp_path / "run" / "trial-2-fused_optimizer" / "plan.json").read_text())
+    plan = json.loads((tmp_path / "run" / "trial-1-fused_optimizer" / "plan.json").read_text())
     assert any(c["role"] == "gradient" for c in plan["validation"]["outputs"])
 
 
@@ -349,10 +364,11 @@ def test_a_workload_that_draws_random_numbers_stops_the_loop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, training_findings: None) -> None:
     workload = tmp_path / "train.py"
     workload.write_text(_TRAINING.format(dropout="nn.Dropout(0.5), "))
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([]))
     result = optimize(workload, OptimizeConfig(out_dir=tmp_path / "run", device="cpu", budget=3, wall_iters=0,
                                                capture=EAGER))
-    assert [t.outcome for t in result.trials] == ["failed"]  # the first trial meets the check; no other is tried
+    # the baseline is judged once, before any trial: no trial is spent on a workload no pass could pass
+    assert result.trials == []
     assert result.notes and "different results on two runs" in result.notes[0]
 
 
@@ -374,7 +390,7 @@ def test_a_timeline_finding_is_judged_on_end_to_end_time(tmp_path: Path, monkeyp
 
     _timeline_sdpa_first(monkeypatch)
     # the trial's capture has the baseline's very kernel time: judged on kernels it would be not_faster
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))
     timed: list[str] = []
 
     def measure(workload: Path, **kwargs: object) -> walltime.WallTime:
@@ -398,7 +414,7 @@ def test_a_timeline_finding_is_judged_on_end_to_end_time(tmp_path: Path, monkeyp
 
 def test_a_kernel_time_finding_is_not_judged_on_wall_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           small: None, elementwise_first: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("opt")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("opt")]))
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=1, device="cpu", wall_iters=0,
                                               capture=EAGER))
     tried = [t for t in result.trials if t.run_dir is not None]
@@ -409,9 +425,9 @@ def test_a_loop_killed_in_a_trial_keeps_the_trials_before_it(tmp_path: Path, mon
                                                              small: None) -> None:
     # the first capture of a trial is the third call (baseline, then cuda_graphs is not applied on a CPU,
     # bf16_promotion's capture is killed the way a timeout's signal would)
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([KeyboardInterrupt()]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([KeyboardInterrupt()]))
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         optimize(EXAMPLE, OptimizeConfig(out_dir=out, device="cpu", wall_iters=0, capture=EAGER))
     saved = OptimizeResult.model_validate_json((out / "optimize.json").read_text())
-    assert [(t.transformation, t.outcome) for t in saved.trials] == [("cuda_graphs", "not_applied")]
+    assert [(t.transformation, t.outcome) for t in saved.trials] == [("cuda_graphs", "skipped")]

@@ -10,6 +10,7 @@ import pytest
 
 from profiler_core.errors import ToolFailedError, WorkloadError
 from profiler_core.optimize import OptimizeConfig, loop, optimize, walltime
+from profiler_core.optimize import trial as trial_mod
 from profiler_core.optimize.walltime import WallTime, measure, measure_in_process
 from tests.analysis.real_profiles import pair_profile
 from tests.optimize.test_loop import EAGER, EXAMPLE, FakeCapture
@@ -64,9 +65,10 @@ def test_wall_time_figures() -> None:
 @pytest.mark.slow
 def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   small: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base"), pair_profile("opt")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base"), pair_profile("opt")]))
     out = tmp_path / "run"
-    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=3, device="cpu", wall_iters=3, wall_warmup=1,
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=3, device="cpu", yardstick=False, wall_iters=3,
+                                              wall_warmup=1,
                                               capture=EAGER))
     assert result.kept_passes == ["qkv_fusion"]
     assert set(result.wall_time) == {"baseline", "optimized"}
@@ -79,11 +81,12 @@ def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: 
 
 def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       small: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))
     out = tmp_path / "run"
     # wall times run under the capture's interpreter, as captures do: here one that does not exist
     capture = dataclasses.replace(EAGER, python=str(tmp_path / "missing" / "python"))
-    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", wall_iters=2, capture=capture))
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", yardstick=False, wall_iters=2,
+                                              capture=capture))
     assert (out / "optimize.json").is_file() and result.wall_time == {}
     assert len(result.notes) == 1 and "wall time not measured" in result.notes[0]
     assert "missing/python" in result.notes[0]
@@ -91,7 +94,7 @@ def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypat
 
 def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               small: None) -> None:
-    monkeypatch.setattr(loop, "_capture_profile", FakeCapture([pair_profile("base")]))
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))
 
     def killed(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt  # what a timeout's signal does to a long timing run
@@ -99,7 +102,8 @@ def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, mo
     monkeypatch.setattr(loop, "_wall_times", killed)
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", wall_iters=2, capture=EAGER))
+        optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=1, device="cpu", yardstick=False, wall_iters=2,
+                                         capture=EAGER))
     saved = json.loads((out / "optimize.json").read_text())
     assert saved["trials"] and saved["wall_time"] == {}
     assert (out / "comparison.json").is_file() and (out / "report.html").is_file()
@@ -108,7 +112,7 @@ def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, mo
 def test_timing_runs_load_the_caches_their_captures_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              small: None) -> None:
     fake = FakeCapture([pair_profile("opt")])
-    monkeypatch.setattr(loop, "_capture_profile", fake)
+    monkeypatch.setattr(trial_mod, "capture_profile", fake)
     timed: list[tuple[str, str | None]] = []
 
     def measure(workload: Path, **kwargs: object) -> WallTime:
@@ -118,8 +122,8 @@ def test_timing_runs_load_the_caches_their_captures_compiled(tmp_path: Path, mon
         return WallTime((2.0, 2.0) if Path(workload).name != "workload_optimized.py" else (1.0, 1.0))
 
     monkeypatch.setattr(walltime, "measure", measure)
-    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=2, device="cpu", wall_iters=2,
-                                              capture=EAGER))
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=2, device="cpu", yardstick=False,
+                                              wall_iters=2, capture=EAGER))
     kept_trial = Path(next(t.run_dir for t in result.trials if t.outcome == "kept")).name  # type: ignore[arg-type]
     caches = [c.inductor_cache_dir for _, _, c in fake.calls]
     assert [c.name for c in caches] == ["baseline", Path(fake.calls[1][1]).parent.name]  # type: ignore[union-attr]

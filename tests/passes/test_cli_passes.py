@@ -83,3 +83,26 @@ def test_apply_pass_inductor_all_levels(small_examples: Path, tmp_path: Path) ->
     assert [lv.value for lv in bf16.levels] == ["dynamo_fx", "post_grad"]
     assert [g.level.value for g in bf16.graphs] == ["dynamo_fx", "post_grad"]  # the post-grad pass ran
     assert "casts_cancelled" in bf16.details["post_grad"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("body", "args", "needle"),
+    [
+        ("import sys\nsys.exit(3)\n", [], "called sys.exit(3)"),
+        ("import os\n\ndef get_model_and_inputs(device='cpu'):\n    os._exit(0)\n", [],
+         "ended the process with exit code 0"),
+        ("while True:\n    pass\n", ["--timeout", "45"], "ran past the 45 s limit"),
+    ],
+    ids=["sys-exit-at-import", "os-exit", "infinite-loop"],
+)
+def test_hostile_workload_is_one_line(tmp_path: Path, body: str, args: list[str], needle: str) -> None:
+    workload = tmp_path / "hostile.py"
+    workload.write_text(body)
+    result = runner.invoke(load_commands(), [
+        "apply-pass", str(workload), "-p", "sdpa", "--device", "cpu", "--compiler", "eager",
+        "--out", str(tmp_path / "opt"), *args])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "hostile.py" in lines[0] and needle in lines[0], result.output
+    assert not (tmp_path / "opt" / "plan.json").exists()

@@ -89,3 +89,32 @@ def test_the_bert_training_example_trains_with_dropout_off(small_examples: Path)
 def test_the_resnet_example_needs_torchvision_only_when_called() -> None:
     module = import_workload_module(EXAMPLES / "tv_resnet18.py")  # importing it needs no torchvision
     assert (module.BATCH, module.SIZE) == (64, 160)
+
+
+def test_the_mixtral_moe_example_is_sized_as_its_docstring_says_and_returns_router_logits(
+        small_examples: Path) -> None:
+    pytest.importorskip("transformers")
+    module = import_workload_module(EXAMPLES / "hf_mixtral_moe.py")
+    cfg = module.build_config()
+    sizes = (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
+             cfg.intermediate_size, cfg.num_local_experts, cfg.num_experts_per_tok, cfg.vocab_size)
+    assert sizes == (4, 1024, 16, 4, 2048, 8, 2, 32000) and (module.BATCH, module.SEQ) == (8, 256)
+    wl = load_workload(small_examples / "hf_mixtral_moe.py", device="cpu")
+    out = wl.step(wl.model, wl.inputs)
+    assert tuple(out.logits.shape) == (2, 16, 256) and len(out.router_logits) == 2
+    assert tuple(out.router_logits[0].shape) == (32, 8)
+
+
+def test_the_gpt2_training_example_keeps_adamw_on_the_model(small_examples: Path) -> None:
+    pytest.importorskip("transformers")
+    module = import_workload_module(EXAMPLES / "hf_gpt2_train.py")
+    cfg = module.build_config()
+    assert (cfg.n_layer, cfg.n_embd, cfg.n_head, module.BATCH, module.SEQ) == (4, 768, 12, 8, 256)
+    assert cfg.resid_pdrop == cfg.embd_pdrop == cfg.attn_pdrop == 0.0
+    wl = load_workload(small_examples / "hf_gpt2_train.py", device="cpu")
+    assert wl.model.training and wl.custom_step and isinstance(wl.model._opt, torch.optim.AdamW)
+    assert len(wl.inputs) == 1  # the optimizer is not among the inputs
+    before = next(wl.model.parameters()).detach().clone()
+    losses = [float(wl.step(wl.model, wl.inputs)) for _ in range(3)]
+    assert losses[2] < losses[0]  # model._opt steps this very model
+    assert not torch.equal(next(wl.model.parameters()), before)

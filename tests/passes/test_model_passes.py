@@ -124,7 +124,10 @@ def test_fused_optimizer_switches_adamw_in_place() -> None:
     again = fused_optimizer(PassContext(model=model, inputs=(opt,), device="cpu"))
     assert not again.applied and "already" in again.reason
     none = fused_optimizer(PassContext(model=model, inputs=(torch.randn(2, 4),), device="cpu"))
-    assert not none.applied and "no torch.optim optimizer among the workload's inputs" in none.reason
+    assert not none.applied and "no torch.optim optimizer updates the model's parameters" in none.reason
+    held = fused_optimizer(PassContext(model=model, inputs=(), device="cpu",
+                                       optimizers=(torch.optim.SGD(model.parameters(), lr=0.1),)))
+    assert held.applied and held.details["optimizers"] == {"0:SGD": "fused"}  # found outside the inputs
 
 
 def test_fused_optimizer_on_the_bert_training_example_validates_the_updates(small_examples: Path) -> None:

@@ -33,7 +33,8 @@ BUILT_IN = {
     "tf32": PassLevel.INDUCTOR_CONFIG, "freezing": PassLevel.INDUCTOR_CONFIG,
     "cuda_graphs": PassLevel.INDUCTOR_CONFIG, "conv_bn_folding": PassLevel.DYNAMO_FX,
     "channels_last": PassLevel.DYNAMO_FX, "fused_optimizer": PassLevel.DYNAMO_FX,
-    "inductor_compile": PassLevel.INDUCTOR_CONFIG,
+    "inductor_compile": PassLevel.INDUCTOR_CONFIG, "bf16_autocast": PassLevel.DYNAMO_FX,
+    "compiled_optimizer_step": PassLevel.INDUCTOR_CONFIG, "whole_step_cuda_graphs": PassLevel.INDUCTOR_CONFIG,
 }
 
 
@@ -63,7 +64,8 @@ def test_aliases_and_spellings_resolve(alias: str, name: str) -> None:
 
 
 def test_unknown_pass_names_the_known_ones() -> None:
-    with pytest.raises(PassError, match=r"unknown pass 'fuse_everything'; known passes: bf16_promotion, "):
+    with pytest.raises(PassError,
+                       match=r"unknown pass 'fuse_everything'; known passes: bf16_autocast, bf16_promotion, "):
         get_pass("fuse_everything")
 
 
@@ -159,3 +161,35 @@ def test_every_built_in_transformation_is_a_pass_or_declared_without_one() -> No
     named = {n for spec in list_passes() if spec.source == "builtin" for n in (spec.name, *spec.aliases)}
     assert {t.value for t in Transformation} - named == WITHOUT_BUILTIN_PASS
     assert named <= known_transformations()  # registering a pass makes its names licensable
+
+
+def test_an_applicability_check_says_why_a_pass_cannot_apply() -> None:
+    from profiler_core.passes.registry import unregister_pass
+
+    def needs_conv(ctx: PassContext) -> str | None:
+        return None if any(isinstance(m, torch.nn.Conv2d) for m in ctx.model.modules()) else "no nn.Conv2d"
+
+    def broken(ctx: PassContext) -> str | None:
+        raise RuntimeError("hook bug")
+
+    try:
+        register_pass("needs_conv_test", level=PassLevel.DYNAMO_FX, symptom="s", applicable=needs_conv,
+                      suggests=("cuda-graphs",))(lambda ctx: PassEffect())
+        register_pass("broken_hook_test", level=PassLevel.DYNAMO_FX, symptom="s", applicable=broken)(
+            lambda ctx: PassEffect())
+        spec = get_pass("needs_conv_test")
+        assert spec.suggests == ("cuda_graphs",)
+        linear = PassContext(model=torch.nn.Linear(2, 2).eval(), inputs=(), device="cpu")
+        conv = PassContext(model=torch.nn.Conv2d(2, 2, 1).eval(), inputs=(), device="cpu")
+        assert spec.cannot_apply(linear) == "no nn.Conv2d" and spec.cannot_apply(conv) is None
+        assert "raised RuntimeError: hook bug" in (get_pass("broken_hook_test").cannot_apply(linear) or "")
+        # built-in checks: a train-mode model for an inference-only pass, a CPU for CUDA graphs
+        assert "train mode" in (get_pass("conv_bn_folding").cannot_apply(
+            PassContext(model=torch.nn.Sequential(torch.nn.Conv2d(2, 2, 1), torch.nn.BatchNorm2d(2)).train(),
+                        inputs=(), device="cpu")) or "")
+        assert "CUDA device" in (get_pass("cuda_graphs").cannot_apply(linear) or "")
+        assert "already torch.bfloat16" in (get_pass("bf16_promotion").cannot_apply(
+            PassContext(model=torch.nn.Linear(2, 2).to(torch.bfloat16), inputs=(), device="cpu")) or "")
+    finally:
+        unregister_pass("needs_conv_test")
+        unregister_pass("broken_hook_test")

@@ -83,7 +83,9 @@ def test_plan_and_wrapper_for_sdpa_attention(small_examples: Path, tmp_path: Pat
 
 def test_wrong_transform_is_rejected(small_examples: Path, tmp_path: Path, wrong_pass: str) -> None:
     workload = small_examples / "sdpa_attention.py"
-    numbers = r"validation failed, plan rejected \(max abs err [0-9.e-]+"
+    # the rejection names the output, the rule's numbers and the threshold, and the reference
+    numbers = (r"plan rejected: output .*: RMSE\(candidate, fp64\) [0-9.e+-]+ > [0-9.e+-]+ = .*"
+               r"reference float64 on cpu, TF32 off")
     with pytest.raises(ValidationFailedError, match=numbers):
         apply_pass_plan(workload, [wrong_pass], device="cpu", out_dir=tmp_path / "a", compiler="eager")
     plan = apply_pass_plan(workload, [wrong_pass], device="cpu", out_dir=tmp_path / "b", compiler="eager",

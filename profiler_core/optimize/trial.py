@@ -1,0 +1,216 @@
+"""One trial of the loop, as a protocol: ``run_trial(state, candidate, cfg) -> Trial``.
+
+    look the pass up (none implements it: no_pass, free)
+    -> applicability (the module or pattern it needs, train mode, a change already in place: skipped, free)
+    -> apply + validate numerics against the baseline (rejected_validation / not_applied / failed)
+    -> capture the plan's workload_optimized.py -> compare with the best so far
+    -> kept, not_faster or not_comparable (judged on wall time when the finding is about the timeline)
+
+Only a trial that reaches "apply" spends budget. ``next_candidate`` says what to try next: the
+combinations a kept pass suggests first, then the best capture's findings in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from profiler_core.analysis.findings import in_priority_order
+from profiler_core.capture.config import CaptureConfig, CompileMode
+from profiler_core.errors import CaptureCancelledError, PassError, ProfilerError
+from profiler_core.optimize.result import OptimizeConfig, Trial
+from profiler_core.optimize.state import Candidate, LoopState
+from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME, TRIAL_CAPTURE_DIR, trial_dir
+
+if TYPE_CHECKING:
+    from profiler_core.capture.pipeline import ProgressFn
+    from profiler_core.passes.plan import OptimizationPlan
+    from profiler_core.schema import Profile
+
+
+def capture_profile(workload: Path, run_dir: Path, base: CaptureConfig, progress: ProgressFn | None,
+                    cancel: threading.Event | None) -> Profile:
+    """Capture and attribute ``workload`` into ``run_dir``; the profile the capture wrote."""
+    from profiler_core.capture.pipeline import capture
+    from profiler_core.schema import read_profile
+
+    if cancel is not None and cancel.is_set():
+        raise CaptureCancelledError("the optimization loop was cancelled")
+    done = capture(workload, dataclasses.replace(base, out_dir=run_dir, attribute=True), progress=progress,
+                   cancel=cancel)
+    return done.profile if done.profile is not None else read_profile(done.run_dir / "profile.json")
+
+
+def plan_compile(mode: CompileMode) -> tuple[str | None, str]:
+    """(compile_mode, compiler) for apply_pass_plan so a plan's model is compiled as the captures are.
+
+    Eager captures leave the model uncompiled, so the plan runs its graph rewrites without
+    Inductor; apply_pass_plan knows no "eager" compile mode.
+    """
+    if mode is CompileMode.EAGER:
+        return None, "eager"
+    return mode.value, "inductor"
+
+
+def judged_on_timeline(findings: object, rule: str) -> bool:
+    """Whether ``rule``'s finding bounds its gain on the timeline (idle gaps), not on kernel time."""
+    return any(f.rule_id == rule and f.gain_basis == "timeline"
+               for f in findings.findings)  # type: ignore[attr-defined]
+
+
+def candidate_passes(findings: object) -> list[tuple[str, str]]:
+    """(transformation, finding rule) in order of the findings' gain bound, each once.
+
+    Structural findings go first: a structural change (rerouting an unrolled recurrence to cuDNN)
+    removes the very kernels the tuning findings measured (tiny FP32 GEMMs, launch gaps), so
+    tuning them first would spend the budget on symptoms.
+    """
+    seen: set[str] = set()
+    out = []
+    for f in in_priority_order(findings.findings):  # type: ignore[attr-defined]
+        t = f.transformation
+        if t and t not in seen:
+            seen.add(t)
+            out.append((t, f.rule_id))
+    return out
+
+
+def next_candidate(state: LoopState) -> Candidate | None:
+    """A combination a kept pass suggests, else the next licensed pass of the best capture's findings."""
+    while state.suggested:
+        cand = state.suggested.pop(0)
+        if cand.transformation not in state.kept and (*state.kept, cand.transformation) not in state.plans:
+            return cand
+    for t, rule in candidate_passes(state.current):
+        if t not in state.considered:
+            state.considered.add(t)
+            return Candidate(t, rule)
+    return None
+
+
+def suggest_after_keep(state: LoopState, name: str) -> None:
+    """Queue the passes ``name`` suggests on top of it (bf16 -> cuda_graphs), first in line."""
+    from profiler_core.passes import get_pass
+
+    try:
+        follow = get_pass(name).suggests
+    except PassError:
+        return
+    state.suggested[:0] = [Candidate(s, f"kept:{name}") for s in follow if s not in state.kept]
+
+
+def run_trial(state: LoopState, candidate: Candidate, cfg: OptimizeConfig) -> Trial:
+    """Try ``candidate`` on top of the kept passes; the trial is appended to the result as it goes."""
+    from profiler_core.passes import get_pass
+
+    t = candidate.transformation
+    trial = Trial(transformation=t, finding=candidate.finding, passes=[*state.kept, t], outcome="failed")
+    state.result.trials.append(trial)
+    try:
+        spec = get_pass(t)
+    except PassError:
+        trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{t}' (finding {candidate.finding})"
+        return trial
+    why = state.cannot_apply.get(spec.name)
+    if why is not None:
+        trial.outcome, trial.reason = "skipped", f"cannot apply, not tried: {why}"
+        return trial
+    trial.passes = [*state.kept, spec.name]
+    state.plans.add(tuple(trial.passes))
+    state.tried += 1
+    state.number += 1
+    state.note(state.tried, f"trying {spec.name} (finding {candidate.finding})")
+    run_dir = trial_dir(state.out, state.number, spec.name)
+    trial.run_dir = str(run_dir)
+    plan = _apply(state, trial, run_dir, cfg)
+    if plan is None:
+        return trial
+    try:
+        wrapper = Path(plan.artifacts.get("workload", run_dir / OPTIMIZED_WORKLOAD_NAME))
+        prof = capture_profile(wrapper, run_dir / TRIAL_CAPTURE_DIR,
+                               dataclasses.replace(state.cap, inductor_cache_dir=state.caches / run_dir.name),
+                               state.progress, state.cancel)
+    except CaptureCancelledError:
+        raise
+    except Exception as err:  # a failed trial must not lose the loop's other results
+        trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
+        return trial
+    _judge(state, trial, candidate, prof, run_dir, cfg)
+    return trial
+
+
+def _apply(state: LoopState, trial: Trial, run_dir: Path, cfg: OptimizeConfig) -> OptimizationPlan | None:
+    """Apply and validate the trial's plan; None (with the trial's outcome set) when it goes no further."""
+    from profiler_core.passes import apply_pass_plan
+    from profiler_core.passes.verdict import verdict_record
+
+    compile_mode, compiler = plan_compile(state.cap.compile_mode)
+    try:
+        plan = apply_pass_plan(state.workload, trial.passes, device=cfg.device, out_dir=run_dir,
+                               compile_mode=compile_mode, compiler=compiler, raise_on_failure=False,
+                               baseline_judged=True, policy=cfg.validation)
+    except ProfilerError as err:  # e.g. a pass that cannot run here: the other trials still count
+        trial.outcome, trial.reason = "failed", f"{type(err).__name__}: {err}"
+        return None
+    v = plan.validation
+    if v is not None:
+        trial.max_abs_err, trial.max_rel_err = v.max_abs_err, v.max_rel_err
+        trial.validation = verdict_record(v).model_dump()
+    if plan.status.value != "validated":
+        trial.outcome = "rejected_validation"
+        trial.reason = (v.verdict or f"{v.reason} (max abs err {v.max_abs_err}, max rel err {v.max_rel_err})"
+                        if v is not None else "validation did not run")
+        state.result.validation_failures += 1
+        return None
+    name = trial.passes[-1]
+    if name not in plan.applied:
+        trial.outcome, trial.reason = "not_applied", plan.record(name).reason
+        return None
+    return plan
+
+
+def _on_timeline(state: LoopState, candidate: Candidate) -> bool:
+    """Whether the candidate's gain shows on the timeline: its finding says so, or (a suggested
+    combination) some finding licensing the same pass did."""
+    if judged_on_timeline(state.current, candidate.finding):
+        return True
+    if not candidate.finding.startswith("kept:"):
+        return False
+    return any(f.transformation == candidate.transformation and f.gain_basis == "timeline"
+               for report in (state.findings, state.current) if report is not None for f in report.findings)
+
+
+def _judge(state: LoopState, trial: Trial, candidate: Candidate, prof: Profile, run_dir: Path,
+           cfg: OptimizeConfig) -> None:
+    """Keep the plan when its capture is comparable and faster than the best so far."""
+    from profiler_core.analysis import compare
+
+    assert state.best is not None and state.best_dir is not None
+    cmp = compare(state.best, prof)
+    trial.kernel_ns, trial.speedup_vs_best = prof.coverage.duration_ns, cmp.speedup
+    kernels = f"profiled kernel time {state.best.coverage.duration_ns} -> {prof.coverage.duration_ns} ns"
+    if not cmp.comparability.comparable:
+        trial.outcome = "not_comparable"
+        trial.reason = "; ".join(cmp.comparability.warnings) or "captures are not comparable"
+    elif _on_timeline(state, candidate) and cfg.wall_iters > 0:
+        trial.judged_on = "wall_time"
+        state.note(state.tried, f"timing {cfg.wall_iters} end-to-end iterations of the best so far and of this plan")
+        try:
+            before, after = state.wall_of(state.best_dir)[0], state.wall_of(run_dir)[0]
+        except ProfilerError as err:
+            trial.outcome, trial.reason = "failed", f"end-to-end timing failed: {err}"
+            return
+        trial.best_wall_ms, trial.wall_ms = before.median_ms, after.median_ms
+        trial.reason = f"end-to-end median {before.median_ms:.3f} -> {after.median_ms:.3f} ms"
+        if after.median_ms * cfg.min_speedup > before.median_ms:
+            trial.outcome = "not_faster"
+            trial.reason += f" ({cfg.wall_iters} iterations each); {kernels}"
+        else:
+            state.keep(trial, prof, run_dir)
+            trial.reason += f"; {kernels}"
+    elif cmp.speedup is None or cmp.speedup < cfg.min_speedup:
+        trial.outcome, trial.reason = "not_faster", kernels
+    else:
+        state.keep(trial, prof, run_dir)
