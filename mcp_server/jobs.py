@@ -1,15 +1,17 @@
-"""Capture jobs: one background thread per capture, a cancel Event, and the progress seen so far.
+"""GPU jobs (a capture, an optimize loop, a wall-time run): one background thread each, a cancel Event,
+and the progress seen so far.
 
 A capture takes minutes (several profiled processes), longer than an MCP client waits for
 one call, so the ``capture`` tool starts a job and returns its id; ``capture_status`` and
 ``capture_result`` read a snapshot; ``cancel_capture`` sets the Event, which the capture
 pipeline watches to kill its child process group. One GPU runs one capture at a time, so a
-second start while one is live is refused with :class:`CaptureBusyError`.
+second start while one is live is refused with :class:`CaptureBusyError`; an optimize loop or a
+wall-time run is a job of another ``kind`` on the same manager, so it waits for the GPU the same way.
 
 The capture function is injected (tests pass a fake one); it is called as
 ``capture_fn(workload, config, progress=callback, cancel=event)``, with
 ``callback(phase, step, total, message)``, and returns an object with ``run_dir`` and
-``manifest``.
+``manifest``. Another kind's function is passed to :meth:`JobManager.start` with the same signature.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 CaptureFn = Callable[..., Any]
 _RECENT_EVENTS = 8  # progress lines kept per job for capture_status
 _FINISHED_KEPT = 50  # finished jobs remembered, oldest dropped first
+CANCELLABLE = frozenset({"capture", "optimize"})  # kinds with a cancel_<kind> tool
+ID_PREFIX = {"capture": "cap", "optimize": "opt", "walltime": "wall"}  # job ids read cap-..., opt-..., wall-...
 
 
 class JobState(StrEnum):
@@ -81,6 +85,7 @@ class JobSnapshot:
     cancel_requested: bool
     error: str | None
     result: Any | None
+    kind: str = "capture"
 
     @property
     def live(self) -> bool:
@@ -105,6 +110,7 @@ class _Job:
     result: Any | None = None
     finished_monotonic: float | None = None
     thread: threading.Thread | None = None
+    kind: str = "capture"
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -126,28 +132,31 @@ class JobManager:
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
 
-    def start(self, workload: Path, config: Any, *, run_dir: Path | None = None) -> JobSnapshot:
-        """Start a capture in a background thread; refuse while another one is live."""
-        capture_fn = self._capture_fn or _default_capture_fn()
+    def start(self, workload: Path, config: Any, *, run_dir: Path | None = None, kind: str = "capture",
+              fn: CaptureFn | None = None) -> JobSnapshot:
+        """Start a job in a background thread (a capture unless ``kind`` and ``fn`` say otherwise);
+        refuse while another job of any kind is live, since they share the GPU."""
+        run_fn = fn or self._capture_fn or _default_capture_fn()
         with self._lock:
             for job in self._jobs.values():
                 if job.state in LIVE_STATES:
                     phase = f", phase {job.recent[-1].phase!r}" if job.recent else ""
                     raise CaptureBusyError(
-                        f"capture {job.job_id} of {job.workload.name} is still {job.state.value}{phase}; "
-                        f"one GPU runs one capture at a time: call capture_status('{job.job_id}') to follow "
-                        f"it, or cancel_capture('{job.job_id}') to stop it"
+                        f"{job.kind} {job.job_id} of {job.workload.name} is still {job.state.value}{phase}; "
+                        f"one GPU runs one capture at a time (an optimize loop or a wall-time run counts as one): "
+                        f"call {job.kind}_status('{job.job_id}') to follow it"
+                        + (f", or cancel_{job.kind}('{job.job_id}') to stop it" if job.kind in CANCELLABLE else "")
                     )
-            job = _Job(job_id=f"cap-{uuid.uuid4().hex[:10]}", workload=workload, config=config,
-                       run_dir=run_dir, started_monotonic=time.monotonic(),
-                       started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+            job = _Job(job_id=f"{ID_PREFIX.get(kind, kind)}-{uuid.uuid4().hex[:10]}", workload=workload,
+                       config=config, run_dir=run_dir, started_monotonic=time.monotonic(),
+                       started_at=datetime.now(UTC).isoformat(timespec="seconds"), kind=kind)
             self._jobs[job.job_id] = job
             self._forget_old()
-            thread = threading.Thread(target=self._run, args=(job, capture_fn), name=f"oprof-{job.job_id}",
+            thread = threading.Thread(target=self._run, args=(job, run_fn), name=f"oprof-{job.job_id}",
                                       daemon=True)
             job.thread = thread
             thread.start()
-            logger.info("capture %s started: %s", job.job_id, workload)
+            logger.info("%s %s started: %s", kind, job.job_id, workload)
             return self._snapshot(job)
 
     def _forget_old(self) -> None:
@@ -175,9 +184,9 @@ class JobManager:
         except ProfilerError as err:
             state, error = (JobState.CANCELLED if job.cancel.is_set() else JobState.FAILED), str(err)
         except BaseException as err:  # a crash must still end the job, or the GPU stays "busy"
-            logger.exception("capture %s crashed", job.job_id)
+            logger.exception("%s %s crashed", job.kind, job.job_id)
             state = JobState.CANCELLED if job.cancel.is_set() else JobState.FAILED
-            error = f"the capture crashed ({type(err).__name__}: {err}); the server log has the traceback"
+            error = f"the {job.kind} crashed ({type(err).__name__}: {err}); the server log has the traceback"
         else:
             manifest = getattr(result, "manifest", None)
             status = str(_field(manifest, "status") or "")
@@ -185,22 +194,23 @@ class JobManager:
                 state = JobState.FAILED
                 error = str(_field(manifest, "error") or "the capture reported failure")
             elif status == "cancelled" or (job.cancel.is_set() and status != "complete"):
-                state, error = JobState.CANCELLED, "cancelled before the capture completed"
+                state, error = JobState.CANCELLED, f"cancelled before the {job.kind} completed"
         with self._lock:
             job.state, job.error, job.result = state, error, result
             run_dir = getattr(result, "run_dir", None)
             if run_dir is not None:
                 job.run_dir = Path(run_dir)
             job.finished_monotonic = time.monotonic()
-        logger.info("capture %s %s%s", job.job_id, state.value, f": {error}" if error else "")
+        logger.info("%s %s %s%s", job.kind, job.job_id, state.value, f": {error}" if error else "")
 
     def _get(self, job_id: str) -> _Job:
         job = self._jobs.get(job_id)
         if job is None:
             known = ", ".join(sorted(self._jobs)) or "none yet"
+            kind = next((k for k, p in ID_PREFIX.items() if job_id.startswith(f"{p}-")), "capture")
             raise UnknownJobError(
-                f"no capture job {job_id!r} (jobs this server knows: {known}); "
-                "call capture to start one, or list_runs to find finished runs on disk"
+                f"no {kind} job {job_id!r} (jobs this server knows: {known}); "
+                f"call {kind} to start one, or list_runs to find finished runs on disk"
             )
         return job
 
@@ -210,7 +220,7 @@ class JobManager:
             job_id=job.job_id, workload=job.workload, run_dir=job.run_dir, state=job.state,
             started_at=job.started_at, elapsed_s=round(end - job.started_monotonic, 3), events=job.events,
             last=job.recent[-1] if job.recent else None, recent=tuple(job.recent),
-            cancel_requested=job.cancel.is_set(), error=job.error, result=job.result,
+            cancel_requested=job.cancel.is_set(), error=job.error, result=job.result, kind=job.kind,
         )
 
     def snapshot(self, job_id: str) -> JobSnapshot:
@@ -230,7 +240,7 @@ class JobManager:
             if job.state is JobState.RUNNING:
                 job.cancel.set()
                 job.state = JobState.CANCELLING
-                logger.info("capture %s: cancel requested", job_id)
+                logger.info("%s %s: cancel requested", job.kind, job_id)
             return self._snapshot(job)
 
     def join(self, job_id: str, timeout_s: float) -> JobSnapshot:

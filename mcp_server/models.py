@@ -273,6 +273,24 @@ class ShiftRow(_Out):
     text: str
 
 
+class EndToEndOut(_Out):
+    """The verdict a user would see: wall time per step first, profiled kernel time second."""
+
+    verdict: str = Field(description="faster | slower | unchanged, by wall time per step when both sides "
+                                     "were timed (verdict_basis), else by profiled kernel time.")
+    verdict_basis: str = Field(description="wall_time | kernel_time: what verdict and speedup measure.")
+    speedup: float | None = Field(description="Baseline over optimized, on verdict_basis.")
+    headline: str = Field(description="The verdict in one sentence, end to end first.")
+    base_wall_ms: float | None = Field(description="Median wall time per step of the baseline (ms).")
+    opt_wall_ms: float | None = Field(description="Median wall time per step of the optimized run (ms).")
+    wall_speedup: float | None
+    kernel_verdict: str = Field(description="faster | slower | unchanged on profiled kernel time.")
+    kernel_speedup: float | None
+    agree: bool = Field(description="False when kernel time and wall time disagree: the step's time is then "
+                                    "outside its kernels (host-bound or launch-bound).")
+    source: str | None = Field(description="Where the wall times were read (walltime.json / optimize.json).")
+
+
 class CompareResult(_Out):
     baseline: str
     optimized: str
@@ -292,6 +310,9 @@ class CompareResult(_Out):
     new_overhead_us: float
     shift_checks: list[ShiftRow] = Field(description="Did the counters the findings predicted move that way?")
     warnings: list[str]
+    end_to_end: EndToEndOut | None = Field(default=None, description=(
+        "The verdict by wall time per step when the pair was timed (walltime.json), kernel time second; "
+        "claim a speedup from this, not from speedup above (profiled kernel time)."))
 
 
 class ComparisonHeadline(_Out):
@@ -300,6 +321,8 @@ class ComparisonHeadline(_Out):
     speedup: float | None
     delta_pct: float
     comparable: bool
+    end_to_end: EndToEndOut | None = Field(default=None, description=(
+        "The verdict by wall time per step, kernel time second."))
 
 
 class ReportResult(_Out):

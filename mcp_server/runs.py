@@ -151,3 +151,16 @@ def sort_key(run: RunSummary) -> float:
         except OSError:
             continue
     return max(times, default=0.0)
+
+
+def collect_runs(tops: list[Path], *, inside: Callable[[Path], bool] = lambda _: True) -> list[RunSummary]:
+    """Every run directory under ``tops`` (each once), summarised, newest first."""
+    seen: set[str] = set()
+    runs = []
+    for top in tops:
+        for run_dir in find_run_dirs(top):
+            if str(run_dir) not in seen:
+                seen.add(str(run_dir))
+                runs.append(read_run(run_dir, inside=inside))
+    runs.sort(key=sort_key, reverse=True)
+    return runs

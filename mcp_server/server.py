@@ -18,13 +18,16 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp.server import MCPServer
 
 from mcp_server.config import ServerConfig, ToolContext
 from mcp_server.http import BearerTokenMiddleware, is_loopback, security_settings, token_from_env
-from mcp_server.results import OprofServer
+from mcp_server.prompts import register as register_prompts
+from mcp_server.resources import WorkspaceServer
+from mcp_server.roots import ClientRoots
 from mcp_server.tools import register_all
 from mcp_server.workspace import ENV_VAR, roots_from_env
 from profiler_core import __version__
@@ -37,7 +40,10 @@ DEFAULT_PORT = 8765
 INSTRUCTIONS = (
     "operator-profiler: which PyTorch operator is slow on an NVIDIA GPU, and why (hardware counters per "
     "operator). Typical flow: capture a workload (a job: capture_status, capture_result), attribute the "
-    "run, diagnose, list_passes / apply_pass, capture the optimized workload, compare, report. "
+    "run, diagnose, list_passes / apply_pass, capture the optimized workload, walltime (baseline and "
+    "optimized, end to end), compare, report; or optimize runs that whole loop as one job. Claim a speedup "
+    "only from end_to_end (wall time per step), never from profiled kernel time alone. The prompt "
+    "'optimize' gives the protocol; runs and profiles are resources (oprof://runs). "
     "Every kernel's attribution carries an evidence tier and confidence; file arguments must lie inside "
     "the workspace roots."
 )
@@ -57,9 +63,11 @@ def create_server(config: ServerConfig | None = None) -> MCPServer:
             # A capture must not outlive its server: stop its processes on the way out.
             await anyio.to_thread.run_sync(ctx.jobs.shutdown)
 
-    mcp = OprofServer(SERVER_NAME, title="operator-profiler", version=__version__, instructions=INSTRUCTIONS,
-                    lifespan=lifespan, log_level="WARNING")
+    mcp = WorkspaceServer(SERVER_NAME, title="operator-profiler", version=__version__, instructions=INSTRUCTIONS,
+                          lifespan=lifespan, log_level="WARNING")
+    mcp.attach(ctx, ClientRoots(ctx.workspace, operator_roots=bool(ctx.config.roots)))
     register_all(mcp, ctx)
+    register_prompts(mcp)
     logger.info("workspace roots: %s", ", ".join(str(r) for r in ctx.workspace.roots))
     return mcp
 
@@ -96,7 +104,15 @@ def serve_http(mcp: MCPServer, *, host: str, port: int, allowed_hosts: Sequence[
     served = BearerTokenMiddleware(app, token) if token else app
     logger.info("accepting Host %s", ", ".join(security.allowed_hosts))
     config = uvicorn.Config(served, host=host.strip("[]"), port=port, log_level="warning")
-    anyio.run(uvicorn.Server(config).serve)
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # the readiness line clients and tests wait for (stdout stays clean)
+                sys.stderr.write(f"oprof-mcp: serving http://{host}:{port}/mcp\n")
+                sys.stderr.flush()
+
+    anyio.run(AnnouncingServer(config).serve)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -46,6 +46,19 @@ class Workspace:
                 resolved.append(path)
         self.roots: tuple[Path, ...] = tuple(resolved)
 
+    def adopt(self, offered: Sequence[Path], *, narrow_only: bool) -> tuple[Path, ...]:
+        """Take the roots a client offers (existing directories); with ``narrow_only``, only those inside
+        the current roots, so a client can narrow what the operator allowed but never widen it.
+        The roots stay as they were when none qualifies; the roots in force are returned."""
+        chosen: list[Path] = []
+        for root in offered:
+            path = Path(root).expanduser().resolve()
+            if path.is_dir() and (not narrow_only or self.contains(path)) and path not in chosen:
+                chosen.append(path)
+        if chosen:
+            self.roots = tuple(chosen)
+        return self.roots
+
     @property
     def primary(self) -> Path:
         """The first root: relative paths are taken from it and new runs go under it."""

@@ -156,6 +156,14 @@ class Compared:
     base: Profile | None = None
     opt: Profile | None = None
     ranks: MultiRankComparison | None = None
+    end_to_end: EndToEnd | None = None  # wall time per step recorded beside the two runs, when there is one
+
+
+def end_to_end(base: Path, opt: Path) -> EndToEnd | None:
+    """The end-to-end wall times (walltime.json / optimize.json) recorded for this baseline and optimized run."""
+    from profiler_core.report.end_to_end import end_to_end_for
+
+    return end_to_end_for(base, opt)
 
 
 def compare_paths(base: Path, opt: Path, *, force: bool = False, force_option: str = "force") -> Compared:
@@ -171,7 +179,7 @@ def compare_paths(base: Path, opt: Path, *, force: bool = False, force_option: s
     base_profile, opt_profile = load_profile(base), load_profile(opt)
     result = compare_profiles(base_profile, opt_profile, base_label=str(base), opt_label=str(opt), force=force,
                               force_option=force_option)
-    return Compared(comparison=result, base=base_profile, opt=opt_profile)
+    return Compared(comparison=result, base=base_profile, opt=opt_profile, end_to_end=end_to_end(base, opt))
 
 
 # ------------------------------------------------------------------ report
@@ -192,10 +200,11 @@ class Report:
         return render_html(self.profile, findings=self.findings, comparison=self.comparison, baseline=baseline,
                            title=title, end_to_end=end_to_end)
 
-    def markdown(self, *, top_k: int = 10) -> str:
+    def markdown(self, *, top_k: int = 10, end_to_end: EndToEnd | None = None) -> str:
         from profiler_core.report.markdown import render_markdown
 
-        return render_markdown(self.profile, findings=self.findings, comparison=self.comparison, top_k=top_k)
+        return render_markdown(self.profile, findings=self.findings, comparison=self.comparison, top_k=top_k,
+                               end_to_end=end_to_end)
 
     def perfetto(self) -> str:
         from profiler_core.report.perfetto import export_perfetto

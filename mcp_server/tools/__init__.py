@@ -12,6 +12,7 @@ from mcp.types import ToolAnnotations
 from mcp_server.config import ToolContext
 from mcp_server.workspace import Workspace
 from profiler_core import api
+from profiler_core.rundir import PROFILE_NAME, is_multi_rank
 from profiler_core.schema import Profile
 
 TOOL_MODULES = (
@@ -21,6 +22,8 @@ TOOL_MODULES = (
     "mcp_server.tools.analysis",
     "mcp_server.tools.roofline",
     "mcp_server.tools.passes",
+    "mcp_server.tools.walltime",
+    "mcp_server.tools.optimize",
 )
 
 
@@ -40,8 +43,18 @@ def workload_file(ws: Workspace, given: str) -> Path:
 
 
 def load_profile(ws: Workspace, given: str) -> tuple[Path, Profile]:
-    """The profile.json ``given`` names, inside the workspace, and the profile it holds."""
-    path = ws.existing_file(given, what="profile.json")
+    """The profile ``given`` names, inside the workspace, and the profile it holds.
+
+    ``given`` is a profile.json, or a run directory: its profile.json while current, else the
+    run attributed now (as the CLI does). The path returned is the profile.json's either way,
+    so outputs written beside it land in the run directory.
+    """
+    path = ws.existing(given, what="profile.json or run directory")
+    if path.is_dir():
+        if is_multi_rank(path):
+            raise ToolError(f"{given}: a multi-rank run has one profile per rank; pass "
+                            f"{Path(given) / 'rank0'} (or another rank), or call attribute(run_dir='{given}')")
+        return path / PROFILE_NAME, api.load_profile(path)
     return path, api.load_profile(path)
 
 

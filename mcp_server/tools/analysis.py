@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from mcp_server.arguments import PATH_CHARS
@@ -22,6 +23,7 @@ from mcp_server.models import (
     CompareResult,
     ComparisonHeadline,
     DiagnoseResult,
+    EndToEndOut,
     FindingRow,
     OperatorDeltaRow,
     OverheadDeltaRow,
@@ -34,6 +36,7 @@ from profiler_core import api
 from profiler_core.atomic_write import write_text_atomic
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.rundir import COMPARISON_NAME, FINDINGS_NAME, PROFILE_NAME
+from profiler_core.rundir.layout import WALLTIME_NAME
 from profiler_core.schema import Profile
 
 if TYPE_CHECKING:
@@ -42,7 +45,12 @@ if TYPE_CHECKING:
 
 PREFERRED_COUNTERS = (*HEADLINE_COUNTERS, "memory_throughput_pct", "local_memory_wavefronts")
 SKIPPED_COUNTERS = frozenset({"gpu_time_duration_ns"})  # replayed under ncu: never a duration to compare
-ProfileArg = Annotated[str, Field(max_length=PATH_CHARS, description="A profile.json written by attribute.")]
+ProfileArg = Annotated[str, Field(max_length=PATH_CHARS,
+                                  description="A profile.json written by attribute, or its run directory.")]
+WallTimeArg = Annotated[str | None, Field(max_length=PATH_CHARS, description=(
+    "walltime.json from the walltime tool (baseline and optimized timed end to end): the verdict then "
+    "follows wall time per step. Default: the one recorded beside the runs, if any (optimize's run "
+    "directory, a shipped example)."))]
 OutputArg = Annotated[str | None, Field(max_length=PATH_CHARS,
     description="Where to write the full result; default beside the profile.")]
 
@@ -87,7 +95,34 @@ def _compare(base: Profile, opt: Profile, *, base_path: Path, opt_path: Path, fo
                                 force=force, force_option="force=true")
 
 
-def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top_k: int) -> CompareResult:
+def end_to_end_of(ws: Any, c: Comparison, base_path: Path, opt_path: Path, walltime: str | None) -> EndToEndOut:
+    """The verdict, wall time per step first: from ``walltime`` when given, else recorded beside the runs."""
+    from profiler_core.report.end_to_end import read_walltime_file, verdict_fields
+
+    if walltime:
+        e = read_walltime_file(ws.existing_file(walltime, what=WALLTIME_NAME))
+        if e is None or e.wall_speedup is None:
+            raise ToolError(f"{walltime}: holds no baseline and optimized medians; call walltime with "
+                            "workload and baseline_workload to write one")
+    else:
+        e = api.end_to_end(base_path, opt_path)
+    return EndToEndOut.model_validate(verdict_fields(c, e))
+
+
+def _wall_for_html(ws: Any, e2e: EndToEndOut | None, walltime: str | None, base_path: Path | None,
+                   opt_path: Path) -> Any:
+    """The EndToEnd the HTML banner reads (the same figures the tool returns)."""
+    from profiler_core.report.end_to_end import read_walltime_file
+
+    if e2e is None or base_path is None:
+        return None
+    if walltime:
+        return read_walltime_file(ws.existing_file(walltime, what=WALLTIME_NAME))
+    return api.end_to_end(base_path, opt_path)
+
+
+def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top_k: int,
+                      end_to_end: EndToEndOut | None = None) -> CompareResult:
     """The wire form of a Comparison: headline, checks, classes, the top operator changes."""
     ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))
     rows = [OperatorDeltaRow(label=r.label, op_class=enum_value(r.op_class), method=enum_value(r.method),
@@ -116,6 +151,7 @@ def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top
         shift_checks=[ShiftRow(rule_id=s.rule_id, field=s.field, expected=s.expected, observed=s.observed,
                                as_predicted=s.as_predicted, text=s.text) for s in c.shift_checks],
         warnings=c.warnings[:MAX_WARNINGS],
+        end_to_end=end_to_end,
     )
 
 
@@ -152,37 +188,44 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="Compare two profiles", annotations=hints("Compare two profiles", read_only=False))
     def compare(
-        baseline: Annotated[str, Field(max_length=PATH_CHARS, description="The baseline profile.json.")],
+        baseline: Annotated[str, Field(max_length=PATH_CHARS,
+                                       description="The baseline profile.json, or its run directory.")],
         optimized: Annotated[str, Field(max_length=PATH_CHARS,
-            description="The optimized profile.json (same workload, same settings).")],
+            description="The optimized profile.json or run directory (same workload, same settings).")],
         output: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write the full comparison; default beside the optimized profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operator groups to list.")] = 10,
         force: Annotated[bool, Field(
             description="Compare even when the two profiles measure different workloads.")] = False,
+        walltime: WallTimeArg = None,
     ) -> CompareResult:
         """Baseline vs optimized: total and verdict, comparability checks, per-class and per-operator deltas.
 
         Also the new overhead the optimized run pays (casts, copies) and whether the counters the
-        baseline's findings predicted actually moved.
+        baseline's findings predicted actually moved. end_to_end leads with wall time per step
+        wherever the pair was timed; speedup and verdict at the top level are profiled kernel time.
         """
         with tool_errors(ws):
             base_path, base = load_profile(ws, baseline)
             opt_path, opt = load_profile(ws, optimized)
             out = ws.output_file(output or sibling(opt_path, COMPARISON_NAME), kind="comparison")
             result = _compare(base, opt, base_path=base_path, opt_path=opt_path, force=force)
+            e2e = end_to_end_of(ws, result, base_path, opt_path, walltime)
             write_text_atomic(out, result.model_dump_json(indent=1))
-            return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k)
+            return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k,
+                                     end_to_end=e2e)
 
     @mcp.tool(title="Report on a profile", annotations=hints("Report on a profile", read_only=False))
     def report(
         profile: ProfileArg,
         baseline: Annotated[str | None, Field(max_length=PATH_CHARS,
-            description="A baseline profile.json: the report then leads with the comparison.")] = None,
+            description="A baseline profile.json or run directory: the report then leads with the "
+                        "comparison.")] = None,
         include_findings: Annotated[bool, Field(description="Run diagnose and include its findings.")] = True,
         html: Annotated[str | None, Field(max_length=PATH_CHARS,
             description="Where to write the HTML report; default report.html beside the profile.")] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="Operators in the summary.")] = 10,
+        walltime: WallTimeArg = None,
     ) -> ReportResult:
         """A self-contained HTML report, and a compact summary of the profile for reading here."""
         with tool_errors(ws):
@@ -192,15 +235,20 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             if include_findings:
                 findings_file = ws.output_file(sibling(path, FINDINGS_NAME), kind="findings")
                 findings = _diagnose_to(prof, findings_file)
-            comparison = headline = None
+            comparison = headline = e2e = None
             if baseline:
                 base_path, base = load_profile(ws, baseline)
                 comparison = _compare(base, prof, base_path=base_path, opt_path=path)
+                e2e = end_to_end_of(ws, comparison, base_path, path, walltime)
                 headline = ComparisonHeadline(
                     baseline=str(base_path), verdict=comparison.verdict, speedup=comparison.speedup,
-                    delta_pct=round(comparison.delta_pct, 2), comparable=comparison.comparability.comparable)
+                    delta_pct=round(comparison.delta_pct, 2), comparable=comparison.comparability.comparable,
+                    end_to_end=e2e)
+            elif walltime:
+                raise ToolError("walltime compares a baseline with this profile: pass baseline too")
             rendered = api.Report(prof, findings=findings, comparison=comparison)
-            write_text_atomic(out, rendered.html())
+            wall = _wall_for_html(ws, e2e, walltime, base_path if baseline else None, path)
+            write_text_atomic(out, rendered.html(end_to_end=wall))
             summary = rendered.summary(top_k=top_k)
             return ReportResult(profile=str(path), html=str(out),
                                 findings_file=str(findings_file) if findings_file else None,

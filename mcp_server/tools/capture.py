@@ -73,8 +73,8 @@ async def follow(context: Context, jobs: JobManager, job_id: str, wait_s: float)
     while True:
         snap = jobs.snapshot(job_id)
         if reported < 0:  # a first line, however far the job got before this call looked
-            await context.report_progress(0, None, f"capture {job_id} started" if snap.events == 0 else
-                                          f"capture {job_id}: following, {snap.events} event(s) so far")
+            await context.report_progress(0, None, f"{snap.kind} {job_id} started" if snap.events == 0 else
+                                          f"{snap.kind} {job_id}: following, {snap.events} event(s) so far")
             reported = 0
         first = snap.events - len(snap.recent) + 1  # the event number of recent[0]
         for number, event in enumerate(snap.recent, start=first):

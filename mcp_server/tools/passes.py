@@ -23,8 +23,9 @@ from mcp_server.tools import hints, workload_file
 from mcp_server.views import enum_value
 from profiler_core import api
 from profiler_core.compile_mode import TorchCompileMode
-from profiler_core.passes.planner import PLAN_FILE, WRAPPER_FILE
 from profiler_core.rundir.create import default_run_dir
+from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME as WRAPPER_FILE
+from profiler_core.rundir.layout import PLAN_NAME as PLAN_FILE
 from profiler_core.workload_process import ChildLimits
 
 

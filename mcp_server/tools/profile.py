@@ -98,7 +98,8 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
     @mcp.tool(title="Inspect one operator", annotations=hints("Inspect one operator", read_only=True))
     def get_operator(
-        profile: Annotated[str, Field(max_length=PATH_CHARS, description="A profile.json written by attribute.")],
+        profile: Annotated[str, Field(max_length=PATH_CHARS,
+                                      description="A profile.json written by attribute, or its run directory.")],
         operator: Annotated[str, Field(max_length=KEY_CHARS,
             description="Operator key such as 'aten::addmm#0' (from attribute or report), "
                         "or a bare name when only one call has it.")],

@@ -16,7 +16,8 @@ from mcp_server.errors import tool_errors
 from mcp_server.tools import hints, load_profile
 from mcp_server.views import showing
 
-ProfileArg = Annotated[str, Field(max_length=PATH_CHARS, description="A profile.json written by attribute.")]
+ProfileArg = Annotated[str, Field(max_length=PATH_CHARS,
+                                  description="A profile.json written by attribute, or its run directory.")]
 
 
 class _Out(BaseModel):

@@ -11,7 +11,7 @@ from mcp_server.arguments import PATH_CHARS
 from mcp_server.config import ToolContext
 from mcp_server.errors import tool_errors
 from mcp_server.models import ListRunsResult
-from mcp_server.runs import find_run_dirs, read_run, sort_key
+from mcp_server.runs import collect_runs
 from mcp_server.tools import hints
 from mcp_server.views import showing
 
@@ -25,17 +25,13 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             description="Directory to search; default every workspace root.")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Runs to list, newest first.")] = 20,
     ) -> ListRunsResult:
-        """Run directories (holding manifest.json or profile.json): workload, status, GPU, settings, files."""
+        """Run directories (holding manifest.json or profile.json): workload, status, GPU, settings, files.
+
+        The same listing is the resource oprof://runs; each run is also a resource (oprof://run/...).
+        """
         with tool_errors(ws):
             tops = [ws.existing_dir(under)] if under else list(ws.roots)
-            seen: set[str] = set()
-            runs = []
-            for top in tops:
-                for run_dir in find_run_dirs(top):
-                    if str(run_dir) not in seen:
-                        seen.add(str(run_dir))
-                        runs.append(read_run(run_dir, inside=ws.contains))
-            runs.sort(key=sort_key, reverse=True)
+            runs = collect_runs(tops, inside=ws.contains)
             listed = runs[:limit]
             more = "raise limit, or pass under= to narrow the search"
             return ListRunsResult(searched=[str(t) for t in tops], runs=listed,

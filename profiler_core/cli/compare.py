@@ -1,5 +1,8 @@
 """``oprof compare BASE.json OPT.json``: time and counter deltas, a verdict, and a CI gate.
 
+The verdict leads with wall time per step when the two runs have one recorded beside them
+(``walltime.json`` or ``optimize.json`` next to ``baseline/``), profiled kernel time second.
+
 Exit status: 0 when the gate passes (or none is set), 1 when ``--fail-if-slower PCT`` trips,
 2 for a user error (missing or invalid profile, or two different workloads:
 ``WorkloadMismatchError``, which ``--force`` overrides). Comparability warnings go to stderr in every
@@ -17,6 +20,7 @@ from profiler_core import api
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.cli.outputs import write_output
 from profiler_core.distributed.compare import MultiRankComparison
+from profiler_core.report.end_to_end import verdict_fields
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
@@ -47,19 +51,19 @@ def compare_command(
     if done.ranks is not None:
         _render_ranks(done.ranks, as_json=as_json, fail_if_slower=fail_if_slower)
         return
-    result, opt_profile = done.comparison, done.opt
+    result, opt_profile, e2e = done.comparison, done.opt, done.end_to_end
     if result is None or opt_profile is None:
         return  # compare_paths gives either the ranks or both of these
     if markdown is not None:
-        write_output(markdown, render_markdown(comparison=result))
+        write_output(markdown, render_markdown(comparison=result, end_to_end=e2e))
     if html is not None:
-        write_output(html, render_html(opt_profile, comparison=result))
+        write_output(html, render_html(opt_profile, comparison=result, end_to_end=e2e))
     if as_json:
-        emit_json(result)
+        emit_json({**result.model_dump(mode="json"), "end_to_end": verdict_fields(result, e2e)})
         if (w := warnings_renderable(result.warnings)) is not None:
             err_console.print(w)
     else:
-        for item in comparison_renderables(result):
+        for item in comparison_renderables(result, end_to_end=e2e):
             out_console.print(item)
     if fail_if_slower is not None and result.delta_pct > fail_if_slower:
         err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "

@@ -11,6 +11,7 @@ from profiler_core import api
 from profiler_core.cli import command, emit_json, out_console
 from profiler_core.cli.outputs import PROFILE_HELP, write_output
 from profiler_core.report.digest import headline
+from profiler_core.report.end_to_end import verdict_fields
 from profiler_core.report.terminal import comparison_renderables, findings_renderables, profile_renderables
 
 
@@ -36,17 +37,19 @@ def report_command(
     base = api.load_profile(baseline) if baseline is not None else None
     rep = api.report(prof, baseline=base, base_label=str(baseline), opt_label=str(profile))
     findings, comparison = rep.findings, rep.comparison
+    e2e = api.end_to_end(baseline, profile) if baseline is not None else None
     written: dict[str, str] = {}
     if html is not None:
-        written["html"] = str(write_output(html, rep.html()))
+        written["html"] = str(write_output(html, rep.html(end_to_end=e2e)))
     if markdown is not None:
-        written["markdown"] = str(write_output(markdown, rep.markdown(top_k=top_k)))
+        written["markdown"] = str(write_output(markdown, rep.markdown(top_k=top_k, end_to_end=e2e)))
     if perfetto is not None:
         written["perfetto"] = str(write_output(perfetto, rep.perfetto()))
     if as_json:
         doc: dict[str, Any] = {"profile": headline(prof),
                                "findings": findings.model_dump(mode="json") if findings else None,
                                "comparison": comparison.model_dump(mode="json") if comparison else None,
+                               "end_to_end": verdict_fields(comparison, e2e) if comparison else None,
                                "files": written}
         if summary:
             doc["summary"] = rep.summary(top_k=top_k)
@@ -55,7 +58,7 @@ def report_command(
     if summary:
         emit_json(rep.summary(top_k=top_k))
         return
-    items = [*(comparison_renderables(comparison) if comparison else []),
+    items = [*(comparison_renderables(comparison, end_to_end=e2e) if comparison else []),
              *profile_renderables(prof, top_k=top_k), *(findings_renderables(findings) if findings else [])]
     for item in items:
         out_console.print(item)

@@ -45,10 +45,10 @@ from profiler_core.passes.step_run import (
 from profiler_core.passes.step_validation import check_reproducible, check_step_compares_something
 from profiler_core.passes.verdict import judge_steps
 from profiler_core.passes.wrapper import write_optimized_workload
-from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME
+from profiler_core.rundir.layout import OPTIMIZED_WORKLOAD_NAME, PLAN_NAME
 from profiler_core.workload import Workload, default_step, load_workload
 
-PLAN_FILE = "plan.json"
+PLAN_FILE = PLAN_NAME
 WRAPPER_FILE = OPTIMIZED_WORKLOAD_NAME
 CUDA_GRAPH_RUNS = 3  # warm-up, record, replay: check the replayed graph's outputs
 

@@ -26,6 +26,7 @@ from profiler_core.report.digest import (
     top_operators,
     us,
 )
+from profiler_core.report.end_to_end import EndToEnd, banner, wall_verdict
 from profiler_core.schema import Profile
 
 _VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "unchanged": "bold yellow"}
@@ -42,11 +43,16 @@ def warnings_renderable(warnings: list[str]) -> RenderableType | None:
     return Text("\n".join(f"WARNING: {w}" for w in warnings), style="bold red")
 
 
-def comparison_renderables(c: Comparison, *, top_k: int = 10) -> list[RenderableType]:
-    """Verdict, per-class and per-operator tables, predicted shifts, new overhead."""
+def comparison_renderables(c: Comparison, *, top_k: int = 10,
+                           end_to_end: EndToEnd | None = None) -> list[RenderableType]:
+    """Verdict (end to end first, when wall time was measured), class and operator tables, shifts, overhead."""
     out: list[RenderableType] = []
     if (w := warnings_renderable(c.warnings)) is not None:
         out.append(w)
+    if wall_verdict(end_to_end) is not None:
+        verdict, text = banner(c, end_to_end)
+        word, _, rest = text.partition(" ")
+        out.append(Text.assemble((word, _VERDICT_STYLE[verdict]), " " + rest))
     speed = f"{c.speedup:.2f}x" if c.speedup else "n/a"
     per = " per iteration" if c.per_iteration else ""
     out.append(Text.assemble(

@@ -88,10 +88,12 @@ async def test_report_writes_html_and_a_bounded_summary(pair_ws: Path) -> None:
     ("diagnose", {"profile": "base/kineto.json"}, "invalid profile"),
     ("diagnose", {"profile": "base/profile.json", "output": "/tmp/findings.json"}, "outside the workspace"),
     ("compare", {"baseline": "base/profile.json", "optimized": "/etc/hostname"}, "outside the workspace"),
-    ("compare", {"baseline": "base/profile.json", "optimized": "opt"}, "is a directory"),
+    ("compare", {"baseline": "base/profile.json", "optimized": "base/logs"}, "holds no timeline"),
     ("report", {"profile": "base/profile.json", "baseline": "missing/profile.json"}, "no such profile.json"),
     ("report", {"profile": "base/profile.json", "html": "base"}, "is a directory"),
-], ids=["missing", "not-a-profile", "output-outside", "input-outside", "dir", "missing-baseline", "html-dir"])
+], ids=["missing", "not-a-profile", "output-outside", "input-outside", "not-a-run", "missing-baseline",
+        "html-dir"])
 async def test_analysis_refusals(pair_ws: Path, tool: str, args: dict, match: str) -> None:
+    (pair_ws / "base" / "logs").mkdir(exist_ok=True)  # a directory that holds no capture
     async with connect(roots=(pair_ws,)) as client:
         assert match in await call_err(client, tool, args)

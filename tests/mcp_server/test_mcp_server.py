@@ -13,9 +13,10 @@ from tests.mcp_server.mcp_helpers import connect
 EXPECTED_TOOLS = {
     "capture", "capture_status", "capture_result", "cancel_capture", "list_runs", "attribute", "get_operator",
     "diagnose", "compare", "report", "list_passes", "apply_pass", "get_roofline", "get_modules",
+    "walltime", "walltime_status", "optimize", "optimize_status", "optimize_result", "cancel_optimize",
 }
 READ_ONLY = {"capture_status", "capture_result", "list_runs", "get_operator", "list_passes", "get_roofline",
-             "get_modules"}
+             "get_modules", "walltime_status", "optimize_status", "optimize_result"}
 
 
 @pytest.mark.anyio

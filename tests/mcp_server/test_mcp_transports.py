@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 import subprocess
 import sys
@@ -36,6 +37,30 @@ async def test_stdio_subprocess(joinable_ws: Path) -> None:
         assert outside.is_error and "outside the workspace" in outside.content[0].text
 
 
+READY_DEADLINE_S = 120  # generous: a loaded machine; the line comes as soon as the port is bound
+
+
+def wait_for_announcement(proc: subprocess.Popen[bytes], line: str) -> None:
+    """Read the server's stderr until it announces ``line``; fail naming what was awaited and what came."""
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + READY_DEADLINE_S
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        text = proc.stderr.readline().decode(errors="replace")
+        if not text:
+            break
+        seen.append(text.rstrip())
+        if line in text:
+            return
+    pytest.fail(f"oprof-mcp did not announce {line!r} on stderr within {READY_DEADLINE_S} s "
+                f"(exit status {proc.poll()}); its stderr: {seen[-10:]}")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -50,13 +75,7 @@ async def test_http_binds_loopback_and_keeps_stdout_clean(workspace: Path) -> No
                              "--root", str(workspace)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                await anyio.sleep(0.1)
+        await anyio.to_thread.run_sync(wait_for_announcement, proc, f"serving http://127.0.0.1:{port}/mcp")
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             result = await client.call_tool("list_runs", {})
             assert not result.is_error and result.structured_content["searched"] == [str(workspace.resolve())]
