@@ -23,6 +23,7 @@ import orjson
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.errors import ProfilerError
 from profiler_core.rundir import PROFILE_NAME
+from profiler_core.rundir.layout import BASELINE_DIR, OPTIMIZE_NAME
 from profiler_core.schema import Profile, read_profile
 
 PHASES = ("forward", "backward", "optimizer")
@@ -78,8 +79,8 @@ def read_training_view(run_dir: str | Path) -> TrainingView | None:
     """The view of an ``oprof optimize`` run directory (optimize.json, baseline/ and its trials' captures)."""
     out = Path(run_dir)
     try:
-        result = orjson.loads((out / "optimize.json").read_bytes())
-        baseline = read_profile(out / "baseline" / PROFILE_NAME)
+        result = orjson.loads((out / OPTIMIZE_NAME).read_bytes())
+        baseline = read_profile(out / BASELINE_DIR / PROFILE_NAME)
         kept = [(t["transformation"], read_profile(Path(t["run_dir"]) / "capture" / PROFILE_NAME))
                 for t in result.get("trials", []) if t.get("outcome") == "kept" and t.get("run_dir")]
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ProfilerError) as err:
