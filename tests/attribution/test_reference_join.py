@@ -48,7 +48,10 @@ def _disagreements(profile: Profile, kineto: Path, output_code: Path | None) -> 
 def test_shipped_capture_agrees_with_the_raw_records(run: Path) -> None:
     profile = attribute_run(run)
     bad, checked = _disagreements(profile, run / "kineto.json.gz", _output_code(run))
-    assert checked > 0.5 * len(profile.kernels)
+    # A CUDA graph replay records no launch per kernel: the raw records name only the kernels that
+    # Inductor's output code names (ResNet-50's graphed cuDNN convolutions are not among them).
+    graphed = any("CUDA graph replays" in w for w in profile.warnings)
+    assert checked > (0.4 if graphed else 0.5) * len(profile.kernels)
     assert not bad, f"{len(bad)} of {checked} kernels disagree:\n" + "\n".join(bad[:15])
 
 
