@@ -58,6 +58,7 @@ def test_cuda_graph_replays_follow_the_captured_launch_order(profiles: dict) -> 
     assert prof.coverage.tier_disagreements == 0  # where the fusion map and the launch order both speak
 
 
+@pytest.mark.slow
 def test_optimized_gpt2_is_faster_and_tensor_cores_woke_up(profiles: dict) -> None:
     cmp = compare(profiles["gpt2/baseline"], profiles["gpt2/optimized"])
     assert cmp.verdict == "faster" and cmp.speedup > 3
@@ -65,6 +66,7 @@ def test_optimized_gpt2_is_faster_and_tensor_cores_woke_up(profiles: dict) -> No
     assert gemm.opt_ns < gemm.base_ns
 
 
+@pytest.mark.slow
 def test_freezing_folds_gpt2s_bf16_weight_casts(profiles: dict) -> None:
     # bf16 + qkv (the loop's plan) casts every weight on every call; with freezing the casts are
     # folded into bf16 constants at compile time, and the cast/copy class nearly vanishes
@@ -111,6 +113,7 @@ def test_unrolled_lstm_licenses_the_reroute_before_any_tuning(profiles: dict) ->
     assert candidate_passes(report)[0] == ("rnn_reroute", "recurrent_region")
 
 
+@pytest.mark.slow
 def test_rerouted_lstm_runs_the_recurrence_in_cudnn(profiles: dict) -> None:
     cmp = compare(profiles["lstm_encoder_unrolled/baseline"], profiles["lstm_encoder_unrolled/optimized"])
     assert cmp.verdict == "faster" and cmp.speedup > 1.5 and cmp.comparability.comparable
@@ -122,6 +125,7 @@ def test_rerouted_lstm_runs_the_recurrence_in_cudnn(profiles: dict) -> None:
     assert all(len(row.base_keys) > 100 and all(k.startswith("aten::mm") for k in row.base_keys) for row in rnn_rows)
 
 
+@pytest.mark.slow
 def test_demo_offline_writes_reports(tmp_path: Path) -> None:
     result = CliRunner().invoke(load_commands(), ["demo", "--offline", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -125,6 +125,7 @@ def test_measured_gemm_flops_on_the_h200_recapture_match_the_shapes() -> None:
     assert len(lm_head) == 2 and all(o.roof == "fp32" for o in lm_head)
 
 
+@pytest.mark.slow
 def test_oprof_diagnose_no_roofline_flag_leaves_the_roofline_out() -> None:
     from typer.testing import CliRunner
 

@@ -134,6 +134,7 @@ def test_without_syncs_cuda_graphs_stay_licensed() -> None:
     assert host.transformation == "cuda_graphs"
 
 
+@pytest.mark.slow
 def test_shipped_captures_keep_their_recurrence_and_have_no_decode_loop() -> None:
     from profiler_core.analysis.rules import RuleContext
     from profiler_core.analysis.rules_serving import decode_loop_of

@@ -26,6 +26,7 @@ def profiles() -> dict:
     return {n: attribute_run(CAPTURES / n) for n in names}
 
 
+@pytest.mark.slow
 def test_gpt2_against_the_attention_layer_exits_2_naming_the_error(profiles: dict) -> None:
     base, other = CAPTURES / "gpt2" / "baseline", CAPTURES / "sdpa_attention" / "baseline"
     result = runner.invoke(load_commands(), ["compare", str(base), str(other)])
@@ -37,6 +38,7 @@ def test_gpt2_against_the_attention_layer_exits_2_naming_the_error(profiles: dic
     assert "NOT COMPARABLE: workload differs" in forced.output
 
 
+@pytest.mark.slow
 def test_a_plan_of_the_same_workload_is_the_same_workload(profiles: dict) -> None:
     # the optimized captures measure workload_optimized.py; their plan names the original
     for name in ("gpt2", "sdpa_attention"):

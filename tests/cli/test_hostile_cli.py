@@ -207,6 +207,7 @@ def test_a_socket_is_not_replaced(tmp_path: Path) -> None:
 HOSTILE_NAME = 'w"""+str(open("PWNED","w"))+"""x.py'
 
 
+@pytest.mark.slow
 def test_a_hostile_workload_name_cannot_run_code_in_the_generated_workload(tmp_path: Path) -> None:
     from profiler_core.passes.plan import OptimizationPlan, PlanStatus
     from profiler_core.passes.wrapper import write_optimized_workload

@@ -47,6 +47,7 @@ def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     ["report", str(GPT2 / "baseline"), "--html", "{tmp}/report.html"],
     ["compare", str(GPT2 / "baseline"), str(GPT2 / "optimized"), "--json"],
 ], ids=["help", "version", "diagnose", "attribute", "report", "compare"])
+@pytest.mark.slow
 def test_light_commands_never_import_torch(tmp_path: Path, args: list[str]) -> None:
     result = _run([a.replace("{tmp}", str(tmp_path)) for a in args])
     verdict = json.loads(result.stderr.strip().splitlines()[-1])
@@ -55,6 +56,7 @@ def test_light_commands_never_import_torch(tmp_path: Path, args: list[str]) -> N
     assert result.stdout.strip()
 
 
+@pytest.mark.slow
 def test_the_probe_sees_a_heavy_import() -> None:
     # the check above can fail: a command that needs torch (the pass registry) is seen loading it
     verdict = json.loads(_run(["passes", "--json"]).stderr.strip().splitlines()[-1])
@@ -70,6 +72,7 @@ def test_registry_matches_the_commands() -> None:
         assert inspect.cleandoc(command.help).split("\n\n")[0] == short_help, name
 
 
+@pytest.mark.slow
 def test_lazy_help_is_the_eager_help() -> None:
     lazy = _run(["--help"], COLUMNS="200")
     eager = subprocess.run([sys.executable, "-c", "import sys; from profiler_core.cli import load_commands, main; "

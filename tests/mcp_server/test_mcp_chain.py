@@ -49,6 +49,7 @@ async def _capture(client: Any, workload: str) -> str:
     return str(result["run"]["run_dir"])
 
 
+@pytest.mark.slow
 async def test_an_agent_drives_the_whole_loop_through_the_server(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")  # validation of the plan runs the small config on CPU

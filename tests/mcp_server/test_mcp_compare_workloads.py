@@ -12,6 +12,7 @@ from tests.mcp_server.mcp_helpers import call_err, call_ok, connect
 CAPTURES = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_gpt2_against_the_attention_layer_is_refused_then_forced(tmp_path: Path) -> None:
     for name in ("gpt2", "sdpa_attention"):

@@ -28,6 +28,7 @@ def shipped_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("sdpa_attention", "unchanged", "faster", "host-bound or launch-bound"),
     ("tv_resnet18", "faster", "slower", "outside the kernels"),
 ], ids=["host_bound_attention", "cuda_graphs_resnet"])
+@pytest.mark.slow
 async def test_compare_and_report_lead_with_wall_time(shipped_ws: Path, name: str, verdict: str,
                                                       kernel_verdict: str, why: str) -> None:
     async with connect(roots=(shipped_ws,)) as client:

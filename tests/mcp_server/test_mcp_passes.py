@@ -32,6 +32,7 @@ async def test_list_passes_is_the_registry(workspace: Path) -> None:
     assert next(p for p in out["passes"] if p["name"] == "rnn_reroute")["structural"] is True
 
 
+@pytest.mark.slow
 async def test_apply_pass_validates_and_writes_the_optimized_workload(passes_ws: Path) -> None:
     async with connect(roots=(passes_ws,)) as client:
         args = {"workload": "tiny_attention.py", "passes": ["sdpa", "qkv_fusion"], "out_dir": "opt", **FAST}
@@ -48,6 +49,7 @@ async def test_apply_pass_validates_and_writes_the_optimized_workload(passes_ws:
     assert sdpa["requested_by"] == ["argument"]
 
 
+@pytest.mark.slow
 async def test_findings_travel_only_with_the_chosen_passes(passes_ws: Path, joinable: Path) -> None:
     # The same model's real profile: its findings license several passes; only sdpa is chosen.
     run = passes_ws / "h200"
@@ -78,6 +80,7 @@ async def test_findings_travel_only_with_the_chosen_passes(passes_ws: Path, join
     ({"passes": ["sdpa"], "device": "tpu"}, "'cuda' or 'cpu'"),
 ], ids=["no-pass", "unknown-pass", "outside", "not-python", "missing-findings", "bad-findings", "out-outside",
         "bad-device"])
+@pytest.mark.slow
 async def test_apply_pass_refusals(passes_ws: Path, args: dict, match: str) -> None:
     (passes_ws / "notes.txt").write_text("not json")
     async with connect(roots=(passes_ws,)) as client:
@@ -85,6 +88,7 @@ async def test_apply_pass_refusals(passes_ws: Path, args: dict, match: str) -> N
     assert match in text
 
 
+@pytest.mark.slow
 async def test_apply_pass_on_the_gpu_waits_for_a_running_capture(passes_ws: Path) -> None:
     def slow_capture(workload: Path, config: Any, *, progress: Any, cancel: threading.Event) -> None:
         progress("kineto", 1, 3, "torch.profiler trace")

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "torch._inductor", "pandas", "pyarrow", "numpy", "triton")
 
@@ -40,11 +42,13 @@ def _run(code: str, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_importing_the_server_module_imports_no_torch() -> None:
     out = _run(f"import sys, mcp_server.server, mcp_server.__main__; print([m for m in {HEAVY!r} if m in sys.modules])")
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_serving_initialize_and_the_listings_imports_no_torch(tmp_path: Path) -> None:
     doc = json.loads(_run(SERVE_AND_LIST.format(heavy=HEAVY), str(tmp_path)).strip().splitlines()[-1])
     assert doc["tools"] >= 20 and doc["resources"] >= 1 and doc["prompts"] == 1

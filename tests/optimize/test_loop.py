@@ -98,6 +98,7 @@ def strict_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(DEFAULT_POLICY.unit_roundoff, "bfloat16", DEFAULT_POLICY.unit_roundoff["float32"])
 
 
+@pytest.mark.slow
 def test_loop_keeps_the_faster_pass_and_rejects_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          small: None, elementwise_first: None,
                                                          strict_bf16: None) -> None:
@@ -193,6 +194,7 @@ def test_a_kept_pass_re_diagnoses_and_drops_the_symptoms_it_removed(tmp_path: Pa
         ("host_bound", "cuda_graphs"), ("far_below_roofline", None)]
 
 
+@pytest.mark.slow
 def test_budget_counts_passes_tried_not_transformations_without_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None, elementwise_first: None) -> None:
     fake = FakeCapture([pair_profile("base"), pair_profile("base")])
@@ -209,6 +211,7 @@ def test_budget_counts_passes_tried_not_transformations_without_one(
     assert "profiled kernel time" in result.trials[-1].reason
 
 
+@pytest.mark.slow
 def test_failed_and_not_comparable_trials_keep_the_loop_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              small: None) -> None:
     fake = FakeCapture([RuntimeError("ncu lost the GPU"), _other_gpu(pair_profile("opt")), pair_profile("opt")])
@@ -280,6 +283,7 @@ def _cli(args: list[str]) -> object:
     return CliRunner().invoke(load_commands(), args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strict, code", [(False, 0), (True, 1)], ids=["validated", "validation-failed"])
 def test_cli_exit_code_says_whether_a_pass_failed_validation(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None, request: pytest.FixtureRequest,
@@ -342,6 +346,7 @@ def training_findings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analysis, "diagnose", diagnose)
 
 
+@pytest.mark.slow
 def test_a_training_loop_skips_inference_passes_and_times_each_trial(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, training_findings: None) -> None:
     workload = tmp_path / "train.py"
@@ -383,6 +388,7 @@ def _timeline_sdpa_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analysis, "diagnose", diagnose)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("plan_ms", "outcome"), [(1.0, "kept"), (2.0, "not_faster")])
 def test_a_timeline_finding_is_judged_on_end_to_end_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          small: None, plan_ms: float, outcome: str) -> None:

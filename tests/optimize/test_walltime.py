@@ -43,10 +43,12 @@ def test_in_process_rejects_bad_settings(small: None, kwargs: dict, message: str
         measure_in_process(EXAMPLE, warmup=0, device="cpu", **kwargs)
 
 
+@pytest.mark.slow
 def test_measure_runs_a_fresh_interpreter_on_cpu(small: None) -> None:
     _check(measure(EXAMPLE, iters=3, warmup=1, compile_mode="eager", device="cpu"), 3)
 
 
+@pytest.mark.slow
 def test_measure_names_a_broken_workload(tmp_path: Path) -> None:
     broken = tmp_path / "no_entry.py"
     broken.write_text(NO_ENTRY)
@@ -79,6 +81,7 @@ def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: 
     assert result.notes == []
 
 
+@pytest.mark.slow
 def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       small: None) -> None:
     monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))
@@ -92,6 +95,7 @@ def test_loop_keeps_its_results_when_wall_timing_fails(tmp_path: Path, monkeypat
     assert "missing/python" in result.notes[0]
 
 
+@pytest.mark.slow
 def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               small: None) -> None:
     monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))
@@ -109,6 +113,7 @@ def test_a_killed_wall_timing_leaves_the_loop_results_on_disk(tmp_path: Path, mo
     assert (out / "comparison.json").is_file() and (out / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_timing_runs_load_the_caches_their_captures_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              small: None) -> None:
     fake = FakeCapture([pair_profile("opt")])

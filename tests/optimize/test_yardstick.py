@@ -84,6 +84,7 @@ def test_every_run_times_the_recipes_beside_the_plan(tmp_path: Path, monkeypatch
     assert "rejected_validation" in page and "autocast(bfloat16) + torch.compile(model)" in page
 
 
+@pytest.mark.slow
 def test_no_yardstick_skips_the_recipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None,
                                         children_in_process: list[list[str]]) -> None:
     monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base")]))

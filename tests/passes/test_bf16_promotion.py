@@ -236,6 +236,7 @@ def test_an_outer_product_stays_fp32_without_an_autocast_block() -> None:
     torch.testing.assert_close(run_graph(got.gm, got.example), expected, **BF16_TOL)
 
 
+@pytest.mark.slow
 def test_a_real_qwen2_keeps_its_cached_keys_within_bf16_tolerance_at_256_positions() -> None:
     """However this transformers computes the angles (a matmul under autocast off, a bare outer product,
     an elementwise product), the promoted graph must rotate the keys as the float32 model does."""

@@ -35,6 +35,7 @@ def test_passes_table_goes_to_stdout() -> None:
     assert result.stderr == "" and "qkv_fusion" in result.stdout
 
 
+@pytest.mark.slow
 def test_apply_pass_eager_writes_plan_and_wrapper(small_examples: Path, tmp_path: Path) -> None:
     result = _invoke("apply-pass", str(small_examples / "sdpa_attention.py"), "--pass", "qkv_fusion",
                      "-p", "sdpa", "-p", "cuda_graphs", "--device", "cpu", "--compiler", "eager",
@@ -53,6 +54,7 @@ def test_apply_pass_eager_writes_plan_and_wrapper(small_examples: Path, tmp_path
     (["--pass", "sdpa", "--device", "tpu"], "error: unknown device 'tpu'; use cpu, cuda or cuda:N"),
     ([], "error: no pass to apply"),
 ], ids=["bad-pass", "bad-device", "no-pass"])
+@pytest.mark.slow
 def test_user_errors_exit_2_with_one_line(small_examples: Path, args: list[str], message: str) -> None:
     result = _invoke("apply-pass", str(small_examples / "sdpa_attention.py"), "--device", "cpu", *args)
     assert result.exit_code == 2
@@ -60,6 +62,7 @@ def test_user_errors_exit_2_with_one_line(small_examples: Path, args: list[str],
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_missing_workload_exits_2(tmp_path: Path) -> None:
     result = _invoke("apply-pass", str(tmp_path / "nope.py"), "--pass", "sdpa", "--device", "cpu")
     assert result.exit_code == 2

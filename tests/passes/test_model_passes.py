@@ -63,6 +63,7 @@ def test_a_conv_whose_output_is_also_used_elsewhere_is_not_folded() -> None:
     assert pairs == []
 
 
+@pytest.mark.slow
 def test_conv_bn_folding_removes_every_batchnorm_and_keeps_the_logits(resnet_workload: Path) -> None:
     plan = apply_pass_plan(resnet_workload, ["conv_bn_folding"], device="cpu", compiler="eager")
     record = plan.record("conv_bn_folding")
@@ -82,6 +83,7 @@ def test_conv_bn_folding_edits_the_model_copy(resnet_workload: Path) -> None:
         torch.testing.assert_close(compiled(*wl.inputs).logits, wl.model(*wl.inputs).logits, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_channels_last_converts_weights_and_inputs(resnet_workload: Path) -> None:
     from profiler_core.workload import load_workload
 
@@ -95,6 +97,7 @@ def test_channels_last_converts_weights_and_inputs(resnet_workload: Path) -> Non
     assert plan.validation is not None and plan.validation.passed
 
 
+@pytest.mark.slow
 def test_bf16_promotion_reaches_the_convolutions(resnet_workload: Path) -> None:
     plan = apply_pass_plan(resnet_workload, ["bf16_promotion"], device="cpu", compiler="eager")
     details = plan.record("bf16_promotion").details
@@ -103,6 +106,7 @@ def test_bf16_promotion_reaches_the_convolutions(resnet_workload: Path) -> None:
     assert plan.validation is not None and plan.validation.passed and plan.validation.max_abs_err > 1e-4
 
 
+@pytest.mark.slow
 def test_inductor_compile_turns_an_eager_plan_into_an_inductor_one(resnet_workload: Path, tmp_path: Path) -> None:
     plan = apply_pass_plan(resnet_workload, ["inductor_compile"], device="cpu", compiler="eager", out_dir=tmp_path)
     assert plan.record("inductor_compile").status is PassStatus.APPLIED
@@ -130,6 +134,7 @@ def test_fused_optimizer_switches_adamw_in_place() -> None:
     assert held.applied and held.details["optimizers"] == {"0:SGD": "fused"}  # found outside the inputs
 
 
+@pytest.mark.slow
 def test_fused_optimizer_on_the_bert_training_example_validates_the_updates(small_examples: Path) -> None:
     plan = apply_pass_plan(small_examples / "hf_bert_train.py", ["fused_optimizer", "freezing"], device="cpu",
                            compiler="eager")
@@ -141,6 +146,7 @@ def test_fused_optimizer_on_the_bert_training_example_validates_the_updates(smal
     assert sum(c.role == "parameter" for c in v.outputs) > 30
 
 
+@pytest.mark.slow
 def test_bf16_training_keeps_float32_master_weights(small_examples: Path) -> None:
     plan = apply_pass_plan(small_examples / "hf_bert_train.py", ["bf16_promotion"], device="cpu", compiler="eager")
     v = plan.validation

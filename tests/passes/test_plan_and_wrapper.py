@@ -58,6 +58,7 @@ def wrong_pass() -> Iterator[str]:
     registry.unregister_pass(WRONG)
 
 
+@pytest.mark.slow
 def test_plan_and_wrapper_for_sdpa_attention(small_examples: Path, tmp_path: Path) -> None:
     workload = small_examples / "sdpa_attention.py"
     plan = apply_pass_plan(workload, ["qkv_fusion", "sdpa"], device="cpu", out_dir=tmp_path, compiler="eager")
@@ -98,6 +99,7 @@ def test_wrong_transform_is_rejected(small_examples: Path, tmp_path: Path, wrong
     assert read_plan(tmp_path / "b" / "plan.json").status is PlanStatus.REJECTED
 
 
+@pytest.mark.slow
 def test_gpt2_small_all_level1_passes(small_examples: Path) -> None:
     plan = apply_pass_plan(small_examples / "gpt2.py", ["bf16_promotion", "sdpa", "qkv_fusion"], device="cpu",
                            compiler="eager")

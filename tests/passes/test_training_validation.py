@@ -139,6 +139,7 @@ def _scaling_pass() -> object:
     unregister_pass("test_scale_output")
 
 
+@pytest.mark.slow
 def test_a_training_plan_that_changes_the_numbers_is_rejected_naming_gradients(tmp_path: Path,
                                                                                 _scaling_pass: str) -> None:
     plan = apply_pass_plan(_workload(tmp_path), [_scaling_pass], device="cpu", compiler="eager",
@@ -150,6 +151,7 @@ def test_a_training_plan_that_changes_the_numbers_is_rejected_naming_gradients(t
     assert "gradient of" in v.reason
 
 
+@pytest.mark.slow
 def test_the_bert_training_example_validates_loss_gradients_and_updates(small_examples: Path) -> None:
     pytest.importorskip("transformers")
     plan = apply_pass_plan(small_examples / "hf_bert_train.py", ["qkv_fusion"], device="cpu", compiler="eager")
@@ -183,6 +185,7 @@ def test_sampling_in_an_inference_step_is_refused(tmp_path: Path) -> None:
         apply_pass_plan(path, ["qkv_fusion"], device="cpu", compiler="eager")
 
 
+@pytest.mark.slow
 def test_an_optimizer_in_a_module_global_is_the_builds_own(tmp_path: Path) -> None:
     workload = _workload(tmp_path, inputs="x, y", globals_="global OPT; OPT = optimizer")
     plan = apply_pass_plan(workload, ["qkv_fusion"], device="cpu", compiler="eager", raise_on_failure=False)
@@ -192,6 +195,7 @@ def test_an_optimizer_in_a_module_global_is_the_builds_own(tmp_path: Path) -> No
     assert "4 gradients and 4 parameters updated by AdamW" in v.notes[0]
 
 
+@pytest.mark.slow
 def test_a_training_step_without_optimizer_says_what_was_compared(tmp_path: Path) -> None:
     workload = _workload(tmp_path, inputs="x, y", globals_="global OPT; OPT = None", optimizer_step="",
                          returns="return loss.detach()")
@@ -204,6 +208,7 @@ def test_a_training_step_without_optimizer_says_what_was_compared(tmp_path: Path
     assert {c.role for c in v.outputs} == {"output", "gradient"}
 
 
+@pytest.mark.slow
 def test_a_step_returning_nothing_compares_gradients_and_updates(tmp_path: Path) -> None:
     plan = apply_pass_plan(_workload(tmp_path, returns="return None"), ["qkv_fusion"], device="cpu",
                            compiler="eager", raise_on_failure=False)

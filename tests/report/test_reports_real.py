@@ -69,6 +69,7 @@ def test_counters_state_how_many_launches_were_measured() -> None:
     assert f"{len(prof.operators) - shown} more operators not shown" in page
 
 
+@pytest.mark.slow
 def test_the_red_box_is_kept_for_what_can_change_a_conclusion() -> None:
     # the CUDA graph capture's note on launch-order placement is a note; 100% of its time is attributed
     prof = attribute_run(CAPTURES / "gpt2" / "cuda_graphs_trial")
