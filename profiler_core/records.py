@@ -67,6 +67,8 @@ class CpuOp:
     input_shapes: tuple[Any, ...] | None = None
     input_types: tuple[str, ...] | None = None
     category: str = "cpu_op"
+    # set on autograd's backward ops: which thread ran the forward op of the same sequence number
+    fwd_thread_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ Two sources, one per way the code ran:
   to calls in launch order: a generated kernel to the next call of that name, a library kernel to
   the next extern call (a call launching several kernels keeps the ones that follow it).
 
-A kernel neither source speaks for keeps ``module_path`` None. An operator's path is the deepest
+Kernels neither speaks for are linked (attribution/module_links.py): a backward kernel to its
+forward op's module through autograd's sequence numbers, an optimizer kernel to
+``optimizer.<class>``. A kernel nothing speaks for keeps ``module_path`` None. An operator's path is the deepest
 module enclosing all of its kernels'.
 """
 
@@ -24,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from profiler_core.attribution.module_links import link_paths
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
@@ -88,10 +91,13 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
     """
     kernels = _KernelFacts.of(profile)
     paths: list[str | None] = [None] * len(kernels.kinds)
-    if kineto is not None and kineto.module_spans:
-        _eager_paths(kernels, kineto, ModuleSpans(kineto.module_spans, module_map), paths)
+    spans = ModuleSpans(kineto.module_spans, module_map) if kineto is not None and kineto.module_spans else None
+    if kineto is not None and spans is not None:
+        _eager_paths(kernels, kineto, spans, paths)
     if inductor is not None and inductor.call_modules:
         _compiled_paths(profile, kernels, inductor.call_modules, paths)
+    if kineto is not None and any(p is not None for p in paths):  # a capture with modules
+        link_paths(_launch_ops(kernels, kineto), kineto, paths, spans.op_path if spans is not None else None)
     if isinstance(profile.kernels, list):
         for k, path in zip(profile.kernels, paths, strict=True):
             k.module_path = path
@@ -128,10 +134,14 @@ class _KernelFacts:
         return cls(t1, [s[c] for c in ks.kind.tolist()], ks.names(), ks.operator_key_list())
 
 
-def _eager_paths(kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans, paths: list[str | None]) -> None:
+def _launch_ops(kernels: _KernelFacts, kineto: KinetoTrace) -> list[CpuOp | None]:
+    """Each kernel's launching ``cpu_op`` (its CUPTI correlation), None where there is none."""
     ops = {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
-    for j, op_id in enumerate(kernels.t1_op_id):
-        op = ops.get(op_id) if op_id is not None else None
+    return [ops.get(op_id) if op_id is not None else None for op_id in kernels.t1_op_id]
+
+
+def _eager_paths(kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans, paths: list[str | None]) -> None:
+    for j, op in enumerate(_launch_ops(kernels, kineto)):
         if op is not None:
             paths[j] = spans.op_path(op)
 

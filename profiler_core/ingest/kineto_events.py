@@ -41,7 +41,7 @@ _make_kernel = record_factory(TimelineKernel, (
 ))
 _make_cpu_op = record_factory(CpuOp, (
     "name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes", "input_types",
-    "category",
+    "category", "fwd_thread_id",
 ))
 _make_call = record_factory(
     RuntimeCall, ("name", "start_ns", "end_ns", "tid", "correlation_id", "external_id")
@@ -116,11 +116,12 @@ def _cpu_op(event: dict[str, Any], category: str, base_ns: int) -> CpuOp:
     external, sequence = get("External id"), get("Sequence number")
     if type(name) is not str or type(tid) is not int or not _all_optional_int(external, sequence):
         _integers(name=name, tid=tid, external=external, sequence=sequence)
-    shapes, types = get("Input Dims"), get("Input type")
+    shapes, types, fwd = get("Input Dims"), get("Input type"), get("Fwd thread id")
     start_ns = base_ns + us_to_ns(event["ts"])
     return _make_cpu_op(
         name, start_ns, start_ns + us_to_ns(event["dur"]), tid, external, sequence,
         None if shapes is None else _shapes(shapes), None if types is None else _strings(types), category,
+        fwd if type(fwd) is int else None,
     )
 
 

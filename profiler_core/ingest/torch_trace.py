@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,9 +157,12 @@ class _TraceReader:
         self.last_handles[self.compile_key] = handles
         modules = self.node_modules.get(self.compile_key)
         if modules is not None:
+            shared = _shared_nodes({h: [p for node in post for p in post_to_pre.get(node, ())]
+                                    for h, post in kernel_to_post.items()})
             for handle in sorted(kernel_to_post, key=_call_position):
                 pre = [p for node in kernel_to_post[handle] for p in post_to_pre.get(node, ())]
-                paths = [modules[p] for p in pre if p in modules]
+                own = [p for p in pre if p not in shared]
+                paths = [modules[p] for p in (own or pre) if p in modules]
                 self.contents.call_modules.append((handle, common_module(paths) if paths else None))
 
     def _stack_traces(self, data: dict[str, Any]) -> None:
@@ -242,6 +246,23 @@ def pre_grad_node_modules(payload: Iterable[str]) -> dict[str, str]:
             if near:
                 out[node] = common_module(near)
     return out
+
+
+def _shared_nodes(call_nodes: dict[str, list[str]]) -> set[str]:
+    """Pre-grad nodes that calls of different subgraphs all list: tables and masks built once.
+
+    Inductor's provenance lists, for each call, every pre-grad node it derives from; a rotary
+    table or an attention mask computed once for the model is listed by each layer's attention.
+    Calls listing the same nodes are one subgraph (a layer's attention, split over kernels); a node
+    in the lists of more than two subgraphs is shared and does not place a call in a module (two
+    is a residual stream: the kernel that writes it and the one that reads it).
+    """
+    subgraphs: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for nodes in call_nodes.values():
+        key = tuple(sorted(set(nodes)))
+        for node in key:
+            subgraphs[node].add(key)
+    return {node for node, keys in subgraphs.items() if len(keys) > 2}
 
 
 def _call_position(handle: str) -> int:
