@@ -88,6 +88,17 @@ async def follow(context: Context, jobs: JobManager, job_id: str, wait_s: float)
         await anyio.sleep(min(POLL_S, remaining))
 
 
+async def cancel_and_wait(jobs: JobManager, job_id: str, wait_s: float) -> JobSnapshot:
+    """Ask the job to stop, then wait up to ``wait_s`` for it to end; its last snapshot."""
+    jobs.cancel(job_id)
+    deadline = anyio.current_time() + wait_s
+    snap = jobs.snapshot(job_id)
+    while snap.live and anyio.current_time() < deadline:
+        await anyio.sleep(POLL_S)
+        snap = jobs.snapshot(job_id)
+    return snap
+
+
 def _manifest_dict(snap: JobSnapshot) -> dict[str, Any] | None:
     manifest = getattr(snap.result, "manifest", None)
     if manifest is None:
@@ -195,10 +206,5 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
     ) -> CaptureJobStatus:
         """Stop a running capture: its profiler and workload processes are killed; the run ends cancelled."""
         with tool_errors(ws):
-            jobs.cancel(job_id)
-        deadline = anyio.current_time() + wait_s
-        snap = jobs.snapshot(job_id)
-        while snap.live and anyio.current_time() < deadline:
-            await anyio.sleep(POLL_S)
-            snap = jobs.snapshot(job_id)
+            snap = await cancel_and_wait(jobs, job_id, wait_s)
         return job_status(snap)

@@ -22,7 +22,7 @@ from mcp_server.errors import tool_errors
 from mcp_server.jobs import JobSnapshot, JobState
 from mcp_server.loop_models import EndToEndOut, OptimizeJobStatus, OptimizeResultOut
 from mcp_server.tools import hints, workload_file
-from mcp_server.tools.capture import POLL_S, WaitS, follow, job_status
+from mcp_server.tools.capture import WaitS, cancel_and_wait, follow, job_status
 from profiler_core.compile_mode import CaptureCompileMode
 from profiler_core.rundir.layout import OPTIMIZE_NAME
 
@@ -179,13 +179,6 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         wait_s: Annotated[float, Field(ge=0, le=60, description="Seconds to wait for the loop to stop.")] = 15,
     ) -> OptimizeJobStatus:
         """Stop a running optimize loop: its capture processes are killed; the trials before stay on disk."""
-        import anyio
-
         with tool_errors(ws):
-            jobs.cancel(job_id)
-        deadline = anyio.current_time() + wait_s
-        snap = jobs.snapshot(job_id)
-        while snap.live and anyio.current_time() < deadline:
-            await anyio.sleep(POLL_S)
-            snap = jobs.snapshot(job_id)
+            snap = await cancel_and_wait(jobs, job_id, wait_s)
         return optimize_status_of(snap)
