@@ -291,6 +291,18 @@ class EndToEndOut(_Out):
     source: str | None = Field(description="Where the wall times were read (walltime.json / optimize.json).")
 
 
+class GateOut(_Out):
+    """The CI gate's outcome, as ``oprof compare --gate PCT`` judges it."""
+
+    outcome: str = Field(description="faster | unchanged | slower | not_comparable")
+    exit_code: int = Field(description="The status oprof compare --gate exits with: 0 faster, 1 slower, "
+                                       "3 unchanged, 4 not comparable.")
+    basis: str = Field(description="wall_time | kernel_time | none (not comparable): what was judged.")
+    limit_pct: float
+    delta_pct: float | None = Field(description="Optimized over baseline on basis, percent; negative is faster.")
+    reason: str
+
+
 class CompareResult(_Out):
     baseline: str
     optimized: str
@@ -313,6 +325,7 @@ class CompareResult(_Out):
     end_to_end: EndToEndOut | None = Field(default=None, description=(
         "The verdict by wall time per step when the pair was timed (walltime.json), kernel time second; "
         "claim a speedup from this, not from speedup above (profiled kernel time)."))
+    gate: GateOut | None = Field(default=None, description="The CI gate's outcome, when gate_pct was given.")
 
 
 class ComparisonHeadline(_Out):

@@ -12,6 +12,7 @@ from profiler_core.analysis import compare, diagnose
 from profiler_core.attribution import attribute_run
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.cli import load_commands
+from profiler_core.cli.next_steps import oprof_program
 from profiler_core.schema import Tier
 
 CAPTURES = Path(__file__).parent.parent / "examples" / "captures" / "h200"
@@ -136,6 +137,15 @@ def test_demo_offline_writes_reports(tmp_path: Path) -> None:
     for name in ("gpt2", "sdpa_attention", "lstm_encoder", "lstm_encoder_unrolled"):
         html = (tmp_path / name / "report.html").read_text()
         assert "<svg" in html and name in html
+    examples = sorted(p.name for p in CAPTURES.iterdir() if (p / "baseline").is_dir())
+    for i, name in enumerate(examples, 1):  # one line as each example starts, one as it finishes
+        assert f"[{i}/{len(examples)}] {name}: attributing" in result.stderr
+        assert f"[{i}/{len(examples)}] {name}: done in" in result.stderr
+    assert "Baseline capture only:" in result.stdout and "Before -> after" in result.stdout
+    assert "tv_resnet18: kernels 0.98x, step 1.29x" in result.stdout  # CUDA graphs: gaps gone, kernels kept
+    program = oprof_program().program
+    nexts = result.stdout.split("Next (from this directory):", 1)[1].splitlines()
+    assert nexts[1].strip().startswith(f"{program} report ")
 
 
 def test_the_optimized_attention_layer_is_host_bound(profiles: dict) -> None:

@@ -25,6 +25,7 @@ from mcp_server.models import (
     DiagnoseResult,
     EndToEndOut,
     FindingRow,
+    GateOut,
     OperatorDeltaRow,
     OverheadDeltaRow,
     ReportResult,
@@ -95,18 +96,24 @@ def _compare(base: Profile, opt: Profile, *, base_path: Path, opt_path: Path, fo
                                 force=force, force_option="force=true")
 
 
-def end_to_end_of(ws: Any, c: Comparison, base_path: Path, opt_path: Path, walltime: str | None) -> EndToEndOut:
-    """The verdict, wall time per step first: from ``walltime`` when given, else recorded beside the runs."""
-    from profiler_core.report.end_to_end import read_walltime_file, verdict_fields
+def wall_times_of(ws: Any, base_path: Path, opt_path: Path, walltime: str | None) -> Any:
+    """The pair's wall times per step: from ``walltime`` when given, else recorded beside the runs (or None)."""
+    from profiler_core.report.end_to_end import read_walltime_file
 
     if walltime:
         e = read_walltime_file(ws.existing_file(walltime, what=WALLTIME_NAME))
         if e is None or e.wall_speedup is None:
             raise ToolError(f"{walltime}: holds no baseline and optimized medians; call walltime with "
                             "workload and baseline_workload to write one")
-    else:
-        e = api.end_to_end(base_path, opt_path)
-    return EndToEndOut.model_validate(verdict_fields(c, e))
+        return e
+    return api.end_to_end(base_path, opt_path)
+
+
+def end_to_end_of(ws: Any, c: Comparison, base_path: Path, opt_path: Path, walltime: str | None) -> EndToEndOut:
+    """The verdict, wall time per step first: from ``walltime`` when given, else recorded beside the runs."""
+    from profiler_core.report.end_to_end import verdict_fields
+
+    return EndToEndOut.model_validate(verdict_fields(c, wall_times_of(ws, base_path, opt_path, walltime)))
 
 
 def _wall_for_html(ws: Any, e2e: EndToEndOut | None, walltime: str | None, base_path: Path | None,
@@ -198,6 +205,11 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         force: Annotated[bool, Field(
             description="Compare even when the two profiles measure different workloads.")] = False,
         walltime: WallTimeArg = None,
+        gate_pct: Annotated[float | None, Field(ge=0.0, le=1000.0, description=(
+            "A CI gate: judge the pair faster / unchanged (within gate_pct percent) / slower / not_comparable, "
+            "on wall time per step where measured, else kernel time; the result's gate field holds the "
+            "outcome and the exit status oprof compare --gate gives. Different workloads are then judged "
+            "not_comparable instead of refused."))] = None,
     ) -> CompareResult:
         """Baseline vs optimized: total and verdict, comparability checks, per-class and per-operator deltas.
 
@@ -209,11 +221,19 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
             base_path, base = load_profile(ws, baseline)
             opt_path, opt = load_profile(ws, optimized)
             out = ws.output_file(output or sibling(opt_path, COMPARISON_NAME), kind="comparison")
-            result = _compare(base, opt, base_path=base_path, opt_path=opt_path, force=force)
-            e2e = end_to_end_of(ws, result, base_path, opt_path, walltime)
+            result = _compare(base, opt, base_path=base_path, opt_path=opt_path,
+                              force=force or gate_pct is not None)
+            from profiler_core.report.end_to_end import verdict_fields
+            from profiler_core.report.gate import judge
+
+            wall = wall_times_of(ws, base_path, opt_path, walltime)
+            e2e = EndToEndOut.model_validate(verdict_fields(result, wall))
             write_text_atomic(out, result.model_dump_json(indent=1))
-            return comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k,
+            done = comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k,
                                      end_to_end=e2e)
+            if gate_pct is not None:
+                done.gate = GateOut.model_validate(judge(result, wall, gate_pct).as_dict())
+            return done
 
     @mcp.tool(title="Report on a profile", annotations=hints("Report on a profile", read_only=False))
     def report(

@@ -3,10 +3,13 @@
 The verdict leads with wall time per step when the two runs have one recorded beside them
 (``walltime.json`` or ``optimize.json`` next to ``baseline/``), profiled kernel time second.
 
-Exit status: 0 when the gate passes (or none is set), 1 when ``--fail-if-slower PCT`` trips,
-2 for a user error (missing or invalid profile, or two different workloads:
-``WorkloadMismatchError``, which ``--force`` overrides). Comparability warnings go to stderr in every
-mode, and into the JSON and markdown outputs.
+Exit status without a gate: 0, or 1 when ``--fail-if-slower PCT`` trips on kernel time; 2 for a
+user error (missing or invalid profile, or two different workloads: ``WorkloadMismatchError``,
+which ``--force`` overrides). With ``--gate PCT``, one status per outcome, judged on wall time per
+step where measured and kernel time otherwise (``profiler_core.report.gate``): 0 faster, 1 slower,
+3 unchanged (within PCT either way), 4 not comparable (different workloads, chips, clocks, or a
+multi-rank run against a single-rank one). Comparability warnings go to stderr in every mode, and
+into the JSON and markdown outputs.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from profiler_core import api
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.cli.outputs import write_output
 from profiler_core.distributed.compare import MultiRankComparison
+from profiler_core.errors import ComparabilityError
 from profiler_core.report.end_to_end import verdict_fields
+from profiler_core.report.gate import GateResult, judge, judge_ranks, not_comparable
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
@@ -39,7 +44,11 @@ def compare_command(
         "--html", help="Write a self-contained HTML report here.")] = None,
     fail_if_slower: Annotated[float | None, typer.Option(
         "--fail-if-slower", min=0.0, metavar="PCT",
-        help="Exit 1 when the optimized run is more than PCT percent slower.")] = None,
+        help="Exit 1 when the optimized run's kernel time is more than PCT percent slower.")] = None,
+    gate: Annotated[float | None, typer.Option(
+        "--gate", min=0.0, metavar="PCT",
+        help="CI gate, on wall time per step where measured, else kernel time: exit 0 faster, 1 slower, "
+             "3 unchanged (within PCT), 4 not comparable.")] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Compare even when the two profiles measure different workloads.")] = False,
 ) -> None:
@@ -47,9 +56,17 @@ def compare_command(
 
     Two multi-rank run directories are compared rank by rank, plus the merged view.
     """
-    done = api.compare_paths(base, opt, force=force, force_option="--force")
+    if gate is not None and (why := _unmatched_runs(base, opt)) is not None:
+        _finish_gate(not_comparable(gate, why))
+    try:
+        done = api.compare_paths(base, opt, force=force, force_option="--force")
+    except ComparabilityError as err:
+        if gate is None:
+            raise
+        _finish_gate(not_comparable(gate, str(err)))
     if done.ranks is not None:
-        _render_ranks(done.ranks, as_json=as_json, fail_if_slower=fail_if_slower)
+        ranks_gate = None if gate is None else judge_ranks(done.ranks.max_delta_pct, done.ranks.per_rank, gate)
+        _render_ranks(done.ranks, as_json=as_json, fail_if_slower=fail_if_slower, gate=ranks_gate)
         return
     result, opt_profile, e2e = done.comparison, done.opt, done.end_to_end
     if result is None or opt_profile is None:
@@ -58,8 +75,10 @@ def compare_command(
         write_output(markdown, render_markdown(comparison=result, end_to_end=e2e))
     if html is not None:
         write_output(html, render_html(opt_profile, comparison=result, end_to_end=e2e))
+    outcome = None if gate is None else judge(result, e2e, gate)
     if as_json:
-        emit_json({**result.model_dump(mode="json"), "end_to_end": verdict_fields(result, e2e)})
+        emit_json({**result.model_dump(mode="json"), "end_to_end": verdict_fields(result, e2e),
+                   **({"gate": outcome.as_dict()} if outcome is not None else {})})
         if (w := warnings_renderable(result.warnings)) is not None:
             err_console.print(w)
     else:
@@ -69,11 +88,33 @@ def compare_command(
         err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
                           f"(limit {fail_if_slower:g}%)")
         raise typer.Exit(GATE_EXIT_CODE)
+    if outcome is not None:
+        _finish_gate(outcome)
 
 
-def _render_ranks(result: MultiRankComparison, *, as_json: bool, fail_if_slower: float | None) -> None:
+def _unmatched_runs(base: Path, opt: Path) -> str | None:
+    """Why two paths cannot be compared as runs (a multi-rank run against a single-rank one), else None."""
+    from profiler_core.rundir import is_multi_rank
+
+    b, o = is_multi_rank(base), is_multi_rank(opt)
+    if b == o:
+        return None
+    return (f"{base if b else opt} is a multi-rank run and {opt if b else base} is not; "
+            "compare two multi-rank runs, or one rank's profile with another")
+
+
+def _finish_gate(outcome: GateResult) -> None:
+    """Print the gate's one line on stderr and exit with its status."""
+    style = {"faster": "bold green", "unchanged": "bold", "slower": "bold red"}.get(outcome.outcome, "bold yellow")
+    err_console.print(f"[{style}]gate[/]: {outcome.reason} (exit {outcome.exit_code})", soft_wrap=True,
+                      highlight=False)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _render_ranks(result: MultiRankComparison, *, as_json: bool, fail_if_slower: float | None,
+                  gate: GateResult | None = None) -> None:
     if as_json:
-        emit_json(result)
+        emit_json({**result.model_dump(mode="json"), **({"gate": gate.as_dict()} if gate is not None else {})})
     else:
         for rank, comparison in result.per_rank.items():
             out_console.print(f"[bold]rank {rank}[/]")
@@ -89,3 +130,5 @@ def _render_ranks(result: MultiRankComparison, *, as_json: bool, fail_if_slower:
         err_console.print(f"[bold red]FAIL[/]: slowest rank {result.max_delta_pct:.1f}% slower "
                           f"(limit {fail_if_slower:g}%)")
         raise typer.Exit(GATE_EXIT_CODE)
+    if gate is not None:
+        _finish_gate(gate)

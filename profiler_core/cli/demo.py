@@ -9,6 +9,7 @@ report per example. Live (a CUDA GPU and Nsight Compute present) it runs the who
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,8 @@ from rich.table import Table
 
 from profiler_core import api
 from profiler_core.cli import command, err_console, out_console
+from profiler_core.cli.demo_table import COLUMNS, legend, row_of
+from profiler_core.cli.next_steps import print_next_steps
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
 
 PACKAGED_EXAMPLES = "demo_examples"  # where a wheel carries examples/ (see pyproject's wheel target)
@@ -70,7 +73,7 @@ def demo(
         result = api.optimize(workload, OptimizeConfig(out_dir=out / f"{example}-live"), progress=print_progress)
         render_result(result)
         run = Path(result.run_dir)
-        _next_steps([
+        print_next_steps([
             (f"oprof report {result.final_run_dir or run / 'baseline'} --baseline {run / 'baseline'}",
              "the attributed profile of the best run against the baseline"),
             ("oprof optimize your_workload.py --budget 3", "the same loop on your own model"),
@@ -82,20 +85,22 @@ def demo(
     err_console.print(
         f"[bold]No live capture here[/] ({why_not or 'offline requested'}): live capture needs an NVIDIA GPU "
         f"with Nsight Compute. Analysing the real H200 captures in {CAPTURES} instead.", soft_wrap=True)
-    rows = [_row(d, out / d.name) for d in sorted(p for p in CAPTURES.iterdir() if (p / "baseline").is_dir())]
+    examples = sorted(p for p in CAPTURES.iterdir() if (p / "baseline").is_dir())
+    rows = [_analysed(i, len(examples), d, out / d.name) for i, d in enumerate(examples, 1)]
     table = Table(title="H200 captures: attribute -> diagnose -> compare (shipped optimize results)")
-    for col in ("example", "kernels", "attributed", "top finding", "passes kept", "kernel time",
-                "end-to-end (30 it.)"):
+    for col in COLUMNS:
         table.add_column(col)
-    for r in rows:
-        table.add_row(*r[:-1])
+    for cells, _, _ in rows:
+        table.add_row(*cells)
     out_console.print(table)
+    for line in legend([(cells[0], note) for cells, _, note in rows if note]):
+        out_console.print(line, markup=False, soft_wrap=True)
     # paths on lines of their own: a table column would cut them at any terminal width
     out_console.print("HTML reports:", markup=False)
-    for r in rows:
-        out_console.print(f"  {r[0]}: {r[-1]}", markup=False, soft_wrap=True)
-    first = out / rows[0][0] if rows else out
-    _next_steps([
+    for cells, report, _ in rows:
+        out_console.print(f"  {cells[0]}: {report}", markup=False, soft_wrap=True)
+    first = out / rows[0][0][0] if rows else out
+    print_next_steps([
         (f"oprof report {first / 'optimized.profile.json'} --baseline {first / 'baseline.profile.json'}",
          "one example's operators, findings and deltas in the terminal"),
         (f"oprof diagnose {first / 'baseline.profile.json'}",
@@ -105,36 +110,16 @@ def demo(
     ])
 
 
-def _next_steps(steps: list[tuple[str, str]]) -> None:
-    """The commands to run next, each with what it shows (the demo's last lines)."""
-    out_console.print("Next:", markup=False)
-    for cmd, why in steps:
-        out_console.print(f"  {cmd}", markup=False, soft_wrap=True)
-        out_console.print(f"      {why}", markup=False, soft_wrap=True, style="dim")
+def _analysed(i: int, n: int, example_dir: Path, out: Path) -> tuple[tuple[str, ...], str, str | None]:
+    """One example analysed, with a progress line on stderr as it starts and as it finishes."""
+    err_console.print(f"[{i}/{n}] {example_dir.name}: attributing, diagnosing, comparing ...", markup=False,
+                      highlight=False)
+    start = time.monotonic()
+    row = row_of(api.analyse_shipped_run(example_dir, out))
+    err_console.print(f"[{i}/{n}] {example_dir.name}: done in {time.monotonic() - start:.1f} s", markup=False,
+                      highlight=False)
+    return row
 
 
 def _example_names() -> str:
     return ", ".join(sorted(p.stem for p in EXAMPLES.glob("*.py")))
-
-
-def _row(example_dir: Path, out: Path) -> tuple[str, ...]:
-    """One example analysed (``api.analyse_shipped_run``), as a row of the demo's table."""
-    from profiler_core.analysis.findings import in_priority_order
-
-    done = api.analyse_shipped_run(example_dir, out)
-    top = next(iter(in_priority_order(done.findings.findings)), None)
-    top_text = f"{top.rule_id} -> {top.transformation or 'structural'}" if top else "-"
-    c = done.comparison
-    kernel = (f"{c.base_total_ns / 1e3:.0f} -> {c.opt_total_ns / 1e3:.0f} us ({c.speedup:.2f}x)" if c is not None
-              else f"{done.baseline.coverage.duration_ns / 1e3:.0f} us")
-    kept = "-" if done.kept_passes is None else (", ".join(done.kept_passes) or "none")
-    w = done.wall_ms
-    if "baseline" in w and "optimized" in w:
-        wall = f"{w['baseline']:.2f} -> {w['optimized']:.2f} ms"
-    elif "baseline" in w:  # nothing kept: the baseline's own timing
-        wall = f"{w['baseline']:.2f} ms"
-    else:
-        wall = "-"
-    cov = done.baseline.coverage
-    return (done.name, str(cov.kernel_count), f"{cov.attributed_time_pct:.1f}%", top_text, kept, kernel,
-            wall, str(done.report_html))

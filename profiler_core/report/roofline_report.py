@@ -1,114 +1,27 @@
-"""Roofline chart and module tree for the reports: inline SVG, HTML sections, markdown lines, summary fields.
+"""Roofline and module tree sections for the reports: HTML sections, markdown lines, summary fields.
 
-    roofline_svg(roof)        log-log: arithmetic intensity (FLOP/byte) x achieved FLOP/s, one point per
-                              operator sized by its time and colored by class, the chip's roofs per precision
+    roofline_html(profile)    the roofline chart (report/roofline_chart.py) and the operators with most headroom
     modules_html(rollup)      the module tree with time, share and bottleneck per node, repeated blocks side by side
 """
 
 from __future__ import annotations
 
-import math
-from html import escape
 from typing import Any
 
 from markupsafe import Markup
 
 from profiler_core.analysis.modules import ModuleRollup, module_rollup
-from profiler_core.analysis.roofline import OperatorRoofline, Roofline, roofline
-from profiler_core.report.svg_charts import CLASS_COLORS, hbar_chart
+from profiler_core.analysis.roofline import Roofline, roofline
+from profiler_core.report.roofline_chart import roofline_svg, si
+from profiler_core.report.svg_charts import hbar_chart
 from profiler_core.report.templating import render
 from profiler_core.schema import Profile
 
-_ROOF_COLORS = {"fp64": "#9c6b4e", "fp32": "#3ca951", "fp16": "#6cc5b0", "tf32_tensor": "#efb118",
-                "fp16_tensor": "#ff8ab7", "bf16_tensor": "#ff725c", "fp8_tensor": "#a463f2",
-                "fp64_tensor": "#97bbf5"}
-_DRAWN = ("fp32", "tf32_tensor", "bf16_tensor", "fp8_tensor", "fp64")
-_FONT = "font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:11px"
 TREE_DEPTH, TREE_ROWS = 3, 40
 
 
 def _si(value: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def plotted(roof: Roofline) -> list[OperatorRoofline]:
-    """Operators with both FLOPs and DRAM bytes (the points a roofline can place)."""
-    return [r for r in roof.operators if r.flops and r.dram_bytes and r.duration_ns > 0]
-
-
-def roofline_svg(roof: Roofline, *, width: int = 800, height: int = 420) -> str:
-    """The roofline chart as one ``<svg>`` (no script); an empty string when nothing can be placed."""
-    points = plotted(roof)
-    if roof.chip is None or not points:
-        return ""
-    left, right, top, bottom = 92, 190, 26, 40
-    plot_w, plot_h = width - left - right, height - top - bottom
-    peaks = {name: roof.chip.flops[name] for name in _DRAWN if name in roof.chip.flops}
-    y_max = 10 ** math.ceil(math.log10(max(peaks.values()) * 1.5))
-    y_min = 10 ** math.floor(math.log10(min(min(r.achieved_flops_per_s or y_max for r in points), y_max / 1e4)))
-    x_min = 10 ** math.floor(math.log10(min(min(r.arithmetic_intensity or 1 for r in points), 0.1)))
-    x_max = 10 ** math.ceil(math.log10(max(max(r.arithmetic_intensity or 1 for r in points), 1e3)))
-
-    def px(i: float) -> float:
-        return left + (math.log10(i) - math.log10(x_min)) / (math.log10(x_max) - math.log10(x_min)) * plot_w
-
-    def py(f: float) -> float:
-        return top + plot_h - (math.log10(f) - math.log10(y_min)) / (math.log10(y_max) - math.log10(y_min)) * plot_h
-
-    body: list[str] = [f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ccc"/>']
-    for e in range(int(math.log10(x_min)), int(math.log10(x_max)) + 1):
-        x = px(10.0**e)
-        body.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#eee"/>'
-                    f'<text x="{x:.1f}" y="{top + plot_h + 14}" text-anchor="middle">1e{e}</text>')
-    for e in range(int(math.log10(y_min)), int(math.log10(y_max)) + 1):
-        y = py(10.0**e)
-        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eee"/>'
-                    f'<text x="{left - 4}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">'
-                    f"{escape(_si(10.0**e, 'FLOP/s'))}</text>")
-    body.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">arithmetic intensity '
-                "(FLOP per DRAM byte)</text>")
-    variants = [(False, "4 3", roof.chip.dram_bytes_per_s, "published")]
-    if roof.chip.measured:
-        variants.append((True, "", roof.chip.bandwidth(measured=True), "measured"))
-    legend_y = top + 4
-    for measured, dash, bandwidth, label in variants:
-        for name, published_peak in peaks.items():
-            peak = roof.chip.flops_per_s(name, measured=True) if measured else published_peak
-            if measured and name not in roof.chip.measured:
-                continue
-            assert peak is not None
-            ridge = peak / bandwidth
-            x0 = max(x_min, y_min / bandwidth)
-            segs = [(x0, x0 * bandwidth), (ridge, peak), (x_max, peak)] if ridge > x_min else [(x_min, peak),
-                                                                                                 (x_max, peak)]
-            path = " ".join(f"{px(i):.1f},{py(min(f, y_max)):.1f}" for i, f in segs)
-            color = _ROOF_COLORS.get(name, "#666")
-            body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.6" '
-                        f'stroke-dasharray="{dash}"><title>{escape(name)} {label}: {escape(_si(peak, "FLOP/s"))}, '
-                        f'{escape(_si(bandwidth, "B/s"))}</title></polyline>')
-            body.append(f'<line x1="{width - right + 8}" y1="{legend_y}" x2="{width - right + 26}" y2="{legend_y}" '
-                        f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>'
-                        f'<text x="{width - right + 30}" y="{legend_y}" dominant-baseline="middle">'
-                        f"{escape(name)} ({label})</text>")
-            legend_y += 15
-    total = sum(r.duration_ns for r in points) or 1
-    for r in sorted(points, key=lambda r: -r.duration_ns):
-        assert r.arithmetic_intensity is not None and r.achieved_flops_per_s is not None
-        radius = 2 + 14 * math.sqrt(r.duration_ns / total)
-        color = CLASS_COLORS.get(r.op_class, "#9498a0")
-        tip = (f"{r.key} ({r.op_class}{', ' + r.module_path if r.module_path else ''}): {r.duration_ns / 1e3:.1f} us, "
-               f"{_si(r.achieved_flops_per_s, 'FLOP/s')}, I={r.arithmetic_intensity:.3g} FLOP/B, "
-               f"{r.bound or '?'}-bound, {(r.fraction_of_roofline or 0):.0%} of roofline, FLOPs {r.flop_source}")
-        body.append(f'<circle cx="{px(r.arithmetic_intensity):.1f}" cy="{py(max(r.achieved_flops_per_s, y_min)):.1f}" '
-                    f'r="{radius:.1f}" fill="{color}" fill-opacity="0.55" stroke="{color}">'
-                    f"<title>{escape(tip)}</title></circle>")
-    title = f"Roofline on {roof.chip.name}: operators sized by time, colored by class"
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" style="{_FONT}"><title>{escape(title)}</title>'
-            f'<text x="0" y="14" font-weight="600" font-size="13">{escape(title)}</text>' + "".join(body) + "</svg>")
+    return si(value, unit)
 
 
 def _pct(value: float | None) -> str:

@@ -1,15 +1,23 @@
-"""Inline SVG charts for the HTML report: plain strings, no JavaScript, every label escaped.
+"""The HTML report's bar charts, drawn by matplotlib's SVG backend: inline ``<svg>`` strings, no JavaScript.
 
     hbar_chart([("gemm", 132.4), ("elementwise", 16.6)], unit="us", title="Time by class")
     grouped_bars([("gemm", 132.4, 27.9)], labels=("baseline", "optimized"), unit="us", title="...")
     stacked_bar([("cupti_correlation", 95.0), ("unattributed", 5.0)], title="Coverage")
     dumbbell_chart([("gemm tensor_core_active_pct", 0.01, 61.0)], title="Counter shifts")
+
+matplotlib is imported when a chart is drawn, never when this module is imported: ``oprof --help``
+and the commands that draw nothing do not pay for it. Each chart starts with a ``<title>`` (what a
+screen reader announces) and keeps its text as text (``svg.fonttype: none``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from html import escape
+from typing import Any
 
 PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2",
            "#97bbf5", "#9c6b4e", "#9498a0")
@@ -18,11 +26,12 @@ BASE_COLOR, OPT_COLOR = "#9498a0", "#4269d0"
 CLASS_COLORS = {"gemm": "#4269d0", "attention": "#a463f2", "normalization": "#6cc5b0",
                 "elementwise": "#efb118", "reduction": "#ff725c", "cast_copy": "#9c6b4e", "rnn": "#3ca951",
                 "convolution": "#97bbf5", "communication": "#ff8ab7", "other": "#9498a0"}
-_FONT = "font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:12px"
-_LABEL_W, _VALUE_W, _ROW_H = 230, 90, 22
+WIDTH_IN = 9.0
+_RC: dict[str, Any] = {"svg.fonttype": "none", "svg.hashsalt": "oprof", "font.size": 9, "axes.spines.top": False,
+       "axes.spines.right": False}
 
 
-def _fmt(value: float) -> str:
+def fmt(value: float) -> str:
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     if abs(value) >= 10:
@@ -30,118 +39,112 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _clip(label: str, limit: int = 34) -> str:
+def _clip(label: str, limit: int = 40) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "\u2026"
 
 
-def _svg(width: int, height: int, title: str, body: list[str]) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
-            f'height="{height}" viewBox="0 0 {width} {height}" style="{_FONT}">'
-            f"<title>{escape(title)}</title>"
-            f'<text x="0" y="14" font-weight="600" font-size="13">{escape(title)}</text>'
-            + "".join(body) + "</svg>")
+@contextmanager
+def figure(height_in: float) -> Iterator[Any]:
+    """A matplotlib Figure with no display attached (the Agg canvas), under the report's style."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]  # the stubs list every key as a Literal
+        yield Figure(figsize=(WIDTH_IN, height_in))
 
 
-def _row_label(y: float, label: str) -> str:
-    return (f'<text x="{_LABEL_W - 6}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">'
-            f"<title>{escape(label)}</title>{escape(_clip(label))}</text>")
+def to_svg(fig: Any, title: str) -> str:
+    """The figure as one inline ``<svg>`` element, its ``<title>`` first, no XML prolog."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    # no links out of the page: drop the RDF metadata block, and use SVG 2's plain href for markers
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
+    svg = svg.replace(' xmlns:xlink="http://www.w3.org/1999/xlink"', "").replace("xlink:href=", "href=")
+    svg = re.sub(r"<svg ", '<svg class="chart" role="img" ', svg, count=1)
+    head_end = svg.index(">") + 1
+    return svg[:head_end] + f"<title>{escape(title)}</title>" + svg[head_end:]
 
 
-def hbar_chart(rows: Sequence[tuple[str, float]], *, unit: str, title: str, width: int = 720,
+def _bars_axes(fig: Any, labels: Sequence[str], title: str) -> Any:
+    ax = fig.add_subplot()
+    ax.set_title(title, loc="left", fontsize=10, fontweight="bold")
+    ax.set_yticks(range(len(labels)), [_clip(lbl) for lbl in labels])
+    ax.invert_yaxis()  # the first row on top, as given
+    ax.grid(True, axis="x", color="#e6e6e6", lw=0.6)
+    ax.set_axisbelow(True)
+    return ax
+
+
+def hbar_chart(rows: Sequence[tuple[str, float]], *, unit: str, title: str,
                colors: Sequence[str] | None = None) -> str:
     """One horizontal bar per (label, value), in the order given; ``colors`` per row, else the palette."""
-    plot_w = width - _LABEL_W - _VALUE_W
-    top = 26
-    peak = max((v for _, v in rows), default=0.0) or 1.0
-    body = []
-    for i, (label, value) in enumerate(rows):
-        y = top + i * _ROW_H
-        w = max(0.0, value / peak * plot_w)
-        body.append(_row_label(y + _ROW_H / 2, label))
-        color = colors[i] if colors else PALETTE[i % len(PALETTE)]
-        body.append(f'<rect x="{_LABEL_W}" y="{y + 3}" width="{w:.1f}" height="{_ROW_H - 6}" '
-                    f'fill="{color}"><title>{escape(label)}: {_fmt(value)} {escape(unit)}</title></rect>')
-        body.append(f'<text x="{_LABEL_W + w + 4:.1f}" y="{y + _ROW_H / 2:.1f}" dominant-baseline="middle">'
-                    f"{_fmt(value)} {escape(unit)}</text>")
-    return _svg(width, top + len(rows) * _ROW_H + 6, title, body)
+    with figure(0.9 + 0.28 * max(len(rows), 1)) as fig:
+        ax = _bars_axes(fig, [lbl for lbl, _ in rows], title)
+        values = [v for _, v in rows]
+        bars = ax.barh(range(len(rows)), values,
+                       color=list(colors) if colors else [PALETTE[i % len(PALETTE)] for i in range(len(rows))])
+        ax.bar_label(bars, labels=[f"{fmt(v)} {unit}" for v in values], padding=3, fontsize=8)
+        ax.set_xlabel(unit)
+        ax.margins(x=0.15)
+        return to_svg(fig, title)
 
 
 def grouped_bars(rows: Sequence[tuple[str, float, float]], *, labels: tuple[str, str], unit: str,
-                 title: str, width: int = 720) -> str:
+                 title: str) -> str:
     """Two bars per label (baseline grey, optimized blue) on one scale, with a legend."""
-    plot_w = width - _LABEL_W - _VALUE_W
-    top, pair_h = 44, 2 * 14 + 8
-    peak = max((max(b, o) for _, b, o in rows), default=0.0) or 1.0
-    body = [_legend(26, [(labels[0], BASE_COLOR), (labels[1], OPT_COLOR)])]
-    for i, (label, base, opt) in enumerate(rows):
-        y = top + i * pair_h
-        body.append(_row_label(y + 14, label))
-        for j, (value, color) in enumerate(((base, BASE_COLOR), (opt, OPT_COLOR))):
-            w = max(0.0, value / peak * plot_w)
-            yy = y + j * 14
-            tip = f"{label} {labels[j]}: {_fmt(value)} {unit}"
-            body.append(f'<rect x="{_LABEL_W}" y="{yy + 1}" width="{w:.1f}" height="12" fill="{color}">'
-                        f"<title>{escape(tip)}</title></rect>")
-            body.append(f'<text x="{_LABEL_W + w + 4:.1f}" y="{yy + 7}" dominant-baseline="middle" '
-                        f'font-size="11">{_fmt(value)}</text>')
-    return _svg(width, top + len(rows) * pair_h + 4, title, body)
+    with figure(1.1 + 0.42 * max(len(rows), 1)) as fig:
+        ax = _bars_axes(fig, [lbl for lbl, _, _ in rows], title)
+        h = 0.38
+        for j, color in enumerate((BASE_COLOR, OPT_COLOR)):
+            values = [float(r[1 + j]) for r in rows]
+            bars = ax.barh([i - h / 2 + j * h for i in range(len(rows))], values, height=h, color=color,
+                           label=labels[j])
+            ax.bar_label(bars, labels=[fmt(v) for v in values], padding=3, fontsize=7)
+        ax.set_xlabel(unit)
+        ax.margins(x=0.12)
+        ax.legend(loc="lower right", fontsize=8, frameon=False)
+        return to_svg(fig, title)
 
 
-def _legend(y: int, items: Sequence[tuple[str, str]]) -> str:
-    parts, x = [], 0
-    for label, color in items:
-        parts.append(f'<rect x="{x}" y="{y - 9}" width="12" height="12" fill="{color}"/>'
-                     f'<text x="{x + 16}" y="{y}">{escape(label)}</text>')
-        x += 24 + 7 * len(label)
-    return "".join(parts)
-
-
-def stacked_bar(segments: Sequence[tuple[str, float]], *, title: str, width: int = 720,
-                colors: dict[str, str] | None = None) -> str:
+def stacked_bar(segments: Sequence[tuple[str, float]], *, title: str, colors: dict[str, str] | None = None) -> str:
     """One 100% bar split by share, with a legend giving each segment's percentage."""
     total = sum(v for _, v in segments) or 1.0
-    body, x = [], 0.0
-    for i, (label, value) in enumerate(segments):
-        w = value / total * width
-        color = (colors or {}).get(label, PALETTE[i % len(PALETTE)])
-        body.append(f'<rect x="{x:.1f}" y="24" width="{w:.1f}" height="22" fill="{color}">'
-                    f"<title>{escape(label)}: {100 * value / total:.1f}%</title></rect>")
-        x += w
-    legend = [(f"{label} {100 * value / total:.1f}%", (colors or {}).get(label, PALETTE[i % len(PALETTE)]))
-              for i, (label, value) in enumerate(segments)]
-    lines = [legend[i:i + 4] for i in range(0, len(legend), 4)]
-    for n, line in enumerate(lines):
-        body.append(_legend(66 + n * 18, line))
-    return _svg(width, 60 + 18 * len(lines) + 6, title, body)
+    with figure(0.8) as fig:
+        ax = fig.add_subplot()
+        ax.set_title(title, loc="left", fontsize=10, fontweight="bold")
+        left = 0.0
+        for i, (label, value) in enumerate(segments):
+            share = 100 * value / total
+            ax.barh([0], [share], left=left, height=0.6, color=(colors or {}).get(label, PALETTE[i % len(PALETTE)]),
+                    label=f"{label} {share:.1f}%")
+            left += share
+        ax.set_xlim(0, 100)
+        ax.set_yticks([])
+        ax.set_xlabel("percent of kernel time")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.9), ncol=min(4, max(len(segments), 1)),
+                  fontsize=8, frameon=False)
+        return to_svg(fig, title)
 
 
-def dumbbell_chart(rows: Sequence[tuple[str, float | None, float | None]], *, title: str,
-                   width: int = 720) -> str:
+def dumbbell_chart(rows: Sequence[tuple[str, float | None, float | None]], *, title: str) -> str:
     """Baseline dot -> optimized dot per row on a 0..100 axis (percent counters)."""
-    plot_w = width - _LABEL_W - 70
-    top = 44
-    labels = ("baseline", "optimized")
-    body = [_legend(26, [(labels[0], BASE_COLOR), (labels[1], OPT_COLOR)])]
-    for tick in range(0, 101, 25):
-        x = _LABEL_W + tick / 100 * plot_w
-        body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(rows) * _ROW_H}" '
-                    f'stroke="#ddd"/><text x="{x:.1f}" y="{top + len(rows) * _ROW_H + 12}" '
-                    f'text-anchor="middle" font-size="10">{tick}</text>')
-    for i, (label, base, opt) in enumerate(rows):
-        y = top + i * _ROW_H + _ROW_H / 2
-        body.append(_row_label(y, label))
-
-        def pos(v: float) -> float:
-            return _LABEL_W + min(max(v, 0.0), 100.0) / 100.0 * plot_w
-
-        if base is not None and opt is not None:
-            body.append(f'<line x1="{pos(base):.1f}" y1="{y:.1f}" x2="{pos(opt):.1f}" y2="{y:.1f}" '
-                        f'stroke="#666" stroke-width="2"/>')
-        for value, color, name in ((base, BASE_COLOR, labels[0]), (opt, OPT_COLOR, labels[1])):
-            if value is not None:
-                body.append(f'<circle cx="{pos(value):.1f}" cy="{y:.1f}" r="5" fill="{color}">'
-                            f"<title>{escape(label)} {escape(name)}: {_fmt(value)}</title></circle>")
-        text = f"{'n/a' if base is None else _fmt(base)} \u2192 {'n/a' if opt is None else _fmt(opt)}"
-        body.append(f'<text x="{width - 66}" y="{y:.1f}" dominant-baseline="middle" font-size="11">'
-                    f"{escape(text)}</text>")
-    return _svg(width, top + len(rows) * _ROW_H + 18, title, body)
+    with figure(1.1 + 0.3 * max(len(rows), 1)) as fig:
+        ax = _bars_axes(fig, [lbl for lbl, _, _ in rows], title)
+        for i, (_, base, opt) in enumerate(rows):
+            if base is not None and opt is not None:
+                ax.plot([base, opt], [i, i], color="#666666", lw=1.5, zorder=1)
+            text = f"{'n/a' if base is None else fmt(base)} \u2192 {'n/a' if opt is None else fmt(opt)}"
+            ax.annotate(text, (1.01, i), xycoords=("axes fraction", "data"), va="center", fontsize=8)
+        for j, (name, color) in enumerate((("baseline", BASE_COLOR), ("optimized", OPT_COLOR))):
+            pts = [(r[1 + j], i) for i, r in enumerate(rows) if r[1 + j] is not None]
+            ax.scatter([min(max(v or 0.0, 0.0), 100.0) for v, _ in pts], [i for _, i in pts], s=36, color=color,
+                       label=name, zorder=2)
+        ax.set_xlim(0, 100)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xlabel("percent")
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8, frameon=False)
+        return to_svg(fig, title)

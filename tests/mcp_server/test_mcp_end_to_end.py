@@ -46,3 +46,17 @@ async def test_compare_and_report_lead_with_wall_time(shipped_ws: Path, name: st
     assert reported["comparison"]["end_to_end"] == e2e
     html = Path(reported["html"]).read_text()
     assert f"<b>{verdict.upper()}</b> end to end" in html and "no end-to-end wall time measured" not in html
+
+
+@pytest.mark.parametrize(("name", "pct", "outcome", "exit_code"), [
+    ("sdpa_attention", 5.0, "unchanged", 3),
+    ("tv_resnet18", 5.0, "faster", 0),
+], ids=["host_bound_attention", "cuda_graphs_resnet"])
+async def test_compare_gate_matches_the_cli(shipped_ws: Path, name: str, pct: float, outcome: str,
+                                            exit_code: int) -> None:
+    async with connect(roots=(shipped_ws,)) as client:
+        compared = await call_ok(client, "compare", {"baseline": f"{name}/baseline",
+                                                     "optimized": f"{name}/optimized", "gate_pct": pct})
+    gate = compared["gate"]
+    assert (gate["outcome"], gate["exit_code"], gate["basis"]) == (outcome, exit_code, "wall_time")
+    assert gate["limit_pct"] == pct and gate["reason"].startswith(outcome.upper())

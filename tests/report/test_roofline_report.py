@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -11,7 +12,8 @@ import pytest
 from profiler_core.analysis.roofline import roofline
 from profiler_core.attribution import attribute_run
 from profiler_core.report import render_html, render_markdown
-from profiler_core.report.roofline_report import modules_html, plotted, roofline_svg
+from profiler_core.report.roofline_chart import plotted, roofline_svg
+from profiler_core.report.roofline_report import modules_html
 from profiler_core.report.summary import SUMMARY_MAX_BYTES, compact_summary
 from profiler_core.schema import Profile
 from tests.conftest import REPO
@@ -27,16 +29,26 @@ def gpt2() -> Profile:
 def test_roofline_svg_places_every_operator_with_flops_and_bytes(gpt2: Profile) -> None:
     roof = roofline(gpt2, measured_roofs=True)
     svg = roofline_svg(roof)
-    tree = ET.fromstring(svg)  # well-formed XML
+    tree = ET.fromstring(svg)  # well-formed XML, the <svg> element alone
     ns = "{http://www.w3.org/2000/svg}"
-    circles = tree.findall(f".//{ns}circle")
-    assert len(circles) == len(plotted(roof)) == sum(1 for r in roof.operators if r.flops and r.dram_bytes)
-    roofs = [p.find(f"{ns}title").text for p in tree.findall(f".//{ns}polyline")]  # type: ignore[union-attr]
-    assert any(t.startswith("fp32 published: 67 TFLOP/s") for t in roofs)
-    assert any(t.startswith("bf16_tensor measured: 790 TFLOP/s") for t in roofs)
-    # a bigger operator is a bigger point: the LM head (largest GEMM) has the largest radius
-    radii = {c.find(f"{ns}title").text.split(" ")[0]: float(c.get("r")) for c in circles}  # type: ignore[union-attr,arg-type]
-    assert max(radii, key=radii.__getitem__) in {"aten::mm#72", "aten::mm#145"}
+    groups = {g.get("id"): g for g in tree.iter(f"{ns}g") if g.get("id")}
+    placed = plotted(roof)
+    assert len(placed) == sum(1 for r in roof.operators if r.flops and r.dram_bytes)
+    markers = sum(len(g.findall(f".//{ns}path")) for gid, g in groups.items() if gid.startswith("points-"))
+    assert markers == len(placed)  # one marker per placed operator
+    # every roof the chip has is drawn: the memory roof and each compute roof, published and measured
+    assert {"roof-dram-published", "roof-dram-measured", "roof-bf16_tensor-measured"} <= set(groups)
+    published = "-".join(sorted(gid for gid in groups if gid.endswith("-published"))).replace("roof-", "")
+    assert all(name in published for name in roof.chip.flops), published  # type: ignore[union-attr]
+    text = " ".join(t.text or "" for t in tree.iter(f"{ns}text"))
+    assert "DRAM 4.8 TB/s (published)" in text and "bf16_tensor 790 TFLOP/s (measured)" in text
+    assert f"{len(placed)} of {len(roof.operators)} operators placed" in text  # the point count, explained
+    assert "None" not in text and "gemm: " in text
+
+
+def test_roofline_svg_is_empty_without_points(gpt2: Profile) -> None:
+    roof = roofline(gpt2, measured_roofs=True)
+    assert roofline_svg(dataclasses.replace(roof, operators=[])) == ""
 
 
 def test_html_and_markdown_carry_both_charts_and_the_tree(gpt2: Profile) -> None:
