@@ -62,6 +62,17 @@ def _relative(value: str | None, root: Path) -> str | None:
         return value
 
 
+def _located(value: str | None, recorded_run_dir: str, run_dir: Path) -> str | None:
+    """A path the loop recorded, found again under ``run_dir``: the loop writes paths as it was given
+    them, relative to the directory it ran in, which need not be this one."""
+    if not value or Path(value).is_absolute() or Path(value).exists():
+        return value
+    try:
+        return str(run_dir / Path(value).relative_to(recorded_run_dir))
+    except ValueError:
+        return value
+
+
 def ship(run_dir: Path, target: Path, workload: str) -> None:
     """``run_dir`` (an optimize run) into ``target`` in the shipped form."""
     result = json.loads((run_dir / "optimize.json").read_text())
@@ -70,7 +81,8 @@ def ship(run_dir: Path, target: Path, workload: str) -> None:
         out = tmp / target.name
         out.mkdir()
         ship_capture_dir(run_dir / "baseline", out / "baseline")
-        final = result.get("final_run_dir")
+        recorded = str(result.get("run_dir") or "")
+        final = _located(result.get("final_run_dir"), recorded, run_dir)
         if final and Path(final).resolve() != (run_dir / "baseline").resolve():
             ship_capture_dir(Path(final) / "capture", out / "optimized")
             shutil.copy2(Path(final) / "plan.json", out / "optimized" / "plan.json")
@@ -78,7 +90,7 @@ def ship(run_dir: Path, target: Path, workload: str) -> None:
         result["run_dir"] = "."
         result["final_run_dir"] = _relative(final, run_dir)
         for trial in result.get("trials", []):
-            trial["run_dir"] = _relative(trial.get("run_dir"), run_dir)
+            trial["run_dir"] = _relative(_located(trial.get("run_dir"), recorded, run_dir), run_dir)
         (out / "optimize.json").write_text(json.dumps(result, indent=1) + "\n")
         for name in TOP_FILES:
             if (run_dir / name).is_file():

@@ -54,5 +54,26 @@ def test_a_run_is_shipped_compact_with_relative_paths(tmp_path: Path) -> None:
     assert profile.coverage.attributed_time_pct >= 99.0
 
 
+def test_paths_recorded_relative_to_another_directory_are_found_under_the_run(tmp_path: Path,
+                                                                            monkeypatch: object) -> None:
+    # the loop ran as `oprof optimize ... --out runs/gpt2` in another directory: its paths start with runs/gpt2
+    run = _run_dir(tmp_path)
+    result = json.loads((run / "optimize.json").read_text())
+    result.update(run_dir="runs/gpt2", final_run_dir="runs/gpt2/trial-1-bf16_promotion")
+    for t in result["trials"]:
+        t["run_dir"] = "runs/gpt2/" + Path(t["run_dir"]).name
+    (run / "optimize.json").write_text(json.dumps(result))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # type: ignore[attr-defined]
+    target = tmp_path / "captures" / "gpt2"
+    target.parent.mkdir()
+    assert ship_capture.main([str(run), str(target), "--workload", "examples/gpt2.py"]) == 0
+    assert (target / "optimized" / "plan.json").is_file()
+    shipped = json.loads((target / "optimize.json").read_text())
+    assert shipped["final_run_dir"] == "trial-1-bf16_promotion"
+    assert [t["run_dir"] for t in shipped["trials"]] == [Path(t["run_dir"]).name for t in result["trials"]]
+
+
 def test_a_directory_without_optimize_json_is_refused(tmp_path: Path, capsys: object) -> None:
     assert ship_capture.main([str(tmp_path), str(tmp_path / "out"), "--workload", "x.py"]) == 2
