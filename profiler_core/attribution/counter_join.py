@@ -20,7 +20,7 @@ Three shapes of counter run are recognised from the rows themselves:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -127,12 +127,24 @@ def _by_config(items: Sequence[TimelineKernel | CounterRow],
     return out
 
 
-def _uniform_samples(rows_by_cfg: dict[ConfigKey, list[int]], kernels_by_cfg: dict[ConfigKey, list[int]]) -> bool:
-    """True when every configuration has min(K, launches) rows for one K (a per-config run)."""
+def _uniform_samples(rows_by_cfg: dict[ConfigKey, list[int]], kernels_by_cfg: dict[ConfigKey, list[int]], *,
+                     split: bool = False) -> bool:
+    """True when every configuration has min(K, launches) rows for one K (a per-config run).
+
+    ``split``: ncu's per-launch-config filter keys on more than name, grid and block (dynamic
+    shared memory, for one), so it may measure a configuration of ours more than K times, as
+    several of its own; such a configuration may then have more rows than K, never as many as it
+    has launches. K is then the count most configurations were sampled with.
+    """
     if not set(rows_by_cfg) <= set(kernels_by_cfg):
         return False
-    k_samples = max(len(rs) for rs in rows_by_cfg.values())
-    return all(len(rs) == min(k_samples, len(kernels_by_cfg[c])) for c, rs in rows_by_cfg.items())
+    if not split:
+        k_samples = max(len(rs) for rs in rows_by_cfg.values())
+        return all(len(rs) == min(k_samples, len(kernels_by_cfg[c])) for c, rs in rows_by_cfg.items())
+    counts = Counter(len(rs) for rs in rows_by_cfg.values())
+    k_samples = max(counts, key=lambda k: (counts[k], -k))
+    return all(len(rs) == min(k_samples, len(kernels_by_cfg[c])) or k_samples < len(rs) < len(kernels_by_cfg[c])
+               for c, rs in rows_by_cfg.items())
 
 
 def _config(key: Callable[[str], str], name: str, grid: tuple | None, block: tuple | None) -> ConfigKey:
@@ -153,11 +165,13 @@ def join_counters(
     key, key_kind, warnings = _choose_key(kernels, rows)
     result.name_key, result.warnings = key_kind, warnings
 
+    prefix = _is_prefix(kernels, rows, key)
     if len(rows) < n:
         rows_by_cfg, kernels_by_cfg = _by_config(rows, key), _by_config(kernels, key)
-        if _uniform_samples(rows_by_cfg, kernels_by_cfg):
+        if _uniform_samples(rows_by_cfg, kernels_by_cfg) or (
+                not prefix and _uniform_samples(rows_by_cfg, kernels_by_cfg, split=True)):
             return _join_per_config(kernels, rows, rows_by_cfg, kernels_by_cfg, allow_partial, result)
-    if _is_prefix(kernels, rows, key):
+    if prefix:
         result.mode = "prefix"
         period = len(rows)
         for j in range(n):

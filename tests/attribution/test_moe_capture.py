@@ -1,0 +1,55 @@
+"""A real H200 capture of a Mixtral-style MoE: per-config counters that ncu split, host syncs by the router."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from profiler_core.analysis import diagnose
+from profiler_core.attribution import attribute_run
+from profiler_core.schema import CounterSource
+
+MOE = Path(__file__).parent.parent / "data" / "h200_mixtral_moe"
+HISTOGRAM = "kernelHistogram1D"
+
+
+@pytest.fixture(scope="module")
+def profile() -> object:
+    return attribute_run(MOE)
+
+
+def _raw_counts() -> tuple[Counter, Counter]:
+    """Launches per kernel name in the Kineto trace and rows per name in the ncu export, read raw."""
+    trace = json.loads(gzip.decompress((MOE / "kineto.json.gz").read_bytes()))
+    launches = Counter(e["name"] for e in trace["traceEvents"] if e.get("cat") == "kernel")
+    with (MOE / "counters.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    measured = Counter(r["Kernel Name"] for r in rows if r.get("ID", "").isdigit())
+    return launches, measured
+
+
+def test_a_configuration_ncu_measured_twice_still_joins_per_config(profile: object) -> None:
+    launches, measured = _raw_counts()
+    histogram_rows = sum(n for name, n in measured.items() if HISTOGRAM in name)
+    histogram_launches = sum(n for name, n in launches.items() if HISTOGRAM in name)
+    assert histogram_rows == 2 and histogram_launches > histogram_rows  # ncu sampled it twice, not once
+    kernels = [k for k in profile.kernels if k.kind == "kernel"]  # type: ignore[attr-defined]
+    assert len(kernels) == sum(launches.values())  # memcpy and memset records are kept beside them
+    hist = [k for k in profile.kernels if HISTOGRAM in k.name]  # type: ignore[attr-defined]
+    assert len(hist) == histogram_launches
+    sources = Counter(k.counter_source for k in hist)
+    assert sources[CounterSource.MEASURED] == 2 and sources[CounterSource.INHERITED] == histogram_launches - 2
+    assert profile.capture.counter_mode == "per-config"  # type: ignore[attr-defined]
+    assert profile.coverage.attributed_time_pct >= 99.0  # type: ignore[attr-defined]
+
+
+def test_the_routers_host_syncs_keep_cuda_graphs_off(profile: object) -> None:
+    report = diagnose(profile)  # type: ignore[arg-type]
+    syncs = [f for f in report.findings if f.rule_id == "host_syncs"]
+    assert len(syncs) == 1 and "bincount" in syncs[0].evidence.facts[0]
+    assert not [f for f in report.findings if f.transformation == "cuda_graphs"]
