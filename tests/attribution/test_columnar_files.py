@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from profiler_core import columnar_files
-from profiler_core.attribution import attribute_run
 from profiler_core.errors import SchemaError
 from profiler_core.schema import Profile, read_profile, write_profile
+from tests.attribution.columnar_copy import columnar_profile_dir
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "examples" / "captures" / "h200" / "sdpa_attention" / "baseline"
@@ -29,14 +29,7 @@ RUN = REPO / "examples" / "captures" / "h200" / "sdpa_attention" / "baseline"
 
 @pytest.fixture(scope="module")
 def columnar(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("columnar")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("OPROF_COLUMNAR_KERNELS", "0")
-    try:
-        write_profile(folder / "profile.json", attribute_run(RUN))
-    finally:
-        mp.undo()
-    return folder
+    return columnar_profile_dir(tmp_path_factory)
 
 
 def _copy(columnar: Path, tmp_path: Path) -> Path:

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.attribution import attribute_run
-from profiler_core.schema import write_profile
+from tests.attribution.columnar_copy import columnar_profile_dir
 from tests.mcp_server.mcp_helpers import call_err, call_ok, connect
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,15 +26,7 @@ CALLS = [("diagnose", {"profile": "p/profile.json"}), ("report", {"profile": "p/
 
 @pytest.fixture(scope="module")
 def columnar(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding a real capture's profile in its columnar form."""
-    folder = tmp_path_factory.mktemp("columnar")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("OPROF_COLUMNAR_KERNELS", "0")
-    try:
-        write_profile(folder / "profile.json", attribute_run(RUN))
-    finally:
-        mp.undo()
-    return folder
+    return columnar_profile_dir(tmp_path_factory)
 
 
 def _setup(columnar: Path, tmp_path: Path) -> tuple[Path, Path]:

@@ -14,29 +14,16 @@ from profiler_core.passes import PassStatus, apply_pass_plan, apply_passes
 from profiler_core.passes.compile_step import fused_optimizer
 from profiler_core.passes.contract import PassContext
 from profiler_core.passes.convolution import find_conv_bn_pairs
+from tests.passes.workload_sources import TINY_RESNET
 
 transformers = pytest.importorskip("transformers")  # CI installs it; a fallback for bare machines
 
-_RESNET = '''
-import torch
-import transformers
-
-def get_model_and_inputs(device="cpu"):
-    torch.manual_seed(0)
-    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=5)
-    model = transformers.ResNetForImageClassification(config).to(device).eval()
-    for m in model.modules():  # statistics that are not the identity, so folding changes the weights
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-    return model, (torch.randn(2, 3, 32, 32, device=device),)
-'''
 
 
 @pytest.fixture(scope="module")
 def resnet_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("resnet") / "hf_resnet.py"
-    path.write_text(textwrap.dedent(_RESNET))
+    path.write_text(textwrap.dedent(TINY_RESNET))
     return path
 
 

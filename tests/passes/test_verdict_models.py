@@ -16,6 +16,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 from profiler_core.passes import PassEffect, PassLevel, PlanStatus, apply_pass_plan, register_pass, registry
 from profiler_core.passes.contract import PassContext
 from profiler_core.passes.convolution import find_conv_bn_pairs
+from tests.passes.workload_sources import TINY_RESNET
 
 _CANCELLATION = '''
 import torch
@@ -41,20 +42,6 @@ def get_model_and_inputs(device="cpu"):
     return Cancellation().to(device).eval(), (torch.randn(64, 32, device=device),)
 '''
 
-_RESNET = '''
-import torch
-import transformers
-
-def get_model_and_inputs(device="cpu"):
-    torch.manual_seed(0)
-    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=5)
-    model = transformers.ResNetForImageClassification(config).to(device).eval()
-    for m in model.modules():  # statistics that are not the identity, so folding changes the weights
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-    return model, (torch.randn(2, 3, 32, 32, device=device),)
-'''
 
 
 def _write(tmp_path: Path, name: str, source: str) -> Path:
@@ -104,7 +91,7 @@ def test_a_model_that_cancels_large_values_is_rejected_under_bf16(tmp_path: Path
 def test_conv_bn_folding_on_a_library_resnet_is_accepted_and_a_corrupted_fold_rejected(
         tmp_path: Path, corrupted_fold: str) -> None:
     pytest.importorskip("transformers")
-    workload = _write(tmp_path, "hf_resnet.py", _RESNET)
+    workload = _write(tmp_path, "hf_resnet.py", TINY_RESNET)
     good = apply_pass_plan(workload, ["conv_bn_folding"], device="cpu", compiler="eager", raise_on_failure=False)
     v = good.validation
     assert good.status is PlanStatus.VALIDATED and good.applied == ["conv_bn_folding"]
