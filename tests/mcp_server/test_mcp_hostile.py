@@ -184,7 +184,7 @@ def _start(ws: Path, *args: str, env: dict[str, str] | None = None) -> tuple[sub
     proc = subprocess.Popen([sys.executable, "-m", "mcp_server", "--http", "--port", str(port), "--root", str(ws),
                              *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # generous: a busy machine starts Python slowly
     while time.monotonic() < deadline:
         try:
             socket.create_connection((host, port), timeout=0.2).close()
@@ -194,7 +194,8 @@ def _start(ws: Path, *args: str, env: dict[str, str] | None = None) -> tuple[sub
                 break
             time.sleep(0.2)
     proc.kill()
-    raise AssertionError(f"server did not start: {proc.communicate(timeout=10)[1].decode()[-2000:]}")
+    raise AssertionError(f"server did not accept connections on {host}:{port} (it exited, or 120 s passed): "
+                         f"{proc.communicate(timeout=10)[1].decode()[-2000:]}")
 
 
 _INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
