@@ -132,10 +132,13 @@ def test_a_reader_racing_a_rewrite_reads_the_new_set(columnar: Path, tmp_path: P
 
 
 _CHILD = """
-import sys, time
+import signal, sys, time
 from profiler_core import atomic_write
 from profiler_core.cli import main
 
+# a shell that starts jobs in the background without job control hands them SIGINT ignored, and
+# Python then installs no KeyboardInterrupt: put Ctrl-C's default back, as a terminal would have it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 stop_at, mid = int(sys.argv[1]), sys.argv[2] == "mid"
 real, calls = atomic_write.write_stream_atomic, []
 
