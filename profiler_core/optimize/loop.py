@@ -141,17 +141,13 @@ def _judge_baseline(state: LoopState) -> bool:
     """Run the original step twice from identical state (once per loop) and ask each pass whether it
     can apply to this model; False (with a note) when no pass could be judged on this workload."""
     from profiler_core.passes import PassContext, list_passes
-    from profiler_core.passes.planner import judged_baseline, judged_training_baseline
-    from profiler_core.passes.step_run import base_module, optimizers_of
+    from profiler_core.passes.planner import judged_original
+    from profiler_core.passes.step_run import optimizers_of
     from profiler_core.workload import load_workload
 
     try:
         wl = load_workload(state.workload, device=state.cfg.device)
-        training = bool(getattr(base_module(wl.model), "training", False))
-        if training:  # two fresh builds of the workload, each stepping its own optimizer (passes/builds.py)
-            judged_training_baseline(wl, wl.path, state.cfg.device)
-        else:
-            judged_baseline(wl.step, wl.model, wl.inputs, wl.path)
+        training = judged_original(wl, state.cfg.device)[1] is not None
     except ProfilerError as err:  # NotReproducibleError above all: every trial would fail the same way
         state.result.notes.append(f"no pass judged: {err}")
         return False

@@ -122,6 +122,16 @@ def judged_training_baseline(first: Workload, path: Path, device: str) -> tuple[
     return record, state
 
 
+def judged_original(workload: Workload, device: str, *,
+                    check_reproducible_again: bool = True) -> tuple[StepRecord, dict[str, Any] | None]:
+    """The original step, judged: a training workload from two fresh builds (with the state both
+    start from), an inference one on the workload itself (state None)."""
+    if bool(getattr(base_module(workload.model), "training", False)):
+        return judged_training_baseline(workload, workload.path, device)
+    return judged_baseline(workload.step, workload.model, workload.inputs, workload.path,
+                           check_reproducible_again=check_reproducible_again), None
+
+
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
@@ -198,14 +208,12 @@ def apply_pass_plan(
         raise PassError("no pass to apply: name one with --pass (see 'oprof passes'), or give findings "
                         "whose 'transformation' names a pass")
     workload = load_workload(workload_path, device=device)
-    training = bool(getattr(base_module(workload.model), "training", False))
-    if training:  # each run from its own build, so the optimizer stepping it is its own (builds.py)
-        baseline, state = judged_training_baseline(workload, workload.path, device)
+    baseline, state = judged_original(workload, device, check_reproducible_again=not baseline_judged)
+    training = state is not None
+    if state is not None:  # each run from its own build, so the optimizer stepping it is its own (builds.py)
         cand = fresh_build(workload.path, device)
         check_same_state(state, initial_state(cand), workload.path)
     else:  # the step changes nothing: the passes work on a copy of the model, the original is the baseline
-        baseline = judged_baseline(workload.step, workload.model, workload.inputs, workload.path,
-                                   check_reproducible_again=not baseline_judged)
         cand = workload
     snapshot = StateSnapshot(cand.model, optimizers_of(cand.model)) if training else None
     model, run, record = apply_passes_to_step(
