@@ -45,6 +45,11 @@ class ValidationPolicy:
     kl_floor_factor: float = 2.0  # logits may move by this many floors before KL rejects them
     min_intermediate_cosine: float = 0.99  # an intermediate rejects only below this cosine similarity
     router_top_k: int = 2  # experts per token, when the model's config does not say
+    # An MoE token that takes other experts is a tie when the float64 router's margin between the
+    # k-th and (k+1)-th expert is within this many floors of the router logits' RMS (two logits,
+    # each moved by up to three floors, can swap); routing.py.
+    tie_floors: float = 6.0
+    max_reroutes_beyond_rounding: float = 0.001  # of the tokens: more rejects the plan (a broken router)
     gradient_floor: float = 1e-3  # a gradient's scale is at least this fraction of the largest one's
     # An updated parameter's floor term is at least this, in its own units: PyTorch's training accuracy
     # check (torch._dynamo.utils.same with fp64_ref) adds tol/10 with tol = 1e-2 for training. One
@@ -84,7 +89,8 @@ class ValidationPolicy:
         """The settings, for the record."""
         return {"reference": self.reference, "k": self.k, "k_lower_precision": self.k_lower_precision,
                 "k_small": self.k_small, "floor_units": self.floor_units, "top_k": self.top_k,
-                "min_intermediate_cosine": self.min_intermediate_cosine, "parameter_floor": self.parameter_floor}
+                "min_intermediate_cosine": self.min_intermediate_cosine, "parameter_floor": self.parameter_floor,
+                "tie_floors": self.tie_floors, "max_reroutes_beyond_rounding": self.max_reroutes_beyond_rounding}
 
 
 DEFAULT_POLICY = ValidationPolicy()

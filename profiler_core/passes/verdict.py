@@ -8,6 +8,7 @@ what it is (output_kinds.py) under the policy (policy.py)::
     language-model logits                       no next token outside the other side's top-k; KL within bound
     generated token ids                         greedy agreement; divergences within the other's top-k
     KV cache, hidden states, router logits      the rule, reported; rejects only below a cosine of 0.99
+    router logits                               changes of experts: ties, cascades, beyond rounding (routing.py)
 
 Without a float64 reference (reference.py says why) the floating leaves keep the tolerance
 table's verdict, and the verdict says so. The verdict names the reference, the rule, the worst
@@ -15,7 +16,10 @@ output and its numbers, once; for an MoE model, how many tokens chose other expe
 
     validation passed against float64 on cpu, TF32 off; worst output logits: next-token agreement
     99.7% (1 of 320 positions flipped, within top-5), KL 2.1e-06 <= 1.2e-05; 0.3% of tokens (2 of 640)
-    routed to another expert
+    took other experts in some layer: 2 choice(s) at a near-tied router, 0 after ..., 0 beyond rounding
+
+An MoE's tokens that took other experts (routing.py) are set aside from the logits' decisive
+measures and reported apart; reroutes beyond what rounding can swap reject the plan.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from profiler_core.passes.output_kinds import (
-    expert_flips,
     generation_scores,
     kl_divergence,
     leaf_kind,
@@ -36,6 +39,7 @@ from profiler_core.passes.output_kinds import (
 )
 from profiler_core.passes.policy import ValidationPolicy
 from profiler_core.passes.reference import Reference
+from profiler_core.passes.routing import RouterLayer, Routing, routing_changes
 from profiler_core.passes.step_run import StepRecord
 from profiler_core.passes.step_validation import compare_steps
 from profiler_core.passes.validation import DtypePolicy, OutputComparison, ValidationResult, leaf_label
@@ -121,7 +125,19 @@ def _centered_rms(logits: torch.Tensor) -> float:
 
 
 def _judge_logits(c: OutputComparison, base: torch.Tensor, cand: torch.Tensor, ref: torch.Tensor | None,
-                  policy: ValidationPolicy, precision: str) -> OutputComparison:
+                  policy: ValidationPolicy, precision: str, set_aside: torch.Tensor | None = None) -> OutputComparison:
+    """Next-token agreement, top-k and KL; positions in ``set_aside`` (an MoE's rerouted tokens,
+    routing.py) are reported apart and the rest decide."""
+    extra: dict[str, float] = {}
+    flat = base.shape[:-1].numel()
+    if set_aside is not None and set_aside.numel() == flat and bool(set_aside.any()):
+        keep = ~set_aside.to(base.device).reshape(-1)
+        rows = [t.reshape(flat, t.shape[-1]) for t in (base, cand.to(base.device))]
+        apart = logits_metrics(rows[0][~keep], rows[1][~keep], policy.top_k)
+        extra = {"rerouted_positions": apart["positions"], "rerouted_top1_agreement": apart["top1_agreement"],
+                 "rerouted_kl": apart["kl"]}
+        base, cand = rows[0][keep], rows[1][keep]
+        ref = ref.reshape(flat, ref.shape[-1])[keep.to(ref.device)] if ref is not None else None
     m = logits_metrics(base, cand, policy.top_k)
     k = policy.multiplier(precision, c.dtype or "float32", c.numel)
     if ref is not None:
@@ -130,13 +146,14 @@ def _judge_logits(c: OutputComparison, base: torch.Tensor, cand: torch.Tensor, r
         m["kl_baseline"] = kl_base
     else:
         kl, bound, against = m["kl"], policy.kl_bound(precision, _centered_rms(base), 0.0, k), "baseline"
-    m.update({"kl": kl, "kl_bound": bound})
+    m.update({"kl": kl, "kl_bound": bound, **extra})
     far, flips, n = int(m["far_flips"]), int(m["flips"]), int(m["positions"])
     excess = max(kl / bound if bound > 0 else (0.0 if kl == 0 else math.inf), 1.0 + far if far else 0.0)
     passed = far == 0 and kl <= bound
+    where = f" (the {n} positions whose tokens kept their experts)" if extra else ""
     reason = "" if passed else (
-        f"next-token agreement {100 * m['top1_agreement']:.1f}% ({flips} of {n} positions flipped, {far} beyond "
-        f"each other's top-{policy.top_k}); KL({against} || candidate) {_f(kl)} "
+        f"next-token agreement {100 * m['top1_agreement']:.1f}%{where} ({flips} of {n} positions flipped, {far} "
+        f"beyond each other's top-{policy.top_k}); KL({against} || candidate) {_f(kl)} "
         f"{'>' if kl > bound else '<='} {_f(bound)}")
     return c.model_copy(update={"passed": passed, "reason": reason, "metrics": {**c.metrics, **m},
                                 "excess": excess})
@@ -189,8 +206,8 @@ def judge_steps(base: StepRecord, cand: StepRecord, reference: Reference, policy
     grad_scale = policy.gradient_floor * max(
         (_rms(g.double()) for g in (ref.gradients if ref is not None else base.gradients).values()), default=0.0)
     no_gradient = _without_gradient(ref)
+    routing = _routing(table, base, cand, ref, policy, precision, router_top_k or policy.router_top_k)
     judged: list[OutputComparison] = []
-    flipped = routed = 0
     for c in table.outputs:
         b, x = _leaves(base, c.role).get(c.path), _leaves(cand, c.role).get(c.path)
         r = _leaves(ref, c.role).get(c.path) if ref is not None else None
@@ -212,31 +229,67 @@ def judge_steps(base: StepRecord, cand: StepRecord, reference: Reference, policy
                            judged=~no_gradient[c.path] if c.role == "parameter" and c.path in no_gradient else None,
                            abs_floor=policy.parameter_floor if c.role == "parameter" else 0.0)
         if kind == "lm_logits":  # the RMSE figures stay as a report; the logits' own measures decide
-            judged.append(_judge_logits(c, b, x, r, policy, precision))
+            judged.append(_judge_logits(c, b, x, r, policy, precision, routing.rerouted))
             continue
         if kind == "router_logits":
-            n, total = expert_flips(b, x, router_top_k or policy.router_top_k)
-            flipped, routed = flipped + n, routed + total
-            c = c.model_copy(update={"metrics": {**c.metrics, "tokens_rerouted": float(n), "tokens": float(total)}})
+            c = c.model_copy(update={"metrics": {**c.metrics, **routing.per_layer.get(c.path, {})}})
         if kind in ("router_logits", "intermediate"):
             c = _as_intermediate(c, x, r if r is not None else b, policy)
         judged.append(c)
-    return _summarize(table, judged, reference if ref is not None else None, reference, policy, precision,
-                      flipped, routed)
+    if routing.rejected(policy):
+        judged = _reject_routers(judged, routing, policy, precision)
+    return _summarize(table, judged, reference if ref is not None else None, reference, policy, precision, routing)
 
 
-def _headline(judged: list[OutputComparison], flipped: int, routed: int) -> tuple[dict[str, float], list[str]]:
+def _routing(table: ValidationResult, base: StepRecord, cand: StepRecord, ref: StepRecord | None,
+             policy: ValidationPolicy, precision: str, top_k: int) -> Routing:
+    """The MoE routers' changes of experts, when the outputs hold router logits (routing.py)."""
+    layers = []
+    for c in table.outputs:
+        b, x = base.outputs.get(c.path), cand.outputs.get(c.path)
+        if c.role != "output" or not isinstance(b, torch.Tensor) or not isinstance(x, torch.Tensor):
+            continue
+        if leaf_kind(c.path, b) != "router_logits" or b.shape != x.shape or not b.is_floating_point():
+            continue
+        r = ref.outputs.get(c.path) if ref is not None else None
+        layers.append(RouterLayer(c.path, b, x, r if isinstance(r, torch.Tensor) else None))
+    return routing_changes(layers, top_k, policy, precision)
+
+
+def _reject_routers(judged: list[OutputComparison], routing: Routing, policy: ValidationPolicy,
+                    precision: str) -> list[OutputComparison]:
+    """The router layer with the most reroutes beyond rounding carries the rejection."""
+    routers = [c for c in judged if c.kind == "router_logits"]
+    worst = max(routers, key=lambda c: c.metrics.get("beyond_rounding", 0.0), default=None)
+    if worst is None:
+        return judged
+    failed = worst.model_copy(update={"passed": False, "reason": routing.reason(policy, precision),
+                                      "excess": 1.0 + routing.beyond})
+    return [failed if c is worst else c for c in judged]
+
+
+def _headline(judged: list[OutputComparison], routing: Routing) -> tuple[dict[str, float], list[str]]:
     metrics: dict[str, float] = {}
     said: list[str] = []
     logits = [c for c in judged if c.kind == "lm_logits" and "positions" in c.metrics]
     if logits:
-        positions = sum(c.metrics["positions"] for c in logits)
-        agree = sum(c.metrics["top1_agreement"] * c.metrics["positions"] for c in logits) / max(positions, 1.0)
+        positions = sum(c.metrics["positions"] + c.metrics.get("rerouted_positions", 0.0) for c in logits)
+        agree = sum(c.metrics["top1_agreement"] * c.metrics["positions"]
+                    + c.metrics.get("rerouted_top1_agreement", 0.0) * c.metrics.get("rerouted_positions", 0.0)
+                    for c in logits) / max(positions, 1.0)
         metrics["next_token_agreement"] = agree
         said.append(f"next-token agreement {100 * agree:.1f}% over {int(positions)} positions")
-    if routed:
-        metrics["tokens_rerouted"] = flipped / routed
-        said.append(f"{100 * flipped / routed:.1f}% of tokens ({flipped} of {routed}) routed to another expert")
+        apart = [c for c in logits if c.metrics.get("rerouted_positions")]
+        if apart:
+            n = sum(c.metrics["rerouted_positions"] for c in apart)
+            there = sum(c.metrics["rerouted_top1_agreement"] * c.metrics["rerouted_positions"] for c in apart) / n
+            metrics["rerouted_next_token_agreement"] = there
+            said.append(f"{100 * there:.1f}% at the {int(n)} positions whose tokens took other experts "
+                        "(reported, not judged)")
+    if routing.routed:
+        metrics["tokens_rerouted"] = routing.changed / routing.routed
+        metrics["reroutes_beyond_rounding"] = float(routing.beyond)
+        said.append(routing.summary())
     breached = [c for c in judged if c.metrics.get("rule_breached") and c.passed]
     if breached:
         said.append(f"{len(breached)} intermediate(s) outside the rule but within cosine similarity "
@@ -247,8 +300,9 @@ def _headline(judged: list[OutputComparison], flipped: int, routed: int) -> tupl
 def _numbers(c: OutputComparison) -> str:
     if c.kind == "lm_logits" and "positions" in c.metrics:
         m = c.metrics
+        kept = " whose tokens kept their experts" if m.get("rerouted_positions") else ""
         return (f"next-token agreement {100 * m['top1_agreement']:.1f}% ({int(m['flips'])} of {int(m['positions'])} "
-                f"positions flipped, {int(m['far_flips'])} beyond top-k), KL {_f(m['kl'])} "
+                f"positions{kept} flipped, {int(m['far_flips'])} beyond top-k), KL {_f(m['kl'])} "
                 f"{'<=' if m['kl'] <= m['kl_bound'] else '>'} {_f(m['kl_bound'])}")
     if c.rmse_candidate is not None and c.threshold is not None:
         return (f"RMSE {_f(c.rmse_candidate)} {'<=' if c.rmse_candidate <= c.threshold else '>'} "
@@ -261,8 +315,7 @@ def _numbers(c: OutputComparison) -> str:
 
 
 def _summarize(table: ValidationResult, judged: list[OutputComparison], used: Reference | None,
-               reference: Reference, policy: ValidationPolicy, precision: str, flipped: int,
-               routed: int) -> ValidationResult:
+               reference: Reference, policy: ValidationPolicy, precision: str, routing: Routing) -> ValidationResult:
     failed = sorted((c for c in judged if not c.passed), key=lambda c: c.excess if c.excess is not None
                     else math.inf, reverse=True)
     scored = [c for c in judged if c.excess is not None and c.kind in _DECISIVE]
@@ -270,7 +323,7 @@ def _summarize(table: ValidationResult, judged: list[OutputComparison], used: Re
     described = reference.describe() if policy.reference else "none: the policy turns the float64 reference off"
     rule = policy.rule_text(precision) if used is not None else (
         f"|candidate - baseline| <= atol + rtol*|baseline| at the {precision} tolerance")
-    metrics, said = _headline(judged, flipped, routed)
+    metrics, said = _headline(judged, routing)
     if failed:
         worst = failed[0]
         kind = f" ({worst.kind})" if worst.kind != "output" else ""
