@@ -40,7 +40,11 @@ GRAPHED_PARTLY = {"gpt2/cuda_graphs_trial", "tv_resnet18/optimized", "tv_resnet5
 def test_captures_attribute_fully_and_consistently(profiles: dict, name: str) -> None:
     prof = profiles[name]
     assert prof.coverage.attributed_time_pct >= 99.0
-    assert prof.coverage.tier_disagreements == 0
+    # aten::bincount runs its kernel through aten::histc: CUPTI correlation names the inner operator,
+    # ncu's NVTX range the outer one. The kernel is attributed (to the inner one) and the pair is named.
+    nested = [k for k in prof.kernels if k.attribution.tiers_agree is False
+              and "cupti_correlation says aten::histc; ncu_nvtx says aten::bincount" in (k.attribution.reason or "")]
+    assert prof.coverage.tier_disagreements == len(nested) and len(nested) <= 1
     assert prof.capture.gpu_name == "NVIDIA H200" and prof.capture.chip == "gh100"
     assert prof.coverage.counters_measured.kernel_count > 0
 
@@ -286,3 +290,22 @@ def test_resnet50_keeps_the_passes_that_only_move_tf32_rounding() -> None:
         assert worst["rmse_candidate"] <= 1.01 * worst["rmse_baseline"] < worst["threshold"]
         assert trial["max_abs_err"] > 0.005
     assert run["wall_time"]["optimized"]["median_ms"] < 0.8 * run["wall_time"]["baseline"]["median_ms"]
+
+
+def test_a_mixtral_moe_keeps_bf16_with_its_rerouted_tokens_named() -> None:
+    # Mixtral-style MoE (4 layers, 8 experts, top-2, B8 T256, FP32) on the H200: bf16_promotion sends a few
+    # tokens whose routers are nearly tied to other experts. Those positions are reported apart; the rest
+    # decide, and the plan is kept. Judged over every position, as before, bf16 was rejected.
+    run = _optimize("hf_mixtral_moe")
+    (trial,) = run["trials"]
+    assert trial["transformation"] == "bf16_promotion" and trial["outcome"] == "kept"
+    verdict = trial["validation"]
+    assert verdict["passed"] and verdict["reference"] == "float64 on cuda, TF32 off (MoE experts by the eager implementation)"
+    m = verdict["metrics"]
+    assert 0.9 < m["next_token_agreement"] < 1.0 and m["rerouted_next_token_agreement"] < m["next_token_agreement"]
+    assert 0 < m["tokens_rerouted"] < 0.05 and m["reroutes_beyond_rounding"] <= 0.001 * 2048
+    assert "took other experts in some layer" in verdict["verdict"] and "reported, not judged" in verdict["verdict"]
+    routers = [o for o in verdict["outputs"] if o["kind"] == "router_logits"]
+    assert routers and all(o["metrics"]["ties"] + o["metrics"]["cascades"] + o["metrics"]["beyond_rounding"]
+                           == o["metrics"]["tokens_rerouted"] for o in routers)
+    assert run["wall_time"]["optimized"]["median_ms"] < run["wall_time"]["baseline"]["median_ms"]

@@ -76,6 +76,7 @@ class RecipeResult(BaseModel):
     wall_time: dict[str, float | int] = Field(default_factory=dict)  # as walltime.json's entries
     max_abs_err: float | None = None
     max_rel_err: float | None = None
+    verdict: str = ""  # the validation's verdict line: reference, worst output, numbers
 
 
 class Yardstick(BaseModel):
@@ -124,7 +125,7 @@ class RecipeStep:
         self.inner: Callable[[Any, tuple[Any, ...]], Any] = (
             torch.compile(wl.step, **options) if self.training else wl.step)
         self.options, self.recipe = options, recipe
-        self.device_type = torch.device(device).type
+        self.device, self.device_type = device, torch.device(device).type
         self.cast_back = False
 
     def target(self, model: Any) -> Any:
@@ -144,14 +145,16 @@ class RecipeStep:
 
 
 def validate_recipe(wl: Workload, step: RecipeStep, target: Any, inputs: tuple[Any, ...]) -> dict[str, Any]:
-    """The recipe's step against the plain model's, from identical state: the validation's summary.
+    """The recipe's step against the plain model's, from identical state, judged as the loop's plans
+    are (the validation policy's verdict against a float64 reference): the validation's summary.
 
     ``target`` and ``inputs``: what the recipe runs on (for training, a copy of the workload's state,
     left where the validated step put it, so timing goes on from there).
     """
+    from profiler_core.passes.planner import experts_per_token
+    from profiler_core.passes.policy import DEFAULT_POLICY
     from profiler_core.passes.step_run import StateSnapshot, copy_state, find_optimizers, run_step
-    from profiler_core.passes.step_validation import compare_steps
-    from profiler_core.passes.validation import DtypePolicy
+    from profiler_core.passes.verdict import judge_steps
 
     base_model, base_inputs = copy_state(wl.model, wl.inputs) if step.training else (wl.model, wl.inputs)
     baseline = run_step(wl.step, base_model, base_inputs, seed=0)
@@ -164,9 +167,24 @@ def validate_recipe(wl: Workload, step: RecipeStep, target: Any, inputs: tuple[A
             candidate = run_step(step, target, inputs, seed=0)
     finally:
         step.cast_back = False
-    result = compare_steps(baseline, candidate, DtypePolicy(step.recipe.precision))
+    reference = recipe_reference(wl, step.training, step.device)
+    result = judge_steps(baseline, candidate, reference, DEFAULT_POLICY, step.recipe.precision,
+                         router_top_k=experts_per_token(wl.model))
     return {"passed": result.passed, "max_abs_err": result.max_abs_err, "max_rel_err": result.max_rel_err,
-            "reason": result.reason}
+            "reason": result.reason, "verdict": result.verdict or result.reason, "reference": result.reference}
+
+
+def recipe_reference(wl: Workload, training: bool, device: str) -> Any:
+    """The float64 run of the original step the recipe is judged against: on a copy of the workload
+    (inference), or on a build of its own (training: its optimizer may live on the model)."""
+    from profiler_core.passes.builds import check_same_state, fresh_build, initial_state
+    from profiler_core.passes.reference import float64_reference
+
+    if not training:
+        return float64_reference(wl.step, wl.model, wl.inputs, device=device)
+    ref = fresh_build(wl.path, device)
+    check_same_state(initial_state(wl), initial_state(ref), wl.path)
+    return float64_reference(ref.step, ref.model, ref.inputs, device=device, in_place=True)
 
 
 # ------------------------------------------------------------------ in the loop's process
@@ -186,6 +204,7 @@ def measure_recipe(workload: Path, recipe: Recipe, *, iters: int, warmup: int, d
         return result
     check = data.get("validation") or {}
     result.max_abs_err, result.max_rel_err = check.get("max_abs_err"), check.get("max_rel_err")
+    result.verdict = str(check.get("verdict") or "")
     if not check.get("passed"):
         result.outcome = "rejected_validation"
         result.reason = str(check.get("reason") or "validation did not pass")
@@ -214,6 +233,11 @@ def judge(recipes: list[RecipeResult], plan_ms: float | None, plan_label: str) -
     ratio = best.median_ms / plan_ms
     stick.plan_vs_recipe = ratio
     figures = f"{plan_label} {plan_ms:.3f} ms vs {best.code} {best.median_ms:.3f} ms"
+    if plan_label.startswith("the baseline"):  # the loop kept nothing: there is no plan to credit
+        faster = f"{ratio:.2f}x faster than" if ratio >= 1.0 else f"{1 / ratio:.2f}x slower than"
+        stick.verdict = (f"the loop kept nothing; the workload as written is {faster} the best recipe "
+                         f"that validated ({figures})")
+        return stick
     if ratio >= 1.0:
         stick.verdict = f"the loop beat the best recipe by {ratio:.2f}x ({figures})"
     else:

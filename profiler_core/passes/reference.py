@@ -135,6 +135,11 @@ def float64_reference(step: Step, model: Any, inputs: tuple[Any, ...], *, device
             torch.cuda.empty_cache()
     floats = [v for v in record.outputs.values() if isinstance(v, torch.Tensor) and v.is_floating_point()]
     if floats and not any(v.dtype == torch.float64 for v in floats):
-        return Reference(None, device, "the model's outputs stayed in "
-                         f"{str(floats[0].dtype).removeprefix('torch.')} (it sets its own dtypes)")
+        kept = str(floats[0].dtype).removeprefix("torch.")
+        if any(isinstance(g, torch.Tensor) and g.dtype == torch.float64 for g in record.gradients.values()):
+            # a training step whose loss the model upcasts itself (transformers' causal-LM loss does
+            # logits.float()): gradients and updated parameters are float64, the loss one rounding off
+            note = f"the loss came back in {kept}: the model casts it; gradients and parameters in float64"
+            return Reference(record, device, "; ".join(x for x in (adapted, note) if x))
+        return Reference(None, device, f"the model's outputs stayed in {kept} (it sets its own dtypes)")
     return Reference(record, device, adapted)

@@ -118,3 +118,18 @@ def test_the_gpt2_training_example_keeps_adamw_on_the_model(small_examples: Path
     losses = [float(wl.step(wl.model, wl.inputs)) for _ in range(3)]
     assert losses[2] < losses[0]  # model._opt steps this very model
     assert not torch.equal(next(wl.model.parameters()), before)
+
+
+def test_a_transformers_training_step_whose_loss_is_upcast_still_gets_its_float64_reference(
+        small_examples: Path) -> None:
+    # transformers' causal-LM loss casts the logits to float32 itself: the loss comes back in float32
+    # from a float64 copy, while every gradient and updated parameter is float64
+    pytest.importorskip("transformers")
+    from profiler_core.passes.reference import float64_reference
+
+    wl = load_workload(small_examples / "hf_gpt2_train.py", device="cpu")
+    ref = float64_reference(wl.step, wl.model, wl.inputs, device="cpu", in_place=True)
+    assert ref.record is not None, ref.reason
+    assert "the loss came back in float32" in ref.describe()
+    grads = [g for g in ref.record.gradients.values() if isinstance(g, torch.Tensor)]
+    assert grads and all(g.dtype == torch.float64 for g in grads)
