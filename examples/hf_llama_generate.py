@@ -59,11 +59,15 @@ def get_model_and_inputs(device: str = "cuda", small: bool | None = None) -> tup
     return model, (ids, new)
 
 
-def step(model: nn.Module, inputs: tuple) -> torch.Tensor:
-    """One greedy ``generate()`` call; returns the generated token ids (prompt included)."""
+def step(model: nn.Module, inputs: tuple) -> object:
+    """One greedy ``generate()`` call; returns the generated token ids (prompt included) and each
+    step's scores, so that where a plan's tokens diverge, validation can check each side's token
+    against the other's top-k (``output_scores=True, return_dict_in_generate=True``)."""
     ids, new_tokens = inputs
     with torch.no_grad():
-        return model.generate(  # type: ignore[operator]
+        out = model.generate(  # type: ignore[operator]
             ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-            do_sample=False, num_beams=1, pad_token_id=0,
+            do_sample=False, num_beams=1, pad_token_id=0, output_scores=True, return_dict_in_generate=True,
         )
+    # the tokens and their scores; not the KV cache, whose kind (dynamic, static) is a plan's to choose
+    return {"sequences": out.sequences, "scores": out.scores}

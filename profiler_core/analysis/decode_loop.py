@@ -24,7 +24,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from profiler_core.analysis.patterns import manual_attention_groups
 from profiler_core.analysis.profile_view import ProfileView, busy_and_span_ns, pct
+from profiler_core.attribution.operator_class import is_softmax
 from profiler_core.schema import Kernel, Operator, OperatorClass
 
 
@@ -91,16 +93,32 @@ def _seq_dim(pairs: Sequence[tuple[list, list]]) -> int:
     return 1 if spread(1) > spread(-2) else -2
 
 
-def attention_calls(view: ProfileView, ops: Sequence[Operator]) -> list[AttentionCall]:
-    """The attention operators with readable query/key shapes, in launch order."""
+def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int = 8) -> list[AttentionCall]:
+    """The attention operators with readable query/key shapes, in launch order: fused attention
+    (SDPA, flash) by its query and key, and attention written by hand (score GEMM -> softmax ->
+    value GEMM, transformers' ``eager`` implementation) by its softmax's [batch, heads, query, key]."""
     picked = [(op, pair) for op in ops if view.work_class(op) is OperatorClass.ATTENTION
               and (pair := _shape_pair(op)) is not None and view.kernels_of(op)]
     by_name: dict[str, list[tuple[list, list]]] = {}
     for op, pair in picked:
         by_name.setdefault(op.name, []).append(pair)
     dims = {name: _seq_dim(pairs) for name, pairs in by_name.items()}
-    return [AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], view.kernels_of(op)[0].start_ns)
-            for op, (q, k) in picked]
+    calls = [AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], view.kernels_of(op)[0].start_ns)
+             for op, (q, k) in picked]
+    return calls + _manual_attention_calls(view, ops, window)
+
+
+def _manual_attention_calls(view: ProfileView, ops: Sequence[Operator], window: int) -> list[AttentionCall]:
+    calls = []
+    for group in manual_attention_groups(view, ops, window):
+        score, softmax = ops[group[0]], next(ops[i] for i in group if is_softmax(ops[i].name, ops[i].fused_with))
+        shapes = [s for s in (softmax.input_shapes or []) if isinstance(s, list) and s]
+        kernels = view.kernels_of(score) or view.kernels_of(softmax)
+        if not shapes or len(shapes[0]) != 4 or not all(isinstance(d, int) for d in shapes[0]) or not kernels:
+            continue
+        batch, _, q_len, kv_len = shapes[0]
+        calls.append(AttentionCall(score, batch, q_len, kv_len, kernels[0].start_ns))
+    return calls
 
 
 def _forwards(calls: list[AttentionCall]) -> tuple[list[list[AttentionCall]], int]:
@@ -123,10 +141,12 @@ def _forwards(calls: list[AttentionCall]) -> tuple[list[list[AttentionCall]], in
     return forwards, layers or max((len(f) for f in forwards), default=0)
 
 
-def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwards: int = 3) -> DecodeLoop | None:
+def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwards: int = 3,
+                       window: int = 8) -> DecodeLoop | None:
     """The decode loop in the profile, or None when its attention shows none (or fewer than
-    ``min_forwards`` one-token decode forwards per measured iteration)."""
-    calls = sorted(attention_calls(view, ops), key=lambda c: c.start_ns)
+    ``min_forwards`` one-token decode forwards per measured iteration). ``window``: how far a
+    hand-written attention's GEMMs may sit from its softmax, in operators."""
+    calls = sorted(attention_calls(view, ops, window=window), key=lambda c: c.start_ns)
     if not calls:
         return None
     forwards, layers = _forwards(calls)

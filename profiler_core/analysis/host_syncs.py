@@ -39,9 +39,12 @@ def is_device_to_host(kernel: Kernel) -> bool:
     return kernel.kind == "memcpy" and bool(_DTOH.search(kernel.name))
 
 
+UNKNOWN_MODULE = "?"  # a sync the capture recorded no module for
+
+
 @dataclass
 class HostSyncs:
-    """The host syncs of a profile, by module (``?`` where the capture recorded no module)."""
+    """The host syncs of a profile, by module (``UNKNOWN_MODULE`` where the capture recorded none)."""
 
     copies: list[Kernel] = field(default_factory=list)  # device-to-host memcpys
     sync_ops: list[Operator] = field(default_factory=list)  # operators that read a value back
@@ -57,13 +60,17 @@ class HostSyncs:
         n = self.iterations
         out = [f"{len(self.copies) // n} device-to-host copies and {len(self.sync_ops) // n} value-reading "
                f"operators per step ({', '.join(f'{c // n} x {name}' for name, c in self.by_operator.most_common(4))})"]
-        out.extend(f"{count // n} per step under {module}" for module, count in self.by_module.most_common(limit))
+        out.extend(f"{count // n} per step under {module}" if module != UNKNOWN_MODULE else
+                   f"{count // n} per step in code the capture recorded no module for (eager code outside the "
+                   "compiled graphs, such as generate()'s loop or a router's dispatch; `oprof capture "
+                   "--compile-mode eager` records its modules)"
+                   for module, count in self.by_module.most_common(limit))
         return out
 
 
 def _module(view: ProfileView, op: Operator | None, kernel: Kernel | None = None) -> str:
     path = (kernel.module_path if kernel is not None else None) or (op.module_path if op is not None else None)
-    return path if path else "?"
+    return path if path else UNKNOWN_MODULE
 
 
 def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:

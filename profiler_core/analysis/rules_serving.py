@@ -14,7 +14,7 @@ from weakref import WeakKeyDictionary
 
 from profiler_core.analysis.decode_loop import DecodeLoop, detect_decode_loop
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.host_syncs import HostSyncs, expert_gemms, find_host_syncs
+from profiler_core.analysis.host_syncs import UNKNOWN_MODULE, HostSyncs, expert_gemms, find_host_syncs
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.transformations import Transformation
@@ -27,7 +27,8 @@ _SYNCS: WeakKeyDictionary[ProfileView, HostSyncs] = WeakKeyDictionary()
 def decode_loop_of(ctx: RuleContext) -> DecodeLoop | None:
     """The profile's decode loop, or None."""
     if ctx.view not in _LOOPS:
-        loop = detect_decode_loop(ctx.view, ctx.ops, min_forwards=ctx.thresholds.decode_min_forwards)
+        loop = detect_decode_loop(ctx.view, ctx.ops, min_forwards=ctx.thresholds.decode_min_forwards,
+                                  window=ctx.thresholds.attention_window_ops)
         _LOOPS[ctx.view] = loop
     return _LOOPS[ctx.view]
 
@@ -138,9 +139,10 @@ def graphs_not_applicable(ctx: RuleContext) -> str | None:
     syncs = host_syncs_of(ctx)
     if syncs:
         module, _ = syncs.by_module.most_common(1)[0]
+        where = f"most under {module}" if module != UNKNOWN_MODULE else "most in code outside any recorded module"
         return (f"cuda_graphs not applicable: the step reads GPU values on the host "
-                f"({(len(syncs.copies) + len(syncs.sync_ops)) // syncs.iterations} syncs per step, most under "
-                f"{module}; see the host_syncs finding), which no CUDA graph can capture")
+                f"({(len(syncs.copies) + len(syncs.sync_ops)) // syncs.iterations} syncs per step, {where}; "
+                "see the host_syncs finding), which no CUDA graph can capture")
     loop = decode_loop_of(ctx)
     if loop is not None and loop.kv_growing:
         return ("cuda_graphs not applicable: the step is a generate() decode loop on a growing KV cache, which "

@@ -142,6 +142,7 @@ def _judge_baseline(state: LoopState) -> bool:
     can apply to this model; False (with a note) when no pass could be judged on this workload."""
     from profiler_core.passes import PassContext, list_passes
     from profiler_core.passes.planner import judged_original
+    from profiler_core.passes.static_kv_cache import step_calls_generate
     from profiler_core.passes.step_run import optimizers_of
     from profiler_core.workload import load_workload
 
@@ -153,11 +154,17 @@ def _judge_baseline(state: LoopState) -> bool:
         return False
     ctx = PassContext(model=wl.model, inputs=tuple(wl.inputs), device=state.cfg.device,
                       optimizers=tuple(optimizers_of(wl.model)) if training else ())
+    generates = step_calls_generate(wl.step if wl.custom_step else None) is True
     for spec in list_passes():
         why = spec.cannot_apply(ctx)
+        if why is None and generates and not spec.structural:
+            why = ("the step calls generate(), which runs the model's own forward: torch.compile(model) never "
+                   "compiles it, so a pass on the compiled graph has nothing to change (static_kv_cache "
+                   "compiles the decode step)")
         if why is not None:
             state.cannot_apply[spec.name] = why
     return True
+
 
 
 def _trials(state: LoopState) -> None:

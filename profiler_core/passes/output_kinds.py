@@ -8,6 +8,8 @@ intermediate), and each kind has its measure::
                    where the top-1 differs, each side's token must be in the other's top-k
     token_ids      greedy agreement; where a sequence diverges, each side's token in the other's
                    top-k of that step's scores (vLLM's check_logprobs_close), when scores are there
+    generation_scores  generate()'s per-step scores: the calibrated rule, reported; the tokens decide
+                   (after a divergence the two sides score different prefixes)
     router_logits  how many tokens chose another set of experts (then judged as an intermediate)
     intermediate   KV caches, hidden states, attention maps, auxiliary losses: the calibrated
                    rule, reported, rejecting only when grossly off
@@ -21,12 +23,12 @@ from typing import Literal
 
 import torch
 
-Kind = Literal["lm_logits", "token_ids", "router_logits", "intermediate", "output"]
+Kind = Literal["lm_logits", "token_ids", "generation_scores", "router_logits", "intermediate", "output"]
 
 _INTERMEDIATE = re.compile(r"(^|[.\[])(past_key_values|cache|hidden_states|attentions|aux_loss|"
                            r"cross_attentions|encoder_hidden_states|decoder_hidden_states)\b")
 _ROUTER = re.compile(r"router_logits|^router:")
-_SCORES = re.compile(r"^(scores|logits)\[(\d+)\]$")
+_SCORES = re.compile(r"^(?:scores|logits|\['(?:scores|logits)'\])\[(\d+)\]$")  # scores[3], ['scores'][3]
 
 
 def leaf_kind(path: str, value: object) -> Kind:
@@ -35,6 +37,8 @@ def leaf_kind(path: str, value: object) -> Kind:
         return "output"
     if _ROUTER.search(path):
         return "router_logits"
+    if _SCORES.match(path) and "scores" in path and value.is_floating_point():
+        return "generation_scores"
     if _INTERMEDIATE.search(path):
         return "intermediate"
     last = re.split(r"[.\[]", path)[-1].strip("]'\"")
@@ -48,7 +52,7 @@ def leaf_kind(path: str, value: object) -> Kind:
 
 def generation_scores(leaves: dict[str, object]) -> list[torch.Tensor]:
     """The per-step scores (or logits) ``generate(output_scores=True)`` returns, in step order."""
-    steps = sorted(((int(m.group(2)), v) for p, v in leaves.items()
+    steps = sorted(((int(m.group(1)), v) for p, v in leaves.items()
                     if (m := _SCORES.match(p)) and isinstance(v, torch.Tensor)), key=lambda s: s[0])
     return [v for _, v in steps]
 

@@ -235,6 +235,9 @@ def judge_steps(base: StepRecord, cand: StepRecord, reference: Reference, policy
             c = c.model_copy(update={"metrics": {**c.metrics, **routing.per_layer.get(c.path, {})}})
         if kind in ("router_logits", "intermediate"):
             c = _as_intermediate(c, x, r if r is not None else b, policy)
+        if kind == "generation_scores" and not c.passed:  # after a divergence they score other prefixes
+            c = c.model_copy(update={"passed": True, "metrics": {**c.metrics, "rule_breached": 1.0},
+                                     "reason": f"reported, the generated tokens decide ({c.reason})"})
         judged.append(c)
     if routing.rejected(policy):
         judged = _reject_routers(judged, routing, policy, precision)

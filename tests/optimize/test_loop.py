@@ -437,3 +437,23 @@ def test_a_loop_killed_in_a_trial_keeps_the_trials_before_it(tmp_path: Path, mon
         optimize(EXAMPLE, OptimizeConfig(out_dir=out, device="cpu", wall_iters=0, capture=EAGER))
     saved = OptimizeResult.model_validate_json((out / "optimize.json").read_text())
     assert [(t.transformation, t.outcome) for t in saved.trials] == [("cuda_graphs", "skipped")]
+
+
+def test_a_generate_step_marks_graph_passes_not_applicable_before_any_trial(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # generate() runs the model's own forward: torch.compile(model) never compiles it, so graph passes
+    # would each spend a trial to find "Dynamo produced no compiled graph"; static_kv_cache stays
+    pytest.importorskip("transformers")
+    from types import SimpleNamespace
+
+    from profiler_core.optimize.loop import _judge_baseline
+
+    monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")
+    state = SimpleNamespace(workload=Path(__file__).parents[2] / "examples" / "hf_llama_generate.py",
+                            cfg=SimpleNamespace(device="cpu"), result=SimpleNamespace(notes=[]), cannot_apply={})
+    assert _judge_baseline(state)  # type: ignore[arg-type]
+    why = state.cannot_apply
+    for name in ("bf16_promotion", "qkv_fusion", "sdpa", "tf32", "freezing", "cast_cancellation"):
+        assert "the step calls generate()" in why[name], name
+    assert "static_kv_cache" not in why
+    assert "conv_bn_folding" in why and "generate()" not in why["conv_bn_folding"]  # its own reason

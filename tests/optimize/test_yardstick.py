@@ -126,3 +126,15 @@ def test_the_verdict_says_who_is_ahead_and_by_how_much(plan_ms: float, ahead: bo
 def test_no_timed_recipe_means_no_comparison() -> None:
     stick = judge([RecipeResult(recipe="compile", code="c", outcome="crashed")], 1.0, "plan")
     assert stick.best_recipe is None and stick.plan_vs_recipe is None and "nothing to measure" in stick.verdict
+
+
+def test_a_generate_recipe_is_judged_by_its_tokens_against_float64(monkeypatch: pytest.MonkeyPatch) -> None:
+    # autocast(bf16) around generate(): the tokens decide (top-k where they diverge), the scores are reported
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")
+    workload = Path(__file__).parents[2] / "examples" / "hf_llama_generate.py"
+    data = walltime.recipe_in_process(workload, "bf16_compile", iters=1, warmup=0, device="cpu", backend="eager")
+    check = data["validation"]
+    assert check["reference"].startswith("float64 on cpu, TF32 off (generate() returned its scores")
+    assert "greedy token agreement" in check["verdict"] and "exact comparison" not in check["verdict"]
+    assert check["passed"] is check["verdict"].startswith("validation passed")

@@ -45,5 +45,11 @@ def test_static_cache_decodes_the_same_greedy_tokens(small_examples: Path) -> No
     assert record.status is PassStatus.APPLIED, record.reason
     assert record.details["cache_implementation"] == "static" and record.details["decode_step_compiled"]
     assert plan.validation is not None and plan.validation.passed
-    (out,) = plan.validation.outputs
+    out = next(o for o in plan.validation.outputs if o.path == "['sequences']")
     assert out.kind == "token_ids" and out.metrics["token_agreement"] == 1.0 and out.mismatched == 0
+    scores = [o for o in plan.validation.outputs if o.path.startswith("['scores'][")]
+    assert len(scores) == 4 and all(o.kind == "generation_scores" and o.passed for o in scores)
+    # generate() hands back float32 scores from the float64 copy too: still the reference
+    assert plan.validation.reference.startswith("float64 on cpu") and "generate() returned its scores" in (
+        plan.validation.reference)
+    assert all(o.rmse_candidate is not None and o.rmse_candidate <= o.threshold for o in scores)

@@ -1,0 +1,46 @@
+"""decode_loop on a real generate() capture: a transformers Llama on the H200, eager attention."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profiler_core.analysis import diagnose
+from profiler_core.analysis.decode_loop import detect_decode_loop
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.attribution import attribute_run
+
+CAPTURE = Path(__file__).parent.parent / "data" / "h200_llama_generate"
+
+
+@pytest.fixture(scope="module")
+def profile() -> object:
+    return attribute_run(CAPTURE)
+
+
+@pytest.mark.slow
+def test_the_decode_loop_is_read_from_hand_written_attention(profile: object) -> None:
+    # transformers' eager attention: score bmm -> softmax [8, 8, q, k] -> value bmm, 4 layers per forward
+    view = ProfileView(profile)  # type: ignore[arg-type]
+    loop = detect_decode_loop(view, view.ops_in_order)
+    assert loop is not None
+    assert (loop.iterations, loop.layers, loop.batch, loop.prompt_len, loop.decode_forwards) == (2, 4, 8, 64, 31)
+    assert loop.kv_growing and loop.kv_lengths == (65, 95) and loop.new_tokens == 32
+    assert 0 < loop.prefill_ns < loop.decode_ns < loop.step_ns * 1.01
+    assert loop.time_per_output_token_ns == pytest.approx(loop.decode_ns / 31)
+    assert loop.busy_pct < 25.0  # the GPU idles between the per-token launches
+
+
+@pytest.mark.slow
+def test_diagnose_names_the_decode_loop_first_and_no_recurrence(profile: object) -> None:
+    report = diagnose(profile)  # type: ignore[arg-type]
+    rules = [f.rule_id for f in report.findings]
+    assert rules[0] == "decode_loop" and "recurrent_region" not in rules
+    first = report.findings[0]
+    assert first.transformation == "static_kv_cache"
+    facts = " ".join(first.evidence.facts)
+    assert "time per output token" in facts and "prefill" in facts and "31 decode forwards" in facts
+    syncs = next(f for f in report.findings if f.rule_id == "host_syncs")
+    assert any("code the capture recorded no module for" in fact for fact in syncs.evidence.facts)
+    assert not any(fact.endswith("under ?") for fact in syncs.evidence.facts)
