@@ -271,6 +271,7 @@ def _measure_yardstick(state: LoopState) -> None:
         recipes.append(yardstick.measure_recipe(state.workload, recipe, iters=cfg.wall_iters, warmup=cfg.wall_warmup,
                                                 device=cfg.device, python=state.cap.python,
                                                 backend=cfg.yardstick_backend))
-    label = "the kept plan" if "optimized" in state.result.wall_time else "the baseline (nothing kept)"
-    state.result.yardstick = yardstick.judge(recipes, state.result.plan_wall_ms, label)
+    kept = "optimized" in state.result.wall_time
+    label = "the kept plan" if kept else "the baseline (nothing kept)"
+    state.result.yardstick = yardstick.judge(recipes, state.result.plan_wall_ms, label, nothing_kept=not kept)
     state.note(cfg.budget + 1, f"yardstick: {state.result.yardstick.verdict}")

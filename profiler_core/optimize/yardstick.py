@@ -218,8 +218,10 @@ def measure_recipe(workload: Path, recipe: Recipe, *, iters: int, warmup: int, d
     return result
 
 
-def judge(recipes: list[RecipeResult], plan_ms: float | None, plan_label: str) -> Yardstick:
-    """The yardstick's verdict: whether the loop's plan beat the best timed recipe, and by how much."""
+def judge(recipes: list[RecipeResult], plan_ms: float | None, plan_label: str, *,
+          nothing_kept: bool = False) -> Yardstick:
+    """The yardstick's verdict: whether the loop's plan beat the best timed recipe, and by how much
+    (``nothing_kept``: the plan is the workload as written, and no plan is credited)."""
     stick = Yardstick(recipes=recipes, plan_ms=plan_ms)
     timed = [r for r in recipes if r.outcome == "timed" and r.median_ms]
     if not timed:
@@ -233,7 +235,7 @@ def judge(recipes: list[RecipeResult], plan_ms: float | None, plan_label: str) -
     ratio = best.median_ms / plan_ms
     stick.plan_vs_recipe = ratio
     figures = f"{plan_label} {plan_ms:.3f} ms vs {best.code} {best.median_ms:.3f} ms"
-    if plan_label.startswith("the baseline"):  # the loop kept nothing: there is no plan to credit
+    if nothing_kept:
         faster = f"{ratio:.2f}x faster than" if ratio >= 1.0 else f"{1 / ratio:.2f}x slower than"
         stick.verdict = (f"the loop kept nothing; the workload as written is {faster} the best recipe "
                          f"that validated ({figures})")

@@ -123,6 +123,14 @@ def test_the_verdict_says_who_is_ahead_and_by_how_much(plan_ms: float, ahead: bo
     assert stick.verdict.startswith("the loop beat" if ahead else "the loop is behind") and shown in stick.verdict
 
 
+def test_with_nothing_kept_no_plan_is_credited() -> None:
+    stick = judge([_timed("compile", 242.2)], 167.3, "the baseline (nothing kept)", nothing_kept=True)
+    assert stick.verdict.startswith("the loop kept nothing; the workload as written is 1.45x faster than")
+    assert "beat" not in stick.verdict and stick.plan_vs_recipe == pytest.approx(242.2 / 167.3)
+    slower = judge([_timed("compile", 100.0)], 167.3, "the baseline (nothing kept)", nothing_kept=True)
+    assert "1.67x slower than the best recipe" in slower.verdict
+
+
 def test_no_timed_recipe_means_no_comparison() -> None:
     stick = judge([RecipeResult(recipe="compile", code="c", outcome="crashed")], 1.0, "plan")
     assert stick.best_recipe is None and stick.plan_vs_recipe is None and "nothing to measure" in stick.verdict
