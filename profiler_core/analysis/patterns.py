@@ -65,9 +65,20 @@ def gemm_signature(view: ProfileView, op: Operator) -> tuple | None:
     return ("launch", *((k.name, k.grid, k.block) for k in kernels))
 
 
+def gemm_input_signature(view: ProfileView, op: Operator) -> tuple | None:
+    """What a projection GEMM reads, without its weight: (activation shape), else its launch shapes.
+
+    Projections that read one input may differ in width: a grouped-query attention's Q projection
+    is wider than its K and V ones, a Llama's gate and up projections match each other only.
+    """
+    sig = gemm_signature(view, op)
+    return ("shapes", sig[1]) if sig is not None and sig[0] == "shapes" else sig
+
+
 def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, min_size: int,
                                max_size: int) -> list[list[int]]:
-    """Runs of projection GEMMs with one input signature, of any size from ``min_size`` to ``max_size``.
+    """Runs of projection GEMMs reading one input (its shape: gemm_input_signature), of any size
+    from ``min_size`` to ``max_size``.
 
     Between two members only views, copies and bias epilogues may run, or the score half of an
     attention that the earlier members feed: a hand-written attention launches Q and K, its
@@ -86,7 +97,7 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
             groups.append(list(run))
 
     for i, op in enumerate(ops):
-        sig = gemm_signature(view, op)
+        sig = gemm_input_signature(view, op)
         if sig is not None:
             if sig == signature:
                 run.append(i)

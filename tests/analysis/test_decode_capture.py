@@ -44,3 +44,35 @@ def test_diagnose_names_the_decode_loop_first_and_no_recurrence(profile: object)
     syncs = next(f for f in report.findings if f.rule_id == "host_syncs")
     assert any("code the capture recorded no module for" in fact for fact in syncs.evidence.facts)
     assert not any(fact.endswith("under ?") for fact in syncs.evidence.facts)
+
+
+def _raw_qkv_triples() -> int:
+    """From the raw Kineto events, without the project's code: Q, K and V projections of one layer,
+    aten::linear calls in a row reading one input, weights [512, 512], [256, 512], [256, 512]."""
+    import gzip
+    import json
+
+    trace = json.load(gzip.open(CAPTURE / "kineto.json.gz"))
+    linears = sorted((e for e in trace["traceEvents"] if e.get("name") == "aten::linear" and e.get("ph") == "X"),
+                     key=lambda e: e["ts"])
+    x = [tuple(e["args"]["Input Dims"][0]) for e in linears]
+    w = [tuple(e["args"]["Input Dims"][1]) for e in linears]
+    return sum(1 for i in range(len(w) - 2)
+               if w[i] == (512, 512) and w[i + 1] == w[i + 2] == (256, 512) and x[i] == x[i + 1] == x[i + 2])
+
+
+@pytest.mark.slow
+def test_grouped_query_projections_are_grouped_by_their_shared_input(profile: object) -> None:
+    # Q is twice as wide as K and V (8 query heads, 4 key/value heads): grouped by the input they read,
+    # not by equal weights, each layer's three projections form one group (before: K and V alone)
+    from collections import Counter
+
+    from profiler_core.analysis.patterns import parallel_projection_groups
+
+    view = ProfileView(profile)  # type: ignore[arg-type]
+    ops = view.ops_in_order
+    groups = parallel_projection_groups(view, ops, min_size=2, max_size=4)
+    triples = [g for g in groups if len(g) == 3]
+    assert len(triples) == _raw_qkv_triples() == 4 * 32 * 2  # layers x forwards x measured steps
+    widths = Counter(tuple(ops[i].input_shapes[1][1] for i in g) for g in triples)
+    assert widths == Counter({(512, 256, 256): len(triples)})

@@ -83,8 +83,13 @@ def qkv_high_occupancy() -> Profile:
     return _qkv(60.0, SAME)
 
 
-def qkv_different_shapes() -> Profile:
+def qkv_different_widths() -> Profile:
+    # one input, projections of different widths (grouped-query attention's Q beside K and V): one group
     return _qkv(12.0, [[[4, 128, 256], [256, 256], [256]], [[4, 128, 256], [1024, 256], [1024]]])
+
+
+def qkv_different_inputs() -> Profile:
+    return _qkv(12.0, [[[4, 128, 256], [256, 256], [256]], [[4, 128, 1024], [256, 1024], [256]]])
 
 
 def qkv_activation_between() -> Profile:
@@ -285,7 +290,8 @@ CASES = [
     ("tensor_core_idle", tc_counters_missing, False),
     ("parallel_projections", qkv_low_occupancy, True),
     ("parallel_projections", qkv_high_occupancy, False),
-    ("parallel_projections", qkv_different_shapes, False),
+    ("parallel_projections", qkv_different_widths, True),
+    ("parallel_projections", qkv_different_inputs, False),
     ("parallel_projections", qkv_activation_between, False),
     ("parallel_projections", qkv_long_run_is_recurrence, False),
     ("manual_attention", attention_eager, True),
@@ -401,8 +407,8 @@ def test_launch_bound_bound_is_the_gaps_on_the_timeline() -> None:
 
 def test_findings_sorted_by_bound_and_small_ones_dropped() -> None:
     b = ProfileBuilder()
-    for n in (256, 512, 1024):  # three shapes: no parallel projections
-        b.op("aten::mm", gemm(50), shapes=[[512, 256], [256, n]])
+    for n in (256, 512, 1024):  # three inputs: no parallel projections
+        b.op("aten::mm", gemm(50), shapes=[[512, n], [n, 256]])
     b.op("aten::mm", gemm(0.5, tc=50.0, name=BF16_GEMM, local_memory_wavefronts=10.0))  # 0.3% of time
     b.unattributed(k("void custom_ext::fused_kernel<float>", 40, sm_throughput_pct=50.0))
     report = diagnose(b.build())
