@@ -242,7 +242,22 @@ def _write_report(state: LoopState, comparison: object) -> None:
     write_text_atomic(state.out / REPORT_NAME, render_html(
         state.best, findings=state.findings, comparison=comparison,  # type: ignore[arg-type]
         baseline=state.baseline, title=f"{state.workload.name}: optimization", end_to_end=end_to_end,
-        trials=state.result.trials))
+        trials=state.result.trials, training=_training_section(state)))
+
+
+def _training_section(state: LoopState) -> str | None:
+    """The report's training view (kernel time per phase, per kept pass) of a training workload."""
+    from profiler_core.report.training_view import build_training_view, kept_profiles, training_view_html
+
+    if not state.result.training:
+        return None
+    try:
+        kept = kept_profiles([t.model_dump(mode="json") for t in state.result.trials])
+    except (OSError, ProfilerError) as err:
+        state.result.notes.append(f"training view left out: {err}")
+        return None
+    view = build_training_view(state.baseline, kept)
+    return training_view_html(view) if view is not None else None
 
 
 def _wall_times(state: LoopState) -> None:

@@ -121,12 +121,13 @@ def yardstick_html(e: EndToEnd) -> str:
 def render_html(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                 comparison: Comparison | None = None, baseline: Profile | None = None,
                 title: str | None = None, end_to_end: EndToEnd | None = None,
-                trials: Sequence[Any] | None = None) -> str:
+                trials: Sequence[Any] | None = None, training: str | None = None) -> str:
     """One self-contained HTML document for a profile, its findings and/or a comparison.
 
     Each profile gets its own section, with the findings diagnosed from it (``findings`` goes to
     the profile it was diagnosed from: the baseline's findings under the baseline's tables).
     ``trials``: the optimize loop's trials, shown with their numerics verdicts after the comparison.
+    ``training``: the training view's section (report/training_view.py), after the trials.
     """
     if comparison is None and baseline is not None and profile is not None:
         from profiler_core.analysis.compare import compare
@@ -146,6 +147,8 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
         sections.append(comparison_html(comparison, end_to_end=end_to_end))
     if trials:
         sections.append(trials_html(trials))
+    if training:
+        sections.append(training)
     if end_to_end is not None and end_to_end.recipes:
         sections.append(yardstick_html(end_to_end))
     owner = findings_owner(findings, baseline, profile) if findings is not None else None

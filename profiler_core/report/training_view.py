@@ -75,18 +75,38 @@ def build_training_view(baseline: Profile, kept: list[tuple[str, Profile]]) -> T
     return view
 
 
+def kept_profiles(trials: list[dict]) -> list[tuple[str, Profile]]:
+    """(pass, profile of its capture) for each kept trial of optimize.json's ``trials``, in order."""
+    return [(t["transformation"], read_profile(Path(t["run_dir"]) / "capture" / PROFILE_NAME))
+            for t in trials if t.get("outcome") == "kept" and t.get("run_dir")]
+
+
 def read_training_view(run_dir: str | Path) -> TrainingView | None:
     """The view of an ``oprof optimize`` run directory (optimize.json, baseline/ and its trials' captures)."""
     out = Path(run_dir)
     try:
         result = orjson.loads((out / OPTIMIZE_NAME).read_bytes())
         baseline = read_profile(out / BASELINE_DIR / PROFILE_NAME)
-        kept = [(t["transformation"], read_profile(Path(t["run_dir"]) / "capture" / PROFILE_NAME))
-                for t in result.get("trials", []) if t.get("outcome") == "kept" and t.get("run_dir")]
+        kept = kept_profiles(result.get("trials", []))
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ProfilerError) as err:
         raise ProfilerError(f"{out}: not a readable optimization run ({err}); pass the directory "
                             "'oprof optimize' wrote") from err
     return build_training_view(baseline, kept)
+
+
+def training_view_html(view: TrainingView) -> str:
+    """The view as the report's section: kernel time per phase, per kept pass."""
+    from html import escape
+
+    head = "".join(f"<th>{escape(h)}</th>" for h in ("step", *PHASES, NO_PHASE, "moved"))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in (
+            row.label, *(f"{row.phase_ns.get(p, 0) / 1e6:.2f} ms" for p in (*PHASES, NO_PHASE)), row.moved))
+        + "</tr>" for row in view.rows)
+    return ('<section id="training"><h2>Training step: kernel time per phase</h2><p>Forward, backward and the '
+            "optimizer's update, before and after each kept pass; kernels replayed from a CUDA graph carry no "
+            f"launch of their own and land under \"{NO_PHASE}\".</p><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table></section>")
 
 
 def training_view_markdown(view: TrainingView) -> list[str]:
