@@ -23,7 +23,7 @@ import orjson
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.errors import ProfilerError
 from profiler_core.rundir import PROFILE_NAME
-from profiler_core.rundir.layout import BASELINE_DIR, OPTIMIZE_NAME
+from profiler_core.rundir.layout import BASELINE_DIR, OPTIMIZE_NAME, TRIAL_CAPTURE_DIR
 from profiler_core.schema import Profile, read_profile
 
 PHASES = ("forward", "backward", "optimizer")
@@ -77,7 +77,7 @@ def build_training_view(baseline: Profile, kept: list[tuple[str, Profile]]) -> T
 
 def kept_profiles(trials: list[dict]) -> list[tuple[str, Profile]]:
     """(pass, profile of its capture) for each kept trial of optimize.json's ``trials``, in order."""
-    return [(t["transformation"], read_profile(Path(t["run_dir"]) / "capture" / PROFILE_NAME))
+    return [(t["transformation"], read_profile(Path(t["run_dir"]) / TRIAL_CAPTURE_DIR / PROFILE_NAME))
             for t in trials if t.get("outcome") == "kept" and t.get("run_dir")]
 
 
