@@ -72,7 +72,10 @@ def gemm_input_signature(view: ProfileView, op: Operator) -> tuple | None:
     is wider than its K and V ones, a Llama's gate and up projections match each other only.
     """
     sig = gemm_signature(view, op)
-    return ("shapes", sig[1]) if sig is not None and sig[0] == "shapes" else sig
+    if sig is not None and sig[0] == "shapes":
+        # an outer product (K = 1: a rotary embedding's inv_freq x positions) projects nothing
+        return None if sig[1] and sig[1][-1] == 1 else ("shapes", sig[1])
+    return sig
 
 
 def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, min_size: int,
@@ -86,10 +89,16 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
     batched GEMM after the softmax) ends the run: what follows it reads the attention's output.
 
         mm(x)  mm(x)  bmm  softmax  mm(x)  bmm  mm(y)   -> [[0, 1, 4]]
+
+    Where the capture names each projection's module (Inductor's provenance), the members share
+    their parent module (``layers.3.self_attn``), and work of that module or of a module above it
+    may run between them: the rotary embedding Inductor schedules between K and V, the position
+    table the model computes before layer 0's K. A projection of another parent starts a new run.
     """
     groups: list[list[int]] = []
     run: list[int] = []
     signature: tuple | None = None
+    parent: str | None = None
     score_path = softmax_seen = False
 
     def close() -> None:
@@ -99,15 +108,18 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
     for i, op in enumerate(ops):
         sig = gemm_input_signature(view, op)
         if sig is not None:
-            if sig == signature:
+            if sig == signature and _parent(op) == parent:
                 run.append(i)
                 continue
             close()
-            run, signature, score_path, softmax_seen = [i], sig, False, False
+            run, signature, parent, score_path, softmax_seen = [i], sig, _parent(op), False, False
             continue
         cls = view.work_class(op)
         if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(op, cls):
             continue
+        if (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(op.module_path, parent)
+                and not is_batched_gemm(op.name, op.fused_with) and not is_softmax(op.name, op.fused_with)):
+            continue  # the parent module's own work (or its caller's) between its projections
         if run and is_batched_gemm(op.name, op.fused_with) and not softmax_seen:
             score_path = True  # the score GEMM of the attention the members feed
             continue
@@ -115,9 +127,22 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
             softmax_seen = softmax_seen or is_softmax(op.name, op.fused_with)
             continue  # scale, mask, softmax between the score GEMM and the value GEMM
         close()
-        run, signature, score_path, softmax_seen = [], None, False, False
+        run, signature, parent, score_path, softmax_seen = [], None, None, False, False
     close()
     return groups
+
+
+def _parent(op: Operator) -> str | None:
+    """The module a projection belongs to (``layers.3.self_attn`` of ``layers.3.self_attn.q_proj``)."""
+    path = op.module_path
+    return path.rsplit(".", 1)[0] if path and "." in path else None
+
+
+def _within(path: str | None, parent: str) -> bool:
+    """Whether an operator of module ``path`` is the parent's own work or its callers' (not a sibling's)."""
+    if not path:
+        return False
+    return path == parent or path.startswith(parent + ".") or parent.startswith(path + ".")
 
 
 def _is_bias_epilogue(op: Operator, cls: OperatorClass) -> bool:

@@ -76,3 +76,36 @@ def test_grouped_query_projections_are_grouped_by_their_shared_input(profile: ob
     assert len(triples) == _raw_qkv_triples() == 4 * 32 * 2  # layers x forwards x measured steps
     widths = Counter(tuple(ops[i].input_shapes[1][1] for i in g) for g in triples)
     assert widths == Counter({(512, 256, 256): len(triples)})
+
+
+def _raw_groups_from_output_code(run: Path) -> dict[int, int]:
+    """From Inductor's output code, without the project's code: per group size, how many activation
+    buffers two or more extern mm/addmm calls read (the capture's one compiled graph)."""
+    import re
+    from collections import Counter
+
+    text = (run / "inductor" / "output_code.log").read_text()
+    readers: Counter[str] = Counter()
+    for name, args in re.findall(r"extern_kernels\.(addmm|mm)\((.*)\)\s*$", text, flags=re.M):
+        views = re.findall(r"reinterpret_tensor\((\w+), \((\d+), (\d+)\)", args)
+        buffer, _, k = views[0]  # mm(activation, weight); addmm(bias, activation, weight): the bias is no view
+        if buffer.startswith("buf") and k != "1":  # an intermediate, not an outer product (K = 1)
+            readers[buffer] += 1
+    return dict(Counter(n for n in readers.values() if n >= 2))
+
+
+@pytest.mark.slow
+def test_qwen2_projections_group_by_module_across_the_rotary_kernels() -> None:
+    # compiled Qwen2 (grouped-query attention): Inductor launches layer 0's position table (an outer
+    # product) between Q and K and the rotary kernel between K and V; each layer's Q, K, V and its
+    # gate/up pair still read one buffer in the output code, and group as such (2 measured iterations)
+    from collections import Counter
+
+    from profiler_core.analysis.patterns import parallel_projection_groups
+
+    run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_qwen2_decoder" / "baseline"
+    view = ProfileView(attribute_run(run))
+    groups = parallel_projection_groups(view, view.ops_in_order, min_size=2, max_size=4)
+    raw = _raw_groups_from_output_code(run)
+    assert raw == {3: 6, 2: 6}  # six layers: Q/K/V and gate/up each read one buffer
+    assert Counter(len(g) for g in groups) == Counter({size: 2 * n for size, n in raw.items()})
