@@ -44,10 +44,49 @@ def _disagreements(profile: Profile, kineto: Path, output_code: Path | None) -> 
     return bad, checked
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[f"{p.parent.name}/{p.name}" for p in RUNS])
+# Where the two rules name a fused kernel differently by convention, not by error: each entry is a
+# kernel-name fragment, the two names, and why. The test checks that each still occurs.
+CONVENTIONS = {
+    "hf_mixtral_moe": {
+        "masked_fill_mul_silu": ("aten::silu", "aten::masked_fill", "a SwiGLU kernel that also applies the "
+                                 "sentinel mask: the profile files it under the composite op Inductor decomposed "
+                                 "(evidence.primary_op), the reference under the first elementwise op"),
+        "arange_index_put": ("aten::arange", "aten::index_put", "x[...] = arange(...): two ops of one class; the "
+                             "profile takes Inductor's first, the reference counts arange as a fill"),
+    },
+}
+# The whole training step captured as one CUDA graph: the project refuses the capture's Inductor log
+# (4 of its 58 kernels, the optimizer's foreach kernels, come from a compile the log lacks) and leaves
+# the replayed kernels unattributed, named; the reference names 332 of them from that same log.
+REFUSED_LOG = {"hf_gpt2_train/whole_step_trial"}
+
+
+def _known(run: Path, bad: list[str]) -> tuple[list[str], set[str]]:
+    """``bad`` without the CONVENTIONS entries of ``run`` (and which of those entries occurred)."""
+    rules = CONVENTIONS.get(run.parent.name, {})
+    seen: set[str] = set()
+    left = []
+    for line in bad:
+        hit = next((frag for frag, (ours, ref, _) in rules.items()
+                    if frag in line and f"profile {ours}, raw records {ref}" in line), None)
+        if hit is None:
+            left.append(line)
+        else:
+            seen.add(hit)
+    return left, seen
+
+
+RUN_PARAMS = [pytest.param(p, id=f"{p.parent.name}/{p.name}", marks=pytest.mark.xfail(
+    strict=True, reason="the project refuses this capture's partial Inductor log (see REFUSED_LOG)"))
+    if f"{p.parent.name}/{p.name}" in REFUSED_LOG else pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in RUNS]
+
+
+@pytest.mark.parametrize("run", RUN_PARAMS)
 def test_shipped_capture_agrees_with_the_raw_records(run: Path) -> None:
     profile = attribute_run(run)
     bad, checked = _disagreements(profile, run / "kineto.json.gz", _output_code(run))
+    bad, seen = _known(run, bad)
+    assert seen == set(CONVENTIONS.get(run.parent.name, {})), "a convention entry no longer occurs"
     # A CUDA graph replay records no launch per kernel: the raw records name only the kernels that
     # Inductor's output code names (ResNet-50's graphed cuDNN convolutions are not among them).
     graphed = any("CUDA graph replays" in w for w in profile.warnings)
