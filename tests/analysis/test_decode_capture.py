@@ -86,7 +86,7 @@ def _raw_groups_from_output_code(run: Path) -> dict[int, int]:
 
     text = (run / "inductor" / "output_code.log").read_text()
     readers: Counter[str] = Counter()
-    for name, args in re.findall(r"extern_kernels\.(addmm|mm)\((.*)\)\s*$", text, flags=re.M):
+    for _kind, args in re.findall(r"extern_kernels\.(addmm|mm)\((.*)\)\s*$", text, flags=re.M):
         views = re.findall(r"reinterpret_tensor\((\w+), \((\d+), (\d+)\)", args)
         buffer, _, k = views[0]  # mm(activation, weight); addmm(bias, activation, weight): the bias is no view
         if buffer.startswith("buf") and k != "1":  # an intermediate, not an outer product (K = 1)
