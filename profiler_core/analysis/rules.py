@@ -154,6 +154,13 @@ def counter(counters: dict[str, float | None], field: str) -> float | None:
     return float(value) if value is not None else None
 
 
+def registers_fact(kernels: Iterable[Kernel]) -> str:
+    """The most registers per thread any of ``kernels`` uses (ncu's counter, else the launch record's)."""
+    found = [float(v) for k in kernels
+             if (v := (k.counters or {}).get("registers_per_thread") or k.registers_per_thread) is not None]
+    return f"registers per thread up to {max(found):.0f}" if found else "registers per thread not recorded"
+
+
 def fmt_pct(value: float | None) -> str:
     """``61.234`` -> ``61.2%``; None -> ``n/a``."""
     return "n/a" if value is None else f"{value:.1f}%"

@@ -20,7 +20,7 @@ from profiler_core.analysis.patterns import (
     same_shape_gemm_runs,
 )
 from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
-from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import decode_loop_of
 from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
@@ -71,7 +71,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         facts=[
             f"GEMM precision read from kernel names: {precision_text}",
             f"these GEMMs hold {pct(idle_ns, all_gemm_ns):.1f}% of all GEMM-kernel time",
-            f"registers per thread up to {counter(agg, 'registers_per_thread') or 0:.0f}",
+            registers_fact(kernels),
         ],
         counter_fields=_GEMM_FIELDS,
         expected_shifts={"tensor_core_active_pct": "up"},

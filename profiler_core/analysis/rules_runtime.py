@@ -14,7 +14,7 @@ import statistics
 from collections import Counter
 
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
+from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
@@ -206,7 +206,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
                  "local-memory wavefronts"),
         bottleneck="register pressure: spilled values round-trip through L1/L2",
         ops=ops,
-        facts=[f"registers per thread up to {counter(agg, 'registers_per_thread') or 0:.0f}",
+        facts=[registers_fact(ctx.view.kernels_of_ops(ops)),
                "a smaller tile, fewer live values, or a lower-precision type reduces the pressure"],
         counter_fields=_SPILL_FIELDS,
         expected_shifts={"local_memory_wavefronts": "down"},

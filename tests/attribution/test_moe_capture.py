@@ -53,3 +53,16 @@ def test_the_routers_host_syncs_keep_cuda_graphs_off(profile: object) -> None:
     syncs = [f for f in report.findings if f.rule_id == "host_syncs"]
     assert len(syncs) == 1 and "bincount" in syncs[0].evidence.facts[0]
     assert not [f for f in report.findings if f.transformation == "cuda_graphs"]
+
+
+def test_the_register_figures_are_the_kernels_own(profile: object) -> None:
+    # the FP32 GEMMs use up to 255 registers per thread by the raw Kineto kernel records; the findings
+    # printed "up to 0" where the aggregate over their operators' kernels had no value
+    with gzip.open(MOE / "kineto.json.gz", "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    raw = max(e["args"]["registers per thread"] for e in events
+              if e.get("cat") == "kernel" and "gemm" in e.get("name", "") and "registers per thread" in e["args"])
+    report = diagnose(profile)  # type: ignore[arg-type]
+    for rule_id in ("tensor_core_idle", "register_spills"):
+        finding = next(f for f in report.findings if f.rule_id == rule_id)
+        assert f"registers per thread up to {raw}" in finding.evidence.facts, rule_id
