@@ -166,7 +166,6 @@ def _judge_baseline(state: LoopState) -> bool:
     return True
 
 
-
 def _trials(state: LoopState) -> None:
     """Trials while the budget lasts; optimize.json after each (a loop killed in the next keeps them)."""
     from profiler_core.analysis import diagnose

@@ -151,7 +151,8 @@ def validate_recipe(wl: Workload, step: RecipeStep, target: Any, inputs: tuple[A
     ``target`` and ``inputs``: what the recipe runs on (for training, a copy of the workload's state,
     left where the validated step put it, so timing goes on from there).
     """
-    from profiler_core.passes.planner import experts_per_token
+    from profiler_core.passes.builds import initial_state
+    from profiler_core.passes.planner import experts_per_token, original_reference
     from profiler_core.passes.policy import DEFAULT_POLICY
     from profiler_core.passes.step_run import StateSnapshot, copy_state, find_optimizers, run_step
     from profiler_core.passes.verdict import judge_steps
@@ -167,24 +168,11 @@ def validate_recipe(wl: Workload, step: RecipeStep, target: Any, inputs: tuple[A
             candidate = run_step(step, target, inputs, seed=0)
     finally:
         step.cast_back = False
-    reference = recipe_reference(wl, step.training, step.device)
+    reference = original_reference(wl, initial_state(wl) if step.training else None, step.device)
     result = judge_steps(baseline, candidate, reference, DEFAULT_POLICY, step.recipe.precision,
                          router_top_k=experts_per_token(wl.model))
     return {"passed": result.passed, "max_abs_err": result.max_abs_err, "max_rel_err": result.max_rel_err,
             "reason": result.reason, "verdict": result.verdict or result.reason, "reference": result.reference}
-
-
-def recipe_reference(wl: Workload, training: bool, device: str) -> Any:
-    """The float64 run of the original step the recipe is judged against: on a copy of the workload
-    (inference), or on a build of its own (training: its optimizer may live on the model)."""
-    from profiler_core.passes.builds import check_same_state, fresh_build, initial_state
-    from profiler_core.passes.reference import float64_reference
-
-    if not training:
-        return float64_reference(wl.step, wl.model, wl.inputs, device=device)
-    ref = fresh_build(wl.path, device)
-    check_same_state(initial_state(wl), initial_state(ref), wl.path)
-    return float64_reference(ref.step, ref.model, ref.inputs, device=device, in_place=True)
 
 
 # ------------------------------------------------------------------ in the loop's process

@@ -136,7 +136,7 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
-def _reference(workload: Workload, state: dict[str, Any] | None, device: str) -> Reference:
+def original_reference(workload: Workload, state: dict[str, Any] | None, device: str) -> Reference:
     """The float64 run of the original step: on the workload itself (inference: the step changes
     nothing), or on a build of its own (training: it must start from the baseline's ``state``)."""
     if state is None:
@@ -226,7 +226,7 @@ def apply_pass_plan(
             snapshot.restore()  # the warm-up trained the candidate: start again where the baseline did
         candidate = run_step(run, model, cand.inputs, seed=0, call=run_transformed)
     policy = policy or DEFAULT_POLICY
-    reference = (_reference(workload, state if training else None, device) if policy.reference
+    reference = (original_reference(workload, state if training else None, device) if policy.reference
                  else Reference(None, device, "turned off by the validation policy"))
     result = judge_steps(baseline, candidate, reference, policy, record.compute_precision,
                          router_top_k=experts_per_token(workload.model))

@@ -141,11 +141,11 @@ def float64_reference(step: Step, model: Any, inputs: tuple[Any, ...], *, device
             # a training step whose loss the model upcasts itself (transformers' causal-LM loss does
             # logits.float()): gradients and updated parameters are float64, the loss one rounding off
             note = f"the loss came back in {kept}: the model casts it; gradients and parameters in float64"
-            return Reference(record, device, "; ".join(x for x in (adapted, note) if x))
-        if any(leaf_kind(path, v) == "token_ids" for path, v in record.outputs.items()):
+        elif any(leaf_kind(path, v) == "token_ids" for path, v in record.outputs.items()):
             # generate() hands back each step's scores in float32 (it casts the next-token logits):
             # one rounding of the float64 model's, which decided the tokens
             note = f"generate() returned its scores in {kept}: one rounding of the float64 logits"
-            return Reference(record, device, "; ".join(x for x in (adapted, note) if x))
-        return Reference(None, device, f"the model's outputs stayed in {kept} (it sets its own dtypes)")
+        else:
+            return Reference(None, device, f"the model's outputs stayed in {kept} (it sets its own dtypes)")
+        return Reference(record, device, "; ".join(x for x in (adapted, note) if x))
     return Reference(record, device, adapted)
