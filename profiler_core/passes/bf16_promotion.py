@@ -210,8 +210,9 @@ def bf16_applicable(ctx: PassContext) -> str | None:
     order=90,  # after the rewrites that create GEMMs (qkv_fusion, sdpa), so those get promoted too
     aliases=("bf16", "bfloat16"),
     applicable=bf16_applicable,
-    # what autocast + compile(reduce-overhead) combines, and the layout bf16 convolutions want
-    suggests=("cuda_graphs", "channels_last"),
+    # what autocast + compile(reduce-overhead) combines (for a training step, over the whole step),
+    # and the layout bf16 convolutions want
+    suggests=("cuda_graphs", "whole_step_cuda_graphs", "channels_last"),
 )
 def bf16_promotion(ctx: PassContext) -> PassEffect:
     """Run float32 GEMM-family operators in bfloat16 (fp32 accumulate), cancelling round-trip casts."""

@@ -78,17 +78,28 @@ def check_cudagraphs(facts: RunFacts) -> GraphChange:
     return GraphChange(True, details={"graphs_skipped": skipped})
 
 
+def cuda_graphs_applicable(ctx: PassContext) -> str | None:
+    """None when the model's compiled regions may replay as CUDA graphs, else why not.
+
+    A training step is left to whole_step_cuda_graphs: compiling the model in reduce-overhead
+    graphs its forward and backward but leaves the optimizer's step and the gaps around it."""
+    if ctx.training and ctx.optimizers:
+        return ("a training step: whole_step_cuda_graphs graphs forward, backward and the optimizer's step "
+                "together, where this pass would graph the model's forward and backward only")
+    return graph_capture_applicability(ctx)
+
+
 @register_pass(
     "cuda_graphs",
     level=PassLevel.INDUCTOR_CONFIG,
     symptom="launch-bound: GPU idle between many short kernels, CPU launch time above kernel time",
     order=30,
     aliases=("cudagraphs", "reduce_overhead"),
-    applicable=graph_capture_applicability,
+    applicable=cuda_graphs_applicable,
 )
 def cuda_graphs(ctx: PassContext) -> PassEffect:
     """CUDA graphs via torch.compile mode 'reduce-overhead' (launch-bound workloads, CUDA only)."""
-    why = graph_capture_applicability(ctx)
+    why = cuda_graphs_applicable(ctx)
     if why is not None:
         return PassEffect.not_applied(why)
     return PassEffect(

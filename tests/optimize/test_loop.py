@@ -182,10 +182,11 @@ def test_a_kept_pass_re_diagnoses_and_drops_the_symptoms_it_removed(tmp_path: Pa
                                               capture=EAGER))
     assert [(t.transformation, t.outcome) for t in result.trials] == [
         ("cuda_graphs", "skipped"), ("bf16_promotion", "kept"), ("cuda_graphs", "skipped"),
-        ("channels_last", "skipped")]
-    # what bf16 suggests on top (CUDA graphs, channels_last) is asked for, and cannot apply here: no budget spent
-    assert [t.finding for t in result.trials[2:]] == ["kept:bf16_promotion"] * 2
-    assert "no nn.Conv2d" in result.trials[3].reason
+        ("whole_step_cuda_graphs", "skipped"), ("channels_last", "skipped")]
+    # what bf16 suggests on top (CUDA graphs, the whole step's graphs, channels_last) is asked for, and
+    # cannot apply here (a CPU, an inference step, no convolution): no budget spent
+    assert [t.finding for t in result.trials[2:]] == ["kept:bf16_promotion"] * 3
+    assert "eval mode" in result.trials[3].reason and "no nn.Conv2d" in result.trials[4].reason
     assert result.kept_passes == ["bf16_promotion"] and len(fake.calls) == 2
     after = json.loads((tmp_path / "run" / "trial-1-bf16_promotion" / "findings.json").read_text())
     # only the host-bound step is left (the tiny model's GPU idles), its cuda_graphs already tried,

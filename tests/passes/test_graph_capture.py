@@ -47,3 +47,16 @@ def test_a_dense_decoder_stays_graphable_and_has_no_rnn(small_examples: Path) ->
     assert rnn_reroute_applicability(ctx) == "no nn.LSTM, nn.GRU or nn.RNN in the model"
     lstm = nn.Sequential(nn.LSTM(8, 8, batch_first=True))
     assert rnn_reroute_applicability(PassContext(model=lstm, inputs=(torch.zeros(1, 2, 8),), device="cpu")) is None
+
+
+def test_a_training_step_is_graphed_whole_not_forward_only() -> None:
+    from profiler_core.passes import get_pass
+
+    model = nn.Linear(4, 4)
+    opt = torch.optim.AdamW(model.parameters())
+    train = PassContext(model=model, inputs=(), device="cuda", optimizers=(opt,))
+    why = get_pass("cuda_graphs").cannot_apply(train)
+    assert why is not None and "whole_step_cuda_graphs" in why
+    # without an optimizer (a model left in train mode for inference) cuda_graphs still applies
+    assert get_pass("cuda_graphs").cannot_apply(PassContext(model=model, inputs=(), device="cuda")) is None
+    assert "whole_step_cuda_graphs" in get_pass("bf16_promotion").suggests
