@@ -4,7 +4,9 @@ An autoregressive ``generate()`` runs the model once over the prompt (prefill: a
 a query as long as the prompt), then once per new token (decode: a query of one token against
 the KV cache). Attention operators carry the evidence in their input shapes: the query's
 sequence length and the key's, which grows by one per token on a dynamic cache and stays at
-the cache's full length on a static one::
+the cache's full length on a static one. A decode step compiled by ``generate()`` (a static
+cache) records no shapes: after an eager prefill, its attention calls are the decode forwards,
+their key length unknown::
 
     sdpa q=[8,8,64,64] k=[8,8,64,64]  x4 layers      prefill (64-token prompt)
     sdpa q=[8,8,1,64]  k=[8,8,65,64]  x4 layers      decode token 1
@@ -29,6 +31,8 @@ from profiler_core.analysis.profile_view import ProfileView, busy_and_span_ns, p
 from profiler_core.attribution.operator_class import is_softmax
 from profiler_core.schema import Kernel, Operator, OperatorClass
 
+UNKNOWN = 0  # a query or key length the capture did not record (an operator of a compiled graph)
+
 
 @dataclass(frozen=True)
 class AttentionCall:
@@ -51,7 +55,7 @@ class DecodeLoop:
     prompt_len: int | None
     decode_forwards: int  # per iteration
     kv_growing: bool  # True on a dynamic cache; False when every decode step sees one key length
-    kv_lengths: tuple[int, int]  # first and last key length of the decode forwards
+    kv_lengths: tuple[int, int]  # first and last key length of the decode forwards (UNKNOWN: compiled, unrecorded)
     prefill_ns: int  # per iteration: step start to the first decode forward
     decode_ns: int  # per iteration: first decode forward to the step's last kernel end
     step_ns: int  # per iteration: first kernel start to last kernel end
@@ -97,14 +101,20 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
     """The attention operators with readable query/key shapes, in launch order: fused attention
     (SDPA, flash) by its query and key, and attention written by hand (score GEMM -> softmax ->
     value GEMM, transformers' ``eager`` implementation) by its softmax's [batch, heads, query, key]."""
-    picked = [(op, pair) for op in ops if view.work_class(op) is OperatorClass.ATTENTION
-              and (pair := _shape_pair(op)) is not None and view.kernels_of(op)]
+    fused = [op for op in ops if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
+    # an operator without readable shapes counts only when it is itself an attention operator (not
+    # a fused kernel group that holds one)
+    picked = [(op, pair) for op in fused if (pair := _shape_pair(op)) is not None
+              or view.op_class(op) is OperatorClass.ATTENTION]
     by_name: dict[str, list[tuple[list, list]]] = {}
     for op, pair in picked:
-        by_name.setdefault(op.name, []).append(pair)
+        if pair is not None:
+            by_name.setdefault(op.name, []).append(pair)
     dims = {name: _seq_dim(pairs) for name, pairs in by_name.items()}
     calls = [AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], view.kernels_of(op)[0].start_ns)
-             for op, (q, k) in picked]
+             if pair is not None and (q := pair[0]) and (k := pair[1]) else
+             AttentionCall(op, 0, UNKNOWN, UNKNOWN, view.kernels_of(op)[0].start_ns)
+             for op, pair in picked]
     return calls + _manual_attention_calls(view, ops, window)
 
 
@@ -147,17 +157,22 @@ def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwar
     ``min_forwards`` one-token decode forwards per measured iteration). ``window``: how far a
     hand-written attention's GEMMs may sit from its softmax, in operators."""
     calls = sorted(attention_calls(view, ops, window=window), key=lambda c: c.start_ns)
+    prompt = next((c for c in calls if c.q_len > 1), None)
+    if prompt is None:  # no recorded prompt: a compiled call's unrecorded shapes tell nothing
+        calls = [c for c in calls if c.q_len != UNKNOWN]
+    else:  # after an eager prefill, a compiled graph's attention is the compiled decode step
+        calls = [c for c in calls if c.q_len != UNKNOWN or c.start_ns > prompt.start_ns]
     if not calls:
         return None
     forwards, layers = _forwards(calls)
-    decode = [f for f in forwards if f[0].q_len == 1]
+    decode = [f for f in forwards if f[0].q_len in (1, UNKNOWN)]
     prefill = [f for f in forwards if f[0].q_len > 1]
     iterations = max(len(prefill), view.profile.capture.measured_iterations or 1, 1) if prefill else max(
         view.profile.capture.measured_iterations or 1, 1)
     per_iter = len(decode) // iterations
     if per_iter < max(min_forwards, 1):
         return None
-    kv = [f[0].kv_len for f in decode]
+    kv = [f[0].kv_len for f in decode if f[0].kv_len != UNKNOWN] or [UNKNOWN]
     growing = sum(1 for a, b in zip(kv, kv[1:], strict=False) if b == a + 1) >= per_iter - 1
     if not growing and not prefill:
         return None  # one-token queries against a fixed key and no prompt: not a generate() loop

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from weakref import WeakKeyDictionary
 
-from profiler_core.analysis.decode_loop import DecodeLoop, detect_decode_loop
+from profiler_core.analysis.decode_loop import UNKNOWN, DecodeLoop, detect_decode_loop
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.host_syncs import UNKNOWN_MODULE, HostSyncs, expert_gemms, find_host_syncs
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.rules import RuleContext, rule
+from profiler_core.schema import Tier
 from profiler_core.transformations import Transformation
 
 # Per profile view, computed once: several rules ask (recurrent_region, host_bound, launch_bound).
@@ -61,11 +62,22 @@ def decode_loop(ctx: RuleContext) -> list[Finding]:
     if loop is None:
         return []
     lo, hi = loop.kv_lengths
-    cache_text = (f"the KV cache grows by one position per token (key length {lo} to {hi})" if loop.kv_growing
-                  else f"every decode forward reads a key of length {hi} (a fixed-size cache)")
+    if loop.kv_growing:
+        cache_text = f"the KV cache grows by one position per token (key length {lo} to {hi})"
+    elif hi == UNKNOWN:
+        cache_text = ("the decode forwards run compiled (their attention's shapes are not recorded): a "
+                      "fixed-size cache")
+    else:
+        cache_text = f"every decode forward reads a key of length {hi} (a fixed-size cache)"
     prompt = f"a {loop.prompt_len}-token prompt" if loop.prompt_len else "no prefill in the capture"
-    graphed = sum(1 for k in ctx.view.profile.kernels if k.graph_id is not None) * 2 > len(ctx.view.profile.kernels)
+    decode_kernels = [k for op in loop.ops for k in ctx.view.kernels_of(op)]
+    graphed = bool(decode_kernels) and sum(1 for k in decode_kernels if k.graph_id is not None
+                                           or k.attribution.tier is Tier.CUDA_GRAPH) * 2 > len(decode_kernels)
     transformation = None if graphed or not loop.kv_growing else Transformation.STATIC_KV_CACHE
+    bottleneck = ("each token's decode step replays as a CUDA graph; what is left is the eager prefill, the "
+                  "host's work between tokens (sampling, stopping checks) and the kernels themselves" if graphed else
+                  "the host launches every token's kernels one by one and the GPU waits between them; "
+                  + cache_text + (", so no step can be compiled once and replayed" if loop.kv_growing else ""))
     return [ctx.finding(
         "decode_loop",
         title="generate() decode loop: one forward per new token",
@@ -73,8 +85,7 @@ def decode_loop(ctx: RuleContext) -> list[Finding]:
         symptom=(f"{loop.decode_forwards} decode forwards of {loop.layers} attention layers after {prompt}, batch "
                  f"{loop.batch}; {loop.kernels_per_token:,.0f} kernels per token, GPU busy {loop.busy_pct:.1f}% "
                  "of the step"),
-        bottleneck=("the host launches every token's kernels one by one and the GPU waits between them; "
-                    + cache_text + ", so no step can be compiled once and replayed"),
+        bottleneck=bottleneck,
         ops=list(loop.ops),
         kernels=sorted(ctx.view.profile.kernels, key=lambda k: k.start_ns),
         transformation=transformation,

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from profiler_core.records import FusionRecord
 
 _LOG_PREFIX = re.compile(r"^[A-Z]\d{4} [\d:.]+\s+\d+ \S+\] (?:\[[^\]]*\] )*\[__output_code\] ?")
-_ORIGIN = re.compile(r"^\s*# Topologically Sorted Source Nodes: \[(.*)\], Original ATen: \[(.*)\]\s*$")
+_ORIGIN = re.compile(r"^\s*# (?:Topologically Sorted|Unsorted) Source Nodes: \[(.*)\], Original ATen: \[(.*)\]\s*$")
 _NODE_MAP_TITLE = "# Source node to ATen node mapping:"
 _NODE_MAP = re.compile(r"^\s*#\s+(\S*) => (.+)$")
 _TRITON_ASSIGN = re.compile(r"^(\w+) = async_compile\.triton\(['\"](\w+)['\"]")

@@ -11,7 +11,7 @@ from profiler_core.analysis.decode_loop import detect_decode_loop
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution import attribute_run
 
-CAPTURE = Path(__file__).parent.parent / "data" / "h200_llama_generate"
+CAPTURE = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_llama_generate" / "baseline"
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +109,22 @@ def test_qwen2_projections_group_by_module_across_the_rotary_kernels() -> None:
     raw = _raw_groups_from_output_code(run)
     assert raw == {3: 6, 2: 6}  # six layers: Q/K/V and gate/up each read one buffer
     assert Counter(len(g) for g in groups) == Counter({size: 2 * n for size, n in raw.items()})
+
+
+@pytest.mark.slow
+def test_a_static_cache_decode_step_replayed_as_a_graph_is_still_the_decode_loop() -> None:
+    # the same workload with static_kv_cache kept: eager prefill (hand-written attention), then the
+    # compiled decode step per token, replayed as a CUDA graph (its SDPA calls record no shapes)
+    graphed = attribute_run(CAPTURE.parent / "optimized")
+    view = ProfileView(graphed)
+    loop = detect_decode_loop(view, view.ops_in_order)
+    assert loop is not None
+    assert (loop.iterations, loop.layers, loop.batch, loop.prompt_len, loop.decode_forwards) == (2, 4, 8, 64, 31)
+    assert not loop.kv_growing and loop.kv_lengths == (0, 0)  # the compiled calls' key length is not recorded
+    report = diagnose(graphed)
+    rules = [f.rule_id for f in report.findings]
+    assert rules[0] == "decode_loop" and "recurrent_region" not in rules
+    first = report.findings[0]
+    assert first.transformation is None  # already static and graphed: nothing left to license
+    assert "replays as a CUDA graph" in first.bottleneck
+    assert any("fixed-size cache" in fact for fact in first.evidence.facts)

@@ -22,18 +22,25 @@ def test_capture_tiny_attention_for_real(joinable: Path, tmp_path: Path) -> None
     result = capture(joinable / "tiny_attention.py", CaptureConfig(out_dir=tmp_path / "run"))
     run, m = result.run_dir, read_manifest(result.run_dir)
     assert m.status is RunStatus.COMPLETE, m.error
+    # an nsys that cannot export (a missing library) is named with its fix; Kineto is then the timeline
+    nsys_failed = [w for w in m.warnings if w.startswith("nsys profile failed")]
     for name in (
         "kineto.json",
         "inductor/torch_trace.tgz",
         "inductor/output_code.log",
-        "timeline.sqlite",
+        *(() if nsys_failed else ("timeline.sqlite",)),
         "counters.ncu-rep",
         "counters.csv",
         "manifest.json",
     ):
         assert (run / name).is_file() and (run / name).stat().st_size > 0, (name, m.warnings)
-    assert m.timeline_source == "nsys", m.warnings
-    assert m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
+    if nsys_failed:
+        assert "then capture again" in nsys_failed[0] and "the Kineto trace is the timeline" in nsys_failed[0]
+        assert m.timeline_source == "kineto" and not (run / "timeline.sqlite").exists()
+        assert m.determinism.passed and "ncu" in m.determinism.compared
+    else:
+        assert m.timeline_source == "nsys", m.warnings
+        assert m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
     assert m.determinism.kernels == m.phase("kineto").harness["kernels"] > 0
     assert m.gpu.chip and m.gpu.sm_count and m.versions.ncu and m.versions.torch
     # the 20 headline counters, and FLOP counters for the roofline as far as this ncu offers them
@@ -42,8 +49,9 @@ def test_capture_tiny_attention_for_real(joinable: Path, tmp_path: Path) -> None
     measured = m.counters.metrics.items()
     assert len(headline) == 20 and headline <= measured <= offered and len(measured) > 20
     assert m.counters.replay_mode == "kernel"
-    assert all(p.status is PhaseStatus.OK for p in m.phases)
-    assert all(p.clocks is not None and p.clocks.samples > 0 for p in m.phases)
+    ran = [p for p in m.phases if not (nsys_failed and p.name.startswith("timeline"))]
+    assert all(p.status is PhaseStatus.OK for p in ran)
+    assert all(p.clocks is not None and p.clocks.samples > 0 for p in ran)
 
 
 @pytest.mark.ncu

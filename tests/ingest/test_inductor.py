@@ -159,3 +159,20 @@ def test_broken_inputs_raise_the_named_error(data_dir: Path, name: str, message:
 def test_empty_directory(tmp_path: Path) -> None:
     with pytest.raises(ArtifactFormatError, match="holds no"):
         read_inductor(tmp_path)
+
+
+def test_combo_kernels_of_a_compiled_optimizer_are_read() -> None:
+    # torch.compile of AdamW's step on the H200: the foreach update runs as combo kernels
+    # (triton_for_fused_*), headed "# Unsorted Source Nodes: [], Original ATen: []"
+    import gzip
+
+    log = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train" / "optimized" / \
+        "inductor" / "output_code.log.gz"
+    with gzip.open(log, "rt") as fh:
+        lines = fh.readlines()
+    assert any("# Unsorted Source Nodes: [], Original ATen: []" in line for line in lines)
+    fusions = parse_output_code(lines)
+    combo = {name: rec for name, rec in fusions.items() if name.startswith("triton_for_fused_")}
+    assert len(combo) >= 4 and all(rec.aten_ops == () and rec.source_nodes == () for rec in combo.values())
+    # the headed kernels keep their operators
+    assert any(rec.aten_ops for name, rec in fusions.items() if name.startswith("triton_poi_"))

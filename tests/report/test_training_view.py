@@ -75,7 +75,7 @@ def test_the_optimize_report_shows_the_training_view_of_a_real_step() -> None:
     from profiler_core.report.training_view import NO_PHASE, PHASES, training_view_html
 
     run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train"
-    base, opt = attribute_run(run / "baseline"), attribute_run(run / "optimized")
+    base, opt = attribute_run(run / "baseline"), attribute_run(run / "bf16_trial")
     view = build_training_view(base, [("bf16_promotion", opt)])
     assert view is not None and [r.label for r in view.rows] == ["baseline", "+ bf16_promotion"]
     for row, prof in zip(view.rows, (base, opt), strict=True):
