@@ -8,10 +8,13 @@ and DRAM traffic ``Q`` (read + written bytes, ncu)::
     roofline time         t_roof = max(t_c, t_m)    bound: compute if t_c >= t_m, else memory
     fraction of roofline  t_roof / t                headroom  t - t_roof (what reaching the roof saves)
 
-FLOPs are the measured count (ncu's FLOP counters) where the capture has them, else the modelled
-count from the operator's shapes (metrics/flop_model.py); both are kept, and a disagreement beyond
-``DISAGREEMENT`` is flagged. A modelled count has no precision split: its roof is read off the
-kernel name (gemm_precision) and the tensor-pipe activity, and the note says so. Roofs are the
+FLOPs are the useful work: for a GEMM, convolution or attention call whose shapes are recorded,
+the count its shapes give (metrics/flop_model.py: 2MNK for a GEMM), whatever the counters add
+(FP32 attention emulated in 3xTF32 runs each product three times) or miss; elsewhere the
+measured count (ncu's FLOP counters). Both are kept, and a disagreement beyond ``DISAGREEMENT``
+is flagged with both figures. The roofs a modelled count runs on are the counters' split scaled
+to the model where the capture has counters, else read off the kernel name (gemm_precision) and
+the tensor-pipe activity, and the note says so. Roofs are the
 published dense peaks (metrics/peaks.py), or the figures measured on the chip where asked for
 (``measured_roofs=True``): those are what a kernel can attain, so gain bounds use them.
 """
@@ -143,21 +146,28 @@ def _operator(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None
         ratio = flops_measured / flops_modelled - 1
         if abs(ratio) > DISAGREEMENT:
             disagreement = ratio
-            notes.append(f"measured {flops_measured:.3g} FLOPs vs {flops_modelled:.3g} from the shapes "
-                         f"({model.formula if model else ''}): {ratio:+.0%}")
+            notes.append(f"the counters read {flops_measured:.3g} FLOPs against {flops_modelled:.3g} from the shapes "
+                         f"({model.formula if model else ''}): {ratio:+.0%}; the roofline uses the shapes' "
+                         f"count, the useful work{_why_counters_differ(ratio, measured)}")
     by_roof: dict[str, float] = {}
     flops: float | None = None
     source: FlopSource | None = None
-    if measured is not None and flops_measured:
+    if flops_modelled:
+        # The useful work: a GEMM, convolution or attention call whose shapes are known does what
+        # its shapes say, whatever the counters add (3xTF32 runs each product three times) or miss
+        flops, source = flops_modelled, "modelled"
+        if measured is not None and flops_measured:
+            # the roofs the kernels ran on are the counters' to say; their split is scaled to the model
+            by_roof = {r: flops_modelled * v / flops_measured for r, v in measured.by_roof.items() if v}
+        else:
+            roof = _roof_from_kernels(kernel_names, op.metrics.get("tensor_core_active_pct"))
+            by_roof = {roof: flops_modelled}
+            notes.append(f"FLOPs from the shapes ({model.formula if model else ''}); roof {roof} read off the "
+                         "kernel name")
+    elif measured is not None and flops_measured:
         flops, source, by_roof = flops_measured, "measured", dict(measured.by_roof)
         if not measured.complete:
             notes.append("some FLOP counters were not measured: the count covers the precisions that were")
-    elif flops_modelled:
-        flops, source = flops_modelled, "modelled"
-        roof = _roof_from_kernels(kernel_names, op.metrics.get("tensor_core_active_pct"))
-        by_roof = {roof: flops_modelled}
-        notes.append(f"FLOPs from the shapes ({model.formula if model else ''}); roof {roof} read off the "
-                     "kernel name")
     elif measured is not None:
         flops, source = 0.0, "measured"  # counted, and no floating-point work
     read, written = op.metrics.get("dram_bytes_read"), op.metrics.get("dram_bytes_written")
@@ -188,6 +198,16 @@ def _operator(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None
         headroom_ns=max(0.0, op.duration_ns - t_roof * 1e9) if t_roof is not None else None,
         disagreement=disagreement, notes=tuple(notes),
     )
+
+
+def _why_counters_differ(ratio: float, measured: MeasuredFlops | None) -> str:
+    """A known reason for a counter/model disagreement, or nothing (no guess)."""
+    if measured is None:
+        return ""
+    roof = measured.dominant_roof
+    if roof in ("fp32", "tf32_tensor") and abs(ratio - 2.0) <= 0.15:
+        return " (3.0x on an FP32 kernel: 3xTF32 emulation runs each product three times)"
+    return ""
 
 
 def _compute_floor_s(by_roof: dict[str, float], peaks: ChipPeaks | None, measured_roofs: bool,

@@ -40,7 +40,7 @@ _CONV = frozenset({
 _ATTENTION = frozenset({
     "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
-    "aten::_flash_attention_forward", "aten::_efficient_attention_forward",
+    "aten::_flash_attention_forward", "aten::_efficient_attention_forward", "aten::_cudnn_attention_forward",
     "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math",
 })
 # The kernels' own entry points take (batch, seq, heads, dim), not SDPA's (batch, heads, seq, dim)

@@ -68,20 +68,48 @@ def test_measured_roofs_are_tighter_on_the_h200(gpt2: Profile) -> None:
     assert measured[softmax].roofline_time_ns == pytest.approx(published[softmax].roofline_time_ns * 4.8 / 4.3)
 
 
-def test_measured_flops_win_and_a_disagreement_is_flagged(gpt2: Profile) -> None:
+def test_the_shapes_count_wins_and_a_disagreement_is_flagged(gpt2: Profile) -> None:
     # the shipped capture predates the FLOP counters: give one GEMM the counts its FFMA SGEMM
-    # would report (M*N*K FMAs), then twice that, to check which figure is used and the flag
+    # would report (M*N*K FMAs), then twice that: the shapes' count (the useful work) is used
+    # either way, the counters give the roof, and the disagreement is flagged with both figures
     profile = gpt2.model_copy(deep=True)
     op = next(o for o in profile.operators if o.name == "aten::mm")
     zeros = dict.fromkeys(FLOP_FIELDS, 0.0)
     op.metrics.update(zeros, inst_ffma=512.0 * 768 * 768)
     row = roofline(profile).by_key()[op.key]
-    assert row.flop_source == "measured" and row.flops == row.flops_modelled and row.disagreement is None
+    assert row.flop_source == "modelled" and row.flops == row.flops_modelled == row.flops_measured
+    assert row.disagreement is None and row.flops_by_roof == {"fp32": row.flops}
     op.metrics.update(inst_ffma=2 * 512.0 * 768 * 768)
     r = roofline(profile)
     row = r.by_key()[op.key]
-    assert row.disagreement == pytest.approx(1.0) and any("shapes" in n for n in row.notes)
+    assert row.flops == row.flops_modelled == row.flops_measured / 2 and row.flops_by_roof == {"fp32": row.flops}
+    assert row.disagreement == pytest.approx(1.0) and any("the counters read" in n for n in row.notes)
     assert any("differ from the shape model" in w for w in r.warnings)
+
+
+def test_useful_flops_on_real_h200_training_steps() -> None:
+    # figures from the workloads' own configurations, not from the code under test
+    captures = REPO / "examples" / "captures" / "h200"
+    # GPT-2 (B=8, T=256, 12 heads of 64), FP32 memory-efficient attention: the counters read 3x the
+    # useful work (3xTF32 emulation); the roofline uses the useful work
+    attention = 2.0 * 8 * 12 * 256 * 256 * (64 + 64)
+    rows = [o for o in roofline(attribute_run(captures / "hf_gpt2_train" / "baseline")).operators
+            if o.name == "aten::_efficient_attention_forward"]
+    assert rows and all(o.flops == attention and o.flop_source == "modelled" for o in rows)
+    assert all(o.flops_measured / attention == pytest.approx(3.0, rel=0.05) for o in rows)
+    assert all(any("3xTF32" in n for n in o.notes) for o in rows)
+    assert all(o.achieved_flops_per_s == pytest.approx(attention / (o.duration_ns * 1e-9)) for o in rows)
+    # the same step in bf16: cuDNN attention is counted (it had no FLOPs before) on the fp16/bf16 roof
+    cudnn = [o for o in roofline(attribute_run(captures / "hf_gpt2_train" / "bf16_trial")).operators
+             if o.name == "aten::_cudnn_attention_forward"]
+    assert cudnn and all(o.flops == attention and o.fraction_of_roofline for o in cudnn)
+    # BERT (B=16, T=128, hidden 512, FFN 2048) in bf16: the down projection's tensor counters read a
+    # quarter of 2*M*N*K; the roofline uses 2*M*N*K, both figures in the note
+    down = 2.0 * (16 * 128) * 512 * 2048
+    rows = [o for o in roofline(attribute_run(captures / "hf_bert_train" / "optimized")).operators
+            if o.flops_modelled == down and o.disagreement is not None]
+    assert rows and all(o.flops == down and o.flops_measured == pytest.approx(down / 4, rel=0.05) for o in rows)
+    assert all(o.roof == "bf16_tensor" and any("the counters read" in n for n in o.notes) for o in rows)
 
 
 def test_diagnose_caps_the_bf16_bound_by_the_bf16_roofline(gpt2: Profile) -> None:
@@ -118,7 +146,7 @@ def test_measured_gemm_flops_on_the_h200_recapture_match_the_shapes() -> None:
     gemm = [o for o in r.operators if o.op_class == "gemm" and o.flops_modelled]
     assert len(gemm) >= 2 * LAYERS * 6  # every projection and attention bmm of both iterations
     for o in gemm:
-        assert o.flop_source == "measured" and o.disagreement is None, o.key
+        assert o.flop_source == "modelled" and o.disagreement is None, o.key  # the counters agree
         assert o.flops_measured == pytest.approx(o.flops_modelled, rel=0.02), o.key
     m = B * T
     lm_head = [o for o in gemm if o.flops_modelled == 2 * m * D * V]
