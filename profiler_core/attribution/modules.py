@@ -146,6 +146,19 @@ def _eager_paths(kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans,
             paths[j] = spans.op_path(op)
 
 
+_GENERIC_WORDS = frozenset({"", "default", "forward", "out", "cudnn", "miopen", "aten", "torch", "ops",
+                            "extern", "kernels"})
+
+
+def _op_words(name: str) -> frozenset[str]:
+    """The words naming what an operator or extern call does, library and call index left out:
+    ``extern_kernels.convolution:3`` -> {convolution}; ``aten::cudnn_convolution`` -> {convolution};
+    ``torch.ops.aten._scaled_dot_product_cudnn_attention.default:5`` -> {scaled, dot, product, attention}."""
+    text = name.partition(":")[0] if "::" not in name else name.rpartition("::")[2]
+    words = {w for part in text.split(".") for w in part.split("_")}
+    return frozenset(words - _GENERIC_WORDS)
+
+
 def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tuple[str, str | None]],
                     paths: list[str | None]) -> None:
     ops = profile.operators
@@ -153,14 +166,25 @@ def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tup
     op_keys = ops.keys if not isinstance(ops, list) else [op.key for op in ops]
     compiled = {key for key, ctx in zip(op_keys, contexts, strict=True) if ctx in (
         ExecutionContext.COMPILED_GRAPH, ExecutionContext.CUDA_GRAPH_REPLAY)}
+    # a library call (cuDNN) that an extern call of a compiled graph made: ``extern_kernels.convolution``
+    # launches ``aten::cudnn_convolution``, filed as an opaque library call; it takes the extern call
+    # whose name it carries, never another
+    op_names = ops.names if not isinstance(ops, list) else [op.name for op in ops]
+    library = {key: _op_words(name) for key, name, ctx in zip(op_keys, op_names, contexts, strict=True)
+               if ctx is ExecutionContext.OPAQUE_LIBRARY}
     names = [record_key(handle) for handle, _ in calls]
     triton = [is_generated_kernel_name(n) for n in names]
+    extern_op = [_op_words(n) for n in names]
     pos = 0
     last_extern: int | None = None
     last_key: str | None = None
     n = len(calls)
     for kid, (kind, kname, key) in enumerate(zip(kernels.kinds, kernels.names, kernels.keys, strict=True)):
-        if kind != "kernel" or key not in compiled:
+        if kind != "kernel":
+            continue  # a memset or copy inside a call: its operator's path, below
+        if key not in compiled and not (
+                key in library and (key == last_key and last_extern is not None
+                                    or (not triton[pos % n] and extern_op[pos % n] & library[key]))):
             last_extern = None
             continue
         if is_generated_kernel_name(kname):
@@ -179,3 +203,7 @@ def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tup
         else:
             last_extern = None
         last_key = key
+    by_key = {key: path for key, path in zip(kernels.keys, paths, strict=True) if path is not None}
+    for kid, (kind, key) in enumerate(zip(kernels.kinds, kernels.keys, strict=True)):
+        if kind != "kernel" and paths[kid] is None and (key in compiled or key in library) and key in by_key:
+            paths[kid] = by_key[key]

@@ -115,3 +115,42 @@ def test_rollup_puts_the_twelve_layers_side_by_side(gpt2: Profile) -> None:
     assert h0.flops == pytest.approx(2 * per_layer)  # two measured iterations
     assert h0.top_class == "gemm" and "of roofline" in h0.bottleneck
     assert [n.path for n in rollup.tree(max_depth=1)][:2] == ["", "h"]
+
+
+def _resnet18_conv_weights() -> dict[str, list[int]]:
+    """torchvision resnet18's convolutions and their weight shapes, written from the architecture."""
+    weights = {"conv1": [64, 3, 7, 7]}
+    c_in = 64
+    for stage, c in enumerate((64, 128, 256, 512), start=1):
+        for block in (0, 1):
+            first_in = c_in if block == 0 else c
+            weights[f"layer{stage}.{block}.conv1"] = [c, first_in, 3, 3]
+            weights[f"layer{stage}.{block}.conv2"] = [c, c, 3, 3]
+            if block == 0 and first_in != c:
+                weights[f"layer{stage}.{block}.downsample.0"] = [c, first_in, 1, 1]
+        c_in = c
+    return weights
+
+
+def test_cudnn_convolutions_of_a_compiled_cnn_carry_their_conv_module() -> None:
+    # Inductor's extern call `extern_kernels.convolution` launches aten::cudnn_convolution (an opaque
+    # library call): its kernels take the module of the extern call that launched them
+    weights = _resnet18_conv_weights()
+    prof = attribute_run(REPO / "examples" / "captures" / "h200" / "tv_resnet18" / "baseline")
+    convs = [o for o in prof.operators if o.name == "aten::cudnn_convolution"]
+    assert len(convs) == 2 * len(weights)  # every convolution of both measured iterations
+    assert Counter(o.module_path for o in convs) == dict.fromkeys(weights, 2)
+    assert all(o.input_shapes and o.input_shapes[1] == weights[o.module_path] for o in convs)
+    total = sum(k.duration_ns for k in prof.kernels)
+    assert sum(k.duration_ns for k in prof.kernels if k.module_path is not None) >= 0.99 * total
+
+
+def test_cudnn_attention_of_a_compiled_graph_carries_the_module_of_its_aten_call() -> None:
+    # `torch.ops.aten._scaled_dot_product_cudnn_attention.default` in call() launches
+    # aten::_cudnn_attention_forward: the attention's kernels (30% of the step) take that call's module
+    prof = attribute_run(REPO / "examples" / "captures" / "h200" / "sdpa_attention" / "optimized")
+    attention = [k for k in prof.kernels if (k.attribution.operator_key or "").startswith("aten::_cudnn_attention")]
+    assert attention and all(k.module_path == "" for k in attention)  # the layer is the model itself
+    total = sum(k.duration_ns for k in prof.kernels)
+    assert sum(k.duration_ns for k in attention) > 0.25 * total
+    assert sum(k.duration_ns for k in prof.kernels if k.module_path is not None) >= 0.98 * total
