@@ -84,3 +84,21 @@ def test_the_optimize_report_shows_the_training_view_of_a_real_step() -> None:
     assert view.rows[1].moved.startswith("backward -")  # bf16 shortens the backward pass most
     html = render_html(opt, baseline=base, training=training_view_html(view))
     assert '<section id="training">' in html and "+ bf16_promotion" in html
+
+
+def test_a_compiled_optimizer_s_graph_replays_count_as_the_optimizer() -> None:
+    # the whole GPT-2 step compiled in reduce-overhead: Dynamo traced through AdamW.step, so no
+    # Optimizer.step range exists; its graph (the combo kernels) follows the backward and is the optimizer's
+    from profiler_core.attribution import attribute_run
+
+    run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train"
+    bf16, graphed = attribute_run(run / "bf16_trial"), attribute_run(run / "optimized")
+    view = build_training_view(bf16, [("whole_step_cuda_graphs", graphed)])
+    assert view is not None
+    before, after = view.rows
+    assert 0 < after.phase_ns["optimizer"] < 0.5 * before.phase_ns["optimizer"]
+    assert after.phase_ns["forward"] == pytest.approx(before.phase_ns["forward"], rel=0.05)
+    assert after.moved.startswith("optimizer -")
+    ops = {op.key: op for op in graphed.operators}
+    combo = [k for k in graphed.kernels if k.name.startswith("triton_for_fused_")]
+    assert combo and all(ops[k.attribution.operator_key].phase == "optimizer" for k in combo)
