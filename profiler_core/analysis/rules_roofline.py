@@ -23,7 +23,8 @@ from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.transformations import Transformation
 
 _TARGET: dict[str, tuple[str, float]] = {Transformation.TF32: ("tf32_tensor", 1.0),
-                                         Transformation.BF16_PROMOTION: ("bf16_tensor", 0.5)}
+                                         Transformation.BF16_PROMOTION: ("bf16_tensor", 0.5),
+                                         Transformation.BF16_AUTOCAST: ("bf16_tensor", 0.5)}
 MAX_LISTED = 8
 
 
