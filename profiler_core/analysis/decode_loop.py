@@ -101,20 +101,23 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
     """The attention operators with readable query/key shapes, in launch order: fused attention
     (SDPA, flash) by its query and key, and attention written by hand (score GEMM -> softmax ->
     value GEMM, transformers' ``eager`` implementation) by its softmax's [batch, heads, query, key]."""
-    fused = [op for op in ops if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
-    # an operator without readable shapes counts only when it is itself an attention operator (not
-    # a fused kernel group that holds one)
-    picked = [(op, pair) for op in fused if (pair := _shape_pair(op)) is not None
-              or view.op_class(op) is OperatorClass.ATTENTION]
+    picked = [(op, _shape_pair(op)) for op in ops
+              if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
     by_name: dict[str, list[tuple[list, list]]] = {}
     for op, pair in picked:
         if pair is not None:
             by_name.setdefault(op.name, []).append(pair)
     dims = {name: _seq_dim(pairs) for name, pairs in by_name.items()}
-    calls = [AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], view.kernels_of(op)[0].start_ns)
-             if pair is not None and (q := pair[0]) and (k := pair[1]) else
-             AttentionCall(op, 0, UNKNOWN, UNKNOWN, view.kernels_of(op)[0].start_ns)
-             for op, pair in picked]
+    calls = []
+    for op, pair in picked:
+        start = view.kernels_of(op)[0].start_ns
+        if pair is not None:
+            q, k = pair
+            calls.append(AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], start))
+        elif view.op_class(op) is OperatorClass.ATTENTION:
+            # no readable shapes (a compiled graph's call): counted only when the operator is itself
+            # attention, not a fused kernel group that holds one
+            calls.append(AttentionCall(op, 0, UNKNOWN, UNKNOWN, start))
     return calls + _manual_attention_calls(view, ops, window)
 
 

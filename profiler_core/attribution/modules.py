@@ -182,11 +182,13 @@ def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tup
     for kid, (kind, kname, key) in enumerate(zip(kernels.kinds, kernels.names, kernels.keys, strict=True)):
         if kind != "kernel":
             continue  # a memset or copy inside a call: its operator's path, below
-        if key not in compiled and not (
-                key in library and (key == last_key and last_extern is not None
-                                    or (not triton[pos % n] and extern_op[pos % n] & library[key]))):
-            last_extern = None
-            continue
+        if key not in compiled:
+            words = library.get(key) if key is not None else None
+            in_call = key == last_key and last_extern is not None  # the extern call in hand
+            named_next = not triton[pos % n] and bool(words and extern_op[pos % n] & words)
+            if words is None or not (in_call or named_next):
+                last_extern = None
+                continue
         if is_generated_kernel_name(kname):
             hit = next((j % n for j in range(pos, pos + n) if triton[j % n] and names[j % n] == kname), None)
             last_extern = None
@@ -203,7 +205,8 @@ def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tup
         else:
             last_extern = None
         last_key = key
-    by_key = {key: path for key, path in zip(kernels.keys, paths, strict=True) if path is not None}
+    by_key = {key: path for key, path in zip(kernels.keys, paths, strict=True)
+              if path is not None and (key in compiled or key in library)}
     for kid, (kind, key) in enumerate(zip(kernels.kinds, kernels.keys, strict=True)):
-        if kind != "kernel" and paths[kid] is None and (key in compiled or key in library) and key in by_key:
+        if kind != "kernel" and paths[kid] is None and key in by_key:
             paths[kid] = by_key[key]
