@@ -69,6 +69,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "optimize": ("profiler_core.cli.optimize",
                  "Capture, diagnose, apply passes, validate, re-capture, keep what is faster; write a run "
                  "directory."),
+    "yardstick": ("profiler_core.cli.yardstick",
+                  "Time a finished optimize run again beside the recipe a user would write instead; no new "
+                  "capture."),
     "demo": ("profiler_core.cli.demo",
              "Run the closed loop live on a GPU, or its analysis half on the shipped H200 captures."),
     "export": ("profiler_core.cli.export",

@@ -89,6 +89,11 @@ class Yardstick(BaseModel):
     best_recipe_ms: float | None = None
     plan_vs_recipe: float | None = None  # best recipe's median / the plan's: above 1, the loop is ahead
     verdict: str = ""
+    # set by `oprof yardstick` (optimize/remeasure.py), which times baseline, plan and recipes again side by
+    # side and leaves the loop's own wall_time as the loop measured it: when, where, and the figures
+    remeasured: str = ""
+    baseline_wall_time: dict[str, float | int] = Field(default_factory=dict)
+    plan_wall_time: dict[str, float | int] = Field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ in the timing process
