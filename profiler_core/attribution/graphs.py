@@ -11,12 +11,24 @@ between the same two anchors:
              anchor    -> aten::addmm anchor    -> aten::bmm  -> aten::bmm anchor
 
 One extern call in a gap takes all the gap's kernels (a split-K GEMM launches two); as many
-kernels as calls pair one to one; any other gap is left unattributed, with the reason.
+kernels as calls pair one to one. Any other gap is split by what each kernel does: the calls
+keep their order, each takes a run of consecutive kernels, and a kernel goes only to a call of
+its family (a GEMM kernel to ``mm``/``addmm``/``bmm`` or to a convolution, which cuDNN may run as
+a GEMM; a cuDNN flash kernel to an attention call; an implicit-GEMM fprop to a convolution; a
+memset or memcpy to the call of the next kernel it precedes). Where exactly one such split exists it is taken:
+
+    calls:   extern mm          extern _scaled_dot_product_cudnn_attention_backward
+    replay:  nvjet_..._TNN      Memset  compute_dot_do_o  ..._flash_bprop_...  convert_dq_to_16bits
+
+Otherwise (a kernel of no known family, or two splits that fit) the gap is left unattributed,
+with the reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import cache
 
 from profiler_core.attribution.evidence import Claim, _Resolver
 from profiler_core.attribution.names import is_generated_kernel_name
@@ -39,6 +51,82 @@ def _gaps(items: Sequence[str], is_anchor: Sequence[bool]) -> tuple[list[str], l
     return anchors, gaps
 
 
+_ATTENTION = ("sdpa", "flash", "fmha", "attention", "attn", "cudnn::fusion")
+_CONV = ("conv", "fprop", "dgrad", "wgrad", "winograd", "cudnn")
+_GEMM = ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitkreduce")
+_NEUTRAL = ("memset", "memcpy")
+# which calls a kernel family can serve: cuDNN runs a 1x1 convolution as a plain GEMM kernel
+_SERVES = {"attention": ("attention",), "conv": ("conv",), "gemm": ("gemm", "conv")}
+_GEMM_CALLS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "scaled_mm"})
+
+
+def kernel_family(name: str) -> str | None:
+    """What a library kernel does, from its name: attention, conv, gemm, neutral (a memset or
+    memcpy, which serves the call it precedes), or None when the name says nothing."""
+    low = name.lower()
+    if low.startswith(_NEUTRAL) or any(w in low for w in _NEUTRAL):
+        return "neutral"
+    for family, words in (("attention", _ATTENTION), ("conv", _CONV), ("gemm", _GEMM)):
+        if any(w in low for w in words):
+            return family
+    return None
+
+
+def call_family(name: str) -> str | None:
+    """What an extern call does, from its name (``aten::mm``, ``extern_kernels.convolution``,
+    ``torch.ops.aten._scaled_dot_product_cudnn_attention_backward.default``)."""
+    low = name.lower()
+    if "attention" in low:
+        return "attention"
+    if "convolution" in low:
+        return "conv"
+    if any(part.lstrip("_") in _GEMM_CALLS for part in re.split(r"[.:]+", low)):
+        return "gemm"
+    return None
+
+
+def _split_by_family(kinds: Sequence[str | None], families: Sequence[str | None]) -> list[int] | None:
+    """The one in-order split of a gap's kernels over its calls that puts each kernel with a call of
+    its family (neutral kernels with the next kernel's call) and gives every call a kernel; None if
+    no split fits or more than one does."""
+    n = len(families)
+    real = [i for i, k in enumerate(kinds) if k != "neutral"]
+    if not real or any(kinds[i] is None for i in real):
+        return None
+    m = len(real)
+    options = [[c for c in range(n) if families[c] in _SERVES[kinds[i]]] for i in real]  # type: ignore[index]
+
+    @cache
+    def count(j: int, c: int) -> int:
+        """In-order placements of real[j:] after real[j-1] went to call c (2 stands for "two or more")."""
+        if j == m:
+            return 1 if c == n - 1 else 0
+        total = 0
+        for nxt in options[j]:
+            if nxt in (c, c + 1):
+                total += count(j + 1, nxt)
+                if total > 1:
+                    return total
+        return total
+
+    firsts = [c for c in options[0] if c == 0]
+    if sum(count(1, c) for c in firsts) != 1:
+        return None
+    chosen = [0]
+    for j in range(1, m):
+        chosen.append(next(c for c in options[j] if c in (chosen[-1], chosen[-1] + 1) and count(j + 1, c) >= 1))
+    out = [0] * len(kinds)
+    for i, c in zip(real, chosen, strict=True):
+        out[i] = c
+    following = chosen[-1]
+    for i in reversed(range(len(kinds))):
+        if kinds[i] == "neutral":
+            out[i] = following
+        else:
+            following = out[i]
+    return out
+
+
 def _match(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall]) -> list[int | None] | None:
     """For each kernel of the segment, the index of its call in ``calls`` (None: unexplained)."""
     k_anchors, k_gaps = _gaps([k.name for k in segment], [is_generated_kernel_name(k.name) for k in segment])
@@ -57,6 +145,11 @@ def _match(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall]) -> 
         elif len(cg) == len(kg):
             for ki, ci in zip(kg, cg, strict=True):
                 out[ki] = ci
+        elif cg and len(kg) > len(cg):
+            split = _split_by_family([kernel_family(segment[ki].name) for ki in kg],
+                                     [call_family(calls[ci].name) for ci in cg])
+            for ki, pick in zip(kg, split or (), strict=False):
+                out[ki] = cg[pick]
     return out
 
 

@@ -69,21 +69,21 @@ def test_a_run_directory_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
 
 
 def test_the_optimize_report_shows_the_training_view_of_a_real_step() -> None:
-    # the shipped H200 GPT-2 training step: baseline FP32, then bf16_promotion kept
+    # the shipped H200 GPT-2 training step: baseline FP32, then bf16 autocast kept
     from profiler_core.attribution import attribute_run
     from profiler_core.report import render_html
     from profiler_core.report.training_view import NO_PHASE, PHASES, training_view_html
 
     run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train"
     base, opt = attribute_run(run / "baseline"), attribute_run(run / "bf16_trial")
-    view = build_training_view(base, [("bf16_promotion", opt)])
-    assert view is not None and [r.label for r in view.rows] == ["baseline", "+ bf16_promotion"]
+    view = build_training_view(base, [("bf16_autocast", opt)])
+    assert view is not None and [r.label for r in view.rows] == ["baseline", "+ bf16_autocast"]
     for row, prof in zip(view.rows, (base, opt), strict=True):
         assert sum(row.phase_ns.get(p, 0) for p in (*PHASES, NO_PHASE)) == sum(k.duration_ns for k in prof.kernels)
         assert all(row.phase_ns.get(p, 0) > 0 for p in PHASES)
     assert view.rows[1].moved.startswith("backward -")  # bf16 shortens the backward pass most
     html = render_html(opt, baseline=base, training=training_view_html(view))
-    assert '<section id="training">' in html and "+ bf16_promotion" in html
+    assert '<section id="training">' in html and "+ bf16_autocast" in html
 
 
 def test_a_compiled_optimizer_s_graph_replays_count_as_the_optimizer() -> None:
