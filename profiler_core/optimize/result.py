@@ -46,7 +46,9 @@ class Trial(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     transformation: str
-    finding: str = ""  # the rule whose finding licensed it ("kept:<pass>" when a kept pass suggested it)
+    # the rule whose finding licensed it ("kept:<pass>" when a kept pass suggested it, "host_bound:<pass>"
+    # for the graph pass tried after <pass> was faster on the GPU but slower end to end)
+    finding: str = ""
     passes: list[str]
     outcome: Outcome
     reason: str = ""

@@ -4,7 +4,9 @@
     -> applicability (the module or pattern it needs, train mode, a change already in place: skipped, free)
     -> apply + validate numerics against the baseline (rejected_validation / not_applied / failed)
     -> capture the plan's workload_optimized.py -> compare with the best so far
-    -> kept, not_faster or not_comparable (judged on wall time when the finding is about the timeline)
+    -> kept, not_faster or not_comparable (judged on wall time when the finding is about the timeline;
+       a plan faster on kernel time is still refused when the step gets clearly slower end to end,
+       and the graph pass is tried next, the refused pass on top of it)
 
 Only a trial that reaches "apply" spends budget. ``next_candidate`` says what to try next: the
 combinations a kept pass suggests first, then the best capture's findings in order.
@@ -172,9 +174,10 @@ def _apply(state: LoopState, trial: Trial, run_dir: Path, cfg: OptimizeConfig) -
 
 
 def _on_timeline(state: LoopState, candidate: Candidate) -> bool:
-    """Whether the candidate's gain shows on the timeline: its finding says so, or (a suggested
-    combination) some finding licensing the same pass did."""
-    if judged_on_timeline(state.current, candidate.finding):
+    """Whether the candidate's gain shows on the timeline: its finding says so, it is the graph pass
+    a host-bound step asked for (``host_bound:<pass>``), or (a suggested combination) some finding
+    licensing the same pass did."""
+    if candidate.finding.startswith("host_bound:") or judged_on_timeline(state.current, candidate.finding):
         return True
     if not candidate.finding.startswith("kept:"):
         return False
@@ -212,5 +215,42 @@ def _judge(state: LoopState, trial: Trial, candidate: Candidate, prof: Profile, 
             trial.reason += f"; {kernels}"
     elif cmp.speedup is None or cmp.speedup < cfg.min_speedup:
         trial.outcome, trial.reason = "not_faster", kernels
+    elif cfg.wall_iters > 0 and _slower_end_to_end(state, trial, run_dir, cfg):
+        trial.reason += f"; {kernels} ({cmp.speedup:.2f}x)"
+        _graphs_first(state, trial.transformation)
     else:
         state.keep(trial, prof, run_dir)
+
+
+WALL_VETO = 1.03  # a plan faster on the GPU is refused when its step is this much slower end to end
+
+
+def _slower_end_to_end(state: LoopState, trial: Trial, run_dir: Path, cfg: OptimizeConfig) -> bool:
+    """Whether a plan faster on kernel time makes the step clearly slower end to end (its median over
+    ``WALL_VETO`` times the best's, and its p10 over the best's median): then it is not kept. A
+    host-bound step pays for each added launch (a bf16 cast) however short the kernels get."""
+    assert state.best_dir is not None
+    state.note(state.tried, f"timing {cfg.wall_iters} end-to-end iterations of the best so far and of this plan")
+    try:
+        before, after = state.wall_of(state.best_dir)[0], state.wall_of(run_dir)[0]
+    except ProfilerError as err:  # kernel time decided before the wall times existed: keep deciding on it
+        state.result.notes.append(f"{trial.transformation}: end-to-end check skipped: {err}")
+        return False
+    trial.best_wall_ms, trial.wall_ms = before.median_ms, after.median_ms
+    slower = after.median_ms > WALL_VETO * before.median_ms and after.quantile_ms(0.1) > before.median_ms
+    if slower:
+        trial.outcome = "not_faster"
+        trial.reason = (f"faster on the GPU but slower end to end: median {before.median_ms:.3f} -> "
+                        f"{after.median_ms:.3f} ms ({cfg.wall_iters} iterations each); the step is bound by "
+                        "the host's launches, which a graph pass removes first")
+    return slower
+
+
+def _graphs_first(state: LoopState, name: str) -> None:
+    """After a pass lost end to end to the host: try the graph pass next (its suggestions bring the
+    refused pass back on top of the graphs)."""
+    graphs = "whole_step_cuda_graphs" if state.result.training else "cuda_graphs"
+    if graphs in state.kept or graphs in state.cannot_apply or name == graphs:
+        return
+    state.suggested.insert(0, Candidate(graphs, f"host_bound:{name}"))
+

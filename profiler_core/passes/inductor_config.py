@@ -96,6 +96,7 @@ def cuda_graphs_applicable(ctx: PassContext) -> str | None:
     order=30,
     aliases=("cudagraphs", "reduce_overhead"),
     applicable=cuda_graphs_applicable,
+    suggests=("bf16_promotion",),  # what the recipe pairs graphs with; once launches are gone, GPU time counts
 )
 def cuda_graphs(ctx: PassContext) -> PassEffect:
     """CUDA graphs via torch.compile mode 'reduce-overhead' (launch-bound workloads, CUDA only)."""

@@ -77,6 +77,7 @@ def whole_step_cuda_graphs_applicable(ctx: PassContext) -> str | None:
     order=31,
     aliases=("step_cuda_graphs", "whole_step_reduce_overhead"),
     applicable=whole_step_cuda_graphs_applicable,
+    suggests=("bf16_autocast",),
 )
 def whole_step_cuda_graphs(ctx: PassContext) -> PassEffect:
     """Compile the whole training step in mode reduce-overhead: its regions replay as CUDA graphs."""

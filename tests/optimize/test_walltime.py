@@ -68,11 +68,16 @@ def test_wall_time_figures() -> None:
 def test_loop_times_the_baseline_and_the_kept_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   small: None) -> None:
     monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("base"), pair_profile("opt")]))
+    # the captures are faked (the plan faster on kernel time), the CPU timings are real and noisy at 3
+    # iterations: this test is about their bookkeeping, the end-to-end veto has its own test below
+    monkeypatch.setattr(trial_mod, "WALL_VETO", float("inf"))
     out = tmp_path / "run"
     result = optimize(EXAMPLE, OptimizeConfig(out_dir=out, budget=3, device="cpu", yardstick=False, wall_iters=3,
                                               wall_warmup=1,
                                               capture=EAGER))
     assert result.kept_passes == ["qkv_fusion"]
+    kept = next(t for t in result.trials if t.outcome == "kept")
+    assert kept.judged_on == "kernel_time" and kept.wall_ms == result.wall_time["optimized"]["median_ms"]
     assert set(result.wall_time) == {"baseline", "optimized"}
     assert all(w["iterations"] == 3 for w in result.wall_time.values())
     assert result.wall_speedup == pytest.approx(result.wall_time["baseline"]["median_ms"]
@@ -141,3 +146,48 @@ def test_timing_runs_load_the_caches_their_captures_compiled(tmp_path: Path, mon
 def test_measure_names_a_missing_interpreter(tmp_path: Path) -> None:
     with pytest.raises(ToolFailedError, match="cannot start"):
         measure(EXAMPLE, iters=1, warmup=0, compile_mode="eager", device="cpu", python=str(tmp_path / "python"))
+
+
+def test_a_plan_faster_on_the_gpu_but_slower_end_to_end_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    small: None) -> None:
+    # the attention layer's kind of plan: kernels 8.7x faster, the host-bound step 0.51 -> 0.67 ms
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("opt")]))
+    walls = iter([WallTime((0.50, 0.51, 0.52)), WallTime((0.66, 0.67, 0.68))])
+    timed: list[Path] = []
+
+    def wall_of(self: object, run: Path) -> tuple[WallTime, float]:
+        cache = self.walls  # type: ignore[attr-defined]
+        if run not in cache:
+            timed.append(run)
+            cache[run] = (next(walls), 0.1)
+        return cache[run]
+
+    monkeypatch.setattr(trial_mod.LoopState, "wall_of", wall_of)
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=1, device="cpu", yardstick=False,
+                                              wall_iters=3, capture=EAGER))
+    (tried,) = [t for t in result.trials if t.outcome != "skipped"]
+    assert tried.outcome == "not_faster" and tried.judged_on == "kernel_time" and result.kept_passes == []
+    assert (tried.best_wall_ms, tried.wall_ms) == (0.51, 0.67)
+    assert tried.reason.startswith("faster on the GPU but slower end to end: median 0.510 -> 0.670 ms")
+    assert "profiled kernel time" in tried.reason
+    assert len(timed) == 2 and result.wall_time["baseline"]["median_ms"] == 0.51  # each side timed once
+    # on a CPU there is no graph pass to try next: cuda_graphs cannot apply, so nothing was queued
+    assert not any(t.finding.startswith("host_bound:") for t in result.trials)
+
+
+def test_a_host_bound_refusal_queues_the_graph_pass() -> None:
+    from profiler_core.optimize.result import OptimizeResult
+    from profiler_core.optimize.state import Candidate
+
+    state = trial_mod.LoopState.__new__(trial_mod.LoopState)
+    state.kept, state.cannot_apply, state.suggested = [], {}, [Candidate("channels_last", "kept:x")]
+    state.result = OptimizeResult(workload="w.py", created_at="now", run_dir=".")
+    trial_mod._graphs_first(state, "bf16_promotion")
+    assert state.suggested[0] == Candidate("cuda_graphs", "host_bound:bf16_promotion")
+    state.result.training, state.suggested = True, []
+    trial_mod._graphs_first(state, "bf16_autocast")
+    assert state.suggested == [Candidate("whole_step_cuda_graphs", "host_bound:bf16_autocast")]
+    state.kept, state.suggested = ["whole_step_cuda_graphs"], []
+    trial_mod._graphs_first(state, "fused_optimizer")
+    assert state.suggested == []  # the graphs are kept already
+
