@@ -390,3 +390,19 @@ def test_runs_made_before_the_yardstick_carry_it_re_measured(name: str) -> None:
     assert run["notes"][-1].startswith(f"yardstick re-measured by `oprof yardstick` at {stick['remeasured']}: ")
     loop_walls = json.loads((CAPTURES / name / "walltime.json").read_text()) if run["wall_time"] else {}
     assert run["wall_time"] == loop_walls  # the loop's figures, as walltime.json has them
+
+
+@pytest.mark.parametrize("name", ["tv_resnet18", "tv_resnet50"])
+def test_compare_pairs_each_convolution_across_a_graph_replay(profiles: dict, name: str) -> None:
+    # the compiled baseline names cuDNN's call aten::cudnn_convolution (the op that launched it), the
+    # graph replay aten::convolution (Inductor's extern call): one call, paired by name, never left alone
+    base, opt = profiles[f"{name}/baseline"], profiles[f"{name}/optimized"]
+    cmp = compare(base, opt)
+    rows = [r for r in cmp.operators if any(k.startswith("aten::cudnn_convolution#") for k in r.base_keys)]
+    calls = {op.key for op in base.operators if op.name == "aten::cudnn_convolution"}
+    assert calls and {k for r in rows for k in r.base_keys if k in calls} == calls
+    assert all(any(k.startswith("aten::convolution#") for k in r.opt_keys) for r in rows)
+    named = [r for r in rows if r.method.value in ("sequence", "key")]  # the rest: fused with a folded BN's epilogue
+    assert len(named) >= len(rows) // 2 and all(r.opt_keys[0].startswith("aten::convolution#") for r in named)
+    # Kineto's "Memset (Device)" is the replay's "Memset (Unknown)": the same kernels, on both sides
+    assert not [r.name for r in (*cmp.only_in_base, *cmp.only_in_opt) if r.name.startswith("Memset")]

@@ -4,7 +4,8 @@ Three passes, each on what the previous left over:
 
 1. **Names.** A sequence match on operator names and roles (launch order). Operators matched
    here are paired 1:1: ``key`` when the call index agrees too, ``sequence`` when an insertion
-   or a removal shifted it.
+   or a removal shifted it. A library call goes by its call's name (``call_name``): a graph
+   replay names ``aten::convolution`` what the other capture saw as ``aten::cudnn_convolution``.
 2. **Roles.** Inside each stretch the names could not match, a second sequence match on
    roles: the operator class, with the GEMMs and softmax of a hand-written attention counted
    as ``attention`` (so bmm-softmax-bmm lines up with the SDPA call that replaced it). Pairs
@@ -63,6 +64,22 @@ class _Group:
     method: AlignMethod = AlignMethod.CLASS_POSITION
 
 
+# One call, named by the op that launched its kernels: eager and compiled captures see the library op
+# (aten::cudnn_convolution) where a CUDA-graph replay names the extern call (aten::convolution).
+_CALL_NAMES = {
+    **dict.fromkeys(("aten::cudnn_convolution", "aten::_convolution", "aten::miopen_convolution",
+                     "aten::mkldnn_convolution", "aten::cudnn_convolution_relu",
+                     "aten::cudnn_convolution_add_relu"), "aten::convolution"),
+    **dict.fromkeys(("aten::cudnn_convolution_transpose", "aten::miopen_convolution_transpose"),
+                    "aten::convolution_transpose"),
+}
+
+
+def call_name(name: str) -> str:
+    """The name one call goes by in every capture of a workload (see ``_CALL_NAMES``)."""
+    return _CALL_NAMES.get(name, name)
+
+
 def operator_roles(view: ProfileView, ops: list[Operator], attention_window: int) -> list[str]:
     """Each operator's role: its class, with hand-written attention parts as ``attention``."""
     roles = [view.work_class(op).value for op in ops]
@@ -81,8 +98,8 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
     groups: list[_Group] = []
     # Name and role together: Inductor may file a bias epilogue under "aten::addmm" in one profile
     # while "aten::addmm" is a real GEMM in the other; those must not pair by name.
-    names = SequenceMatcher(None, [(o.name, r) for o, r in zip(a_ops, a_roles, strict=True)],
-                            [(o.name, r) for o, r in zip(b_ops, b_roles, strict=True)], autojunk=False)
+    names = SequenceMatcher(None, [(call_name(o.name), r) for o, r in zip(a_ops, a_roles, strict=True)],
+                            [(call_name(o.name), r) for o, r in zip(b_ops, b_roles, strict=True)], autojunk=False)
     for tag, i1, i2, j1, j2 in names.get_opcodes():
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):

@@ -202,15 +202,22 @@ def _keys_label(keys: Sequence[str]) -> str:
     return f"{keys[0]} + {len(keys) - 1} more"
 
 
+def kernel_identity(name: str) -> str:
+    """A kernel's name as both captures know it: Kineto calls a memset ``Memset (Device)`` where a
+    CUDA-graph replay records ``Memset (Unknown)`` (the memory kind is not known there)."""
+    return "Memset" if name.startswith("Memset (") else name
+
+
 def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
                  ) -> tuple[list[KernelOnlyRow], list[KernelOnlyRow]]:
     def tally(view: ProfileView) -> tuple[Counter[str], Counter[str], dict[str, Kernel]]:
         count, dur = Counter[str](), Counter[str]()
         first: dict[str, Kernel] = {}
         for k in view.profile.kernels:
-            count[k.name] += 1
-            dur[k.name] += k.duration_ns
-            first.setdefault(k.name, k)
+            name = kernel_identity(k.name)
+            count[name] += 1
+            dur[name] += k.duration_ns
+            first.setdefault(name, k)
         return count, dur, first
 
     (bc, bd, bf), (oc, od, of) = tally(bv), tally(ov)
@@ -223,10 +230,10 @@ def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
 
 def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) -> list[OverheadRow]:
     """Overhead kernels in opt beyond the baseline's count of the same name (priced at their mean)."""
-    base_count = Counter(k.name for k in bv.profile.kernels)
+    base_count = Counter(kernel_identity(k.name) for k in bv.profile.kernels)
     by_name: dict[str, list[Kernel]] = defaultdict(list)
     for k in ov.profile.kernels:
-        by_name[k.name].append(k)
+        by_name[kernel_identity(k.name)].append(k)
     per_kind: dict[OverheadKind, list[tuple[str, int, float]]] = defaultdict(list)
     for name, ks in by_name.items():
         kind = overhead_kind(name, ks[0].fused_with)
