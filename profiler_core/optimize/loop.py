@@ -287,5 +287,7 @@ def _measure_yardstick(state: LoopState) -> None:
                                                 backend=cfg.yardstick_backend))
     kept = "optimized" in state.result.wall_time
     label = "the kept plan" if kept else "the baseline (nothing kept)"
-    state.result.yardstick = yardstick.judge(recipes, state.result.plan_wall_ms, label, nothing_kept=not kept)
+    walls = state.result.wall_time
+    state.result.yardstick = yardstick.judge(recipes, state.result.plan_wall_ms, label, nothing_kept=not kept,
+                                             plan_wall=walls.get("optimized") or walls.get("baseline"))
     state.note(cfg.budget + 1, f"yardstick: {state.result.yardstick.verdict}")

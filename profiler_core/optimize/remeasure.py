@@ -209,7 +209,7 @@ def _record(result: OptimizeResult, base: walltime.WallTime, opt: walltime.WallT
     """
     plan = opt if opt is not None else base
     label = "the kept plan" if opt is not None else "the baseline (nothing kept)"
-    stick = yardstick.judge(recipes, plan.median_ms, label, nothing_kept=opt is None)
+    stick = yardstick.judge(recipes, plan.median_ms, label, nothing_kept=opt is None, plan_wall=plan.as_dict())
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     stick.remeasured = f"{when} on {_machine(device)}"
     stick.baseline_wall_time = base.as_dict()

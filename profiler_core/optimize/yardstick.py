@@ -18,7 +18,7 @@ as such and not timed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -88,6 +88,7 @@ class Yardstick(BaseModel):
     best_recipe: str | None = None
     best_recipe_ms: float | None = None
     plan_vs_recipe: float | None = None  # best recipe's median / the plan's: above 1, the loop is ahead
+    within_noise: bool | None = None  # the plan's and the best recipe's p10-p90 ranges overlap (None: not known)
     verdict: str = ""
     # set by `oprof yardstick` (optimize/remeasure.py), which times baseline, plan and recipes again side by
     # side and leaves the loop's own wall_time as the loop measured it: when, where, and the figures
@@ -211,10 +212,26 @@ def measure_recipe(workload: Path, recipe: Recipe, *, iters: int, warmup: int, d
     return result
 
 
+def _overlap(plan: Mapping[str, float | int] | None, recipe: Mapping[str, float | int]) -> str | None:
+    """The two p10-p90 ranges when they overlap (the medians' gap is then within the run-to-run
+    spread), else None; None too when either side lacks them."""
+    keys = ("p10_ms", "p90_ms")
+    if not plan or not all(isinstance(plan.get(k), int | float) and isinstance(recipe.get(k), int | float)
+                           for k in keys):
+        return None
+    a10, a90 = (float(plan[k]) for k in keys)
+    b10, b90 = (float(recipe[k]) for k in keys)
+    if a10 > b90 or b10 > a90:
+        return None
+    return f"{a10:.3f}-{a90:.3f} vs {b10:.3f}-{b90:.3f} ms"
+
+
 def judge(recipes: list[RecipeResult], plan_ms: float | None, plan_label: str, *,
-          nothing_kept: bool = False) -> Yardstick:
+          nothing_kept: bool = False, plan_wall: Mapping[str, float | int] | None = None) -> Yardstick:
     """The yardstick's verdict: whether the loop's plan beat the best timed recipe, and by how much
-    (``nothing_kept``: the plan is the workload as written, and no plan is credited)."""
+    (``nothing_kept``: the plan is the workload as written, and no plan is credited). ``plan_wall``:
+    the plan's figures (walltime.json's entry); where its p10-p90 range overlaps the best recipe's,
+    the verdict says the gap is within noise."""
     stick = Yardstick(recipes=recipes, plan_ms=plan_ms)
     timed = [r for r in recipes if r.outcome == "timed" and r.median_ms]
     if not timed:
@@ -228,13 +245,16 @@ def judge(recipes: list[RecipeResult], plan_ms: float | None, plan_label: str, *
     ratio = best.median_ms / plan_ms
     stick.plan_vs_recipe = ratio
     figures = f"{plan_label} {plan_ms:.3f} ms vs {best.code} {best.median_ms:.3f} ms"
+    ranges = _overlap(plan_wall, best.wall_time)
+    stick.within_noise = None if plan_wall is None else ranges is not None
+    noise = f"; within noise: the p10-p90 ranges overlap ({ranges})" if ranges else ""
     if nothing_kept:
         faster = f"{ratio:.2f}x faster than" if ratio >= 1.0 else f"{1 / ratio:.2f}x slower than"
         stick.verdict = (f"the loop kept nothing; the workload as written is {faster} the best recipe "
-                         f"that validated ({figures})")
+                         f"that validated ({figures}){noise}")
         return stick
     if ratio >= 1.0:
-        stick.verdict = f"the loop beat the best recipe by {ratio:.2f}x ({figures})"
+        stick.verdict = f"the loop beat the best recipe by {ratio:.2f}x ({figures}){noise}"
     else:
-        stick.verdict = f"the loop is behind the best recipe by {1 / ratio:.2f}x ({figures})"
+        stick.verdict = f"the loop is behind the best recipe by {1 / ratio:.2f}x ({figures}){noise}"
     return stick

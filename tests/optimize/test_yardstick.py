@@ -123,6 +123,22 @@ def test_the_verdict_says_who_is_ahead_and_by_how_much(plan_ms: float, ahead: bo
     assert stick.verdict.startswith("the loop beat" if ahead else "the loop is behind") and shown in stick.verdict
 
 
+def test_a_gap_inside_the_run_to_run_spread_is_called_noise() -> None:
+    # the shipped H200 GPT-2 training run: the whole-step plan against autocast + reduce-overhead
+    run = json.loads((Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train"
+                      / "optimize.json").read_text())
+    recipes = [RecipeResult.model_validate(r) for r in run["yardstick"]["recipes"]]
+    plan = run["wall_time"]["optimized"]
+    stick = judge(recipes, plan["median_ms"], "the kept plan", plan_wall=plan)
+    assert stick.verdict.startswith("the loop is behind the best recipe by 1.03x") and stick.within_noise is True
+    assert stick.verdict.endswith("within noise: the p10-p90 ranges overlap (4.388-4.921 vs 4.240-4.640 ms)")
+    # a plan whose whole range sits below the recipe's is ahead, and not by noise
+    fast = {"median_ms": 3.0, "p10_ms": 2.9, "p90_ms": 3.1}
+    clear = judge(recipes, fast["median_ms"], "the kept plan", plan_wall=fast)
+    assert clear.within_noise is False and "noise" not in clear.verdict
+    assert judge(recipes, 3.0, "the kept plan").within_noise is None  # no figures, no claim
+
+
 def test_with_nothing_kept_no_plan_is_credited() -> None:
     stick = judge([_timed("compile", 242.2)], 167.3, "the baseline (nothing kept)", nothing_kept=True)
     assert stick.verdict.startswith("the loop kept nothing; the workload as written is 1.45x faster than")
