@@ -168,7 +168,7 @@ def _machine(device: str) -> str:
 def remeasure(run_dir: Path, *, workload: Path | None, wall_iters: int, warmup: int, device: str,
               backend: str, python: str, progress: ProgressFn | None = None,
               compile_mode: str | None = None) -> OptimizeResult:
-    """Time the run's baseline, its kept plan and every recipe again; update optimize.json and walltime.json.
+    """Time the run's baseline, its kept plan and every recipe again; update optimize.json's yardstick.
 
     ``backend``: the recipes' torch.compile backend. ``compile_mode``: how the baseline and the plan are
     compiled when timed (None: as the loop timed them, the baseline capture's mode, else "default").
