@@ -64,7 +64,7 @@ def kernel_family(name: str) -> str | None:
     """What a library kernel does, from its name: attention, conv, gemm, neutral (a memset or
     memcpy, which serves the call it precedes), or None when the name says nothing."""
     low = name.lower()
-    if low.startswith(_NEUTRAL) or any(w in low for w in _NEUTRAL):
+    if any(w in low for w in _NEUTRAL):
         return "neutral"
     for family, words in (("attention", _ATTENTION), ("conv", _CONV), ("gemm", _GEMM)):
         if any(w in low for w in words):
@@ -98,7 +98,8 @@ def _split_by_family(kinds: Sequence[str | None], families: Sequence[str | None]
 
     @cache
     def count(j: int, c: int) -> int:
-        """In-order placements of real[j:] after real[j-1] went to call c (2 stands for "two or more")."""
+        """In-order placements of real[j:] after real[j-1] went to call c (-1: none placed yet; 2 stands
+        for "two or more")."""
         if j == m:
             return 1 if c == n - 1 else 0
         total = 0
@@ -109,12 +110,12 @@ def _split_by_family(kinds: Sequence[str | None], families: Sequence[str | None]
                     return total
         return total
 
-    firsts = [c for c in options[0] if c == 0]
-    if sum(count(1, c) for c in firsts) != 1:
+    if count(0, -1) != 1:
         return None
-    chosen = [0]
-    for j in range(1, m):
-        chosen.append(next(c for c in options[j] if c in (chosen[-1], chosen[-1] + 1) and count(j + 1, c) >= 1))
+    chosen: list[int] = []
+    for j in range(m):
+        prev = chosen[-1] if chosen else -1
+        chosen.append(next(c for c in options[j] if c in (prev, prev + 1) and count(j + 1, c) >= 1))
     out = [0] * len(kinds)
     for i, c in zip(real, chosen, strict=True):
         out[i] = c
