@@ -63,10 +63,15 @@ async def follow(client: Client, tool: str, status_tool: str, args: dict[str, An
     return status
 
 
-async def _server_env() -> dict[str, str]:
+def _pythonpath() -> str:
+    """This checkout first, then whatever PYTHONPATH already holds (packages installed beside it)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def _server_env() -> dict[str, str]:
     """What the server needs beyond the SDK's allow-list (which keeps PATH and HOME): CUDA's settings."""
     keep = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "TORCHINDUCTOR_CACHE_DIR")
-    return {"PYTHONPATH": str(REPO), **{k: os.environ[k] for k in keep if k in os.environ}}
+    return {"PYTHONPATH": _pythonpath(), **{k: os.environ[k] for k in keep if k in os.environ}}
 
 
 def mcp_path(ws: Path, workload: Path, passes: list[str], compile_mode: str) -> dict[str, Any]:
@@ -114,6 +119,8 @@ def main() -> None:
     ap.add_argument("--compile-mode", default="default")
     ap.add_argument("--optimize-tool", action="store_true", help="also run the optimize MCP tool")
     ap.add_argument("--keep", type=Path, default=None, help="work here instead of a temporary directory")
+    ap.add_argument("--no-yardstick", action="store_true", help="oprof optimize skips timing the recipes")
+    ap.add_argument("--no-nsys", action="store_true", help="oprof optimize takes no nsys timeline")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="oprof-mcp-check-") as tmp:
         ws = (args.keep or Path(tmp)).resolve()
@@ -122,9 +129,10 @@ def main() -> None:
         workload.write_text(args.workload.read_text())
         started = time.monotonic()
         cli_out = ws / "cli-optimize"
+        flags = [f for f, on in (("--no-yardstick", args.no_yardstick), ("--no-nsys", args.no_nsys)) if on]
         subprocess.run([sys.executable, "-m", "profiler_core", "optimize", str(workload), "--budget",
-                        str(args.budget), "--out", str(cli_out), "--compile-mode", args.compile_mode],
-                       check=True, cwd=ws, env={**os.environ, "PYTHONPATH": str(REPO)})
+                        str(args.budget), "--out", str(cli_out), "--compile-mode", args.compile_mode, *flags],
+                       check=True, cwd=ws, env={**os.environ, "PYTHONPATH": _pythonpath()})
         cli_verdict, data = loop_verdict(cli_out / "optimize.json")
         print(f"oprof optimize: {cli_verdict} end to end; kept {data['kept_passes']}, wall "
               f"{data.get('wall_time')}, kernel {data.get('kernel_speedup')}x ({time.monotonic() - started:.0f} s)")
