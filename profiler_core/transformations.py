@@ -40,6 +40,7 @@ class Transformation(StrEnum):
     WHOLE_STEP_CUDA_GRAPHS = "whole_step_cuda_graphs"  # the training step compiled in mode reduce-overhead
     BF16_AUTOCAST = "bf16_autocast"  # the training step under bf16 autocast, float32 master weights
     STATIC_KV_CACHE = "static_kv_cache"  # structural: a generate() decode loop on a static KV cache, graphed
+    MOE_GROUPED_EXPERTS = "moe_grouped_experts"  # structural: MoE experts as bf16 grouped GEMMs, no host reads
 
 
 # Built-in names no built-in pass implements: a finding naming one is a fix to make by hand, or a

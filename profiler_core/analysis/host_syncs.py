@@ -127,3 +127,46 @@ def expert_gemms(view: ProfileView, ops: Sequence[Operator]) -> ExpertGemms | No
         return None
     pooled = not any(_EXPERT.search(op.module_path or "") for op in picked)
     return ExpertGemms(dict(gemm_ns), tokens, tuple(picked), pooled)
+
+
+def _weight_shape(op: Operator) -> tuple[int, ...] | None:
+    """The shape of a GEMM's weight operand (mm/bmm: the second input; addmm: the third)."""
+    shapes = [sh for sh in (op.input_shapes or []) if isinstance(sh, list)]
+    index = 2 if aten_short(op.name) in ("addmm", "_addmm_activation") else 1
+    if len(shapes) <= index or not all(isinstance(d, int) for d in shapes[index]):
+        return None
+    return tuple(shapes[index])
+
+
+MIN_EXPERT_RUN = 4  # GEMMs in a run before it reads as one per expert
+MIN_DISTINCT_ROWS = 3  # distinct row counts in it (tokens routed per expert)
+
+
+def per_expert_gemm_runs(view: ProfileView, ops: Sequence[Operator]) -> list[tuple[Operator, ...]]:
+    """GEMMs launched one per expert, as a grouped GEMM's fallback loop launches them.
+
+    Consecutive GEMM operators (other work between them ignored) that share their weight's shape
+    while their row counts differ: each expert's slice of stacked weights applied to the tokens
+    the router sent it. A run needs ``MIN_EXPERT_RUN`` GEMMs with ``MIN_DISTINCT_ROWS`` row counts;
+    a projection repeated over layers keeps its rows and never qualifies.
+    """
+    runs: list[tuple[Operator, ...]] = []
+    current: list[Operator] = []
+    key: tuple[int, ...] | None = None
+
+    def close() -> None:
+        rows = {gemm_rows(op) for op in current}
+        if len(current) >= MIN_EXPERT_RUN and len(rows - {None}) >= MIN_DISTINCT_ROWS:
+            runs.append(tuple(current))
+
+    for op in ops:
+        if view.work_class(op) is not OperatorClass.GEMM:
+            continue
+        weight = _weight_shape(op)
+        if weight is None or weight != key:
+            close()
+            current, key = [], weight
+        if weight is not None:
+            current.append(op)
+    close()
+    return runs

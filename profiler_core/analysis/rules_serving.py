@@ -14,7 +14,14 @@ from weakref import WeakKeyDictionary
 
 from profiler_core.analysis.decode_loop import UNKNOWN, DecodeLoop, detect_decode_loop
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.host_syncs import UNKNOWN_MODULE, HostSyncs, expert_gemms, find_host_syncs
+from profiler_core.analysis.host_syncs import (
+    UNKNOWN_MODULE,
+    HostSyncs,
+    expert_gemms,
+    find_host_syncs,
+    per_expert_gemm_runs,
+)
+from profiler_core.analysis.patterns import gemm_rows
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.schema import Tier
@@ -108,6 +115,15 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
         return []
     experts = expert_gemms(ctx.view, ctx.ops)
     facts = syncs.evidence()
+    loop_runs = per_expert_gemm_runs(ctx.view, ctx.ops)
+    loop_ops = [op for run in loop_runs for op in run]
+    if loop_runs:
+        rows = [r for op in loop_ops if (r := gemm_rows(op)) is not None]
+        loop_ns = ctx.view.gemm_kernel_ns(ctx.view.kernels_of_ops(loop_ops))
+        facts.append(f"{len(loop_ops)} GEMMs run one per expert in {len(loop_runs)} runs (rows {min(rows)}-"
+                     f"{max(rows)} each: the tokens routed to that expert), {loop_ns / 1e3:,.1f} us of GEMM time: "
+                     "a grouped GEMM's fallback loop, which reads the token counts on the host first "
+                     "(transformers' grouped_mm path falls back so with float32 weights under torch.compile)")
     if experts is not None:
         per = sorted(experts.gemm_ns.items(), key=lambda kv: -kv[1])
         if experts.pooled:
@@ -122,9 +138,13 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
                 facts.append("tokens routed per expert (rows of its first GEMM, all steps): " + ", ".join(
                     f"{name.rsplit('.', 1)[-1]} {n}" for name, n in sorted(tokens.items())))
     facts.append("CUDA graphs (cuda_graphs, reduce-overhead) cannot capture a step that copies to the host: "
-                 "not applicable here; bf16 and compile settings still are")
+                 "not applicable here; bf16 and compile settings still are"
+                 + ("; moe_grouped_experts runs each run of expert GEMMs as one bf16 grouped GEMM with the counts "
+                    "kept on the GPU (transformers MoE models), after which graphs can apply" if loop_runs else ""))
     ops = [*syncs.sync_ops, *{op.key: op for k in syncs.copies
                               if (op := ctx.view.kernel_operator.get(k.id)) is not None}.values()]
+    keys = {op.key for op in ops}
+    ops += [op for op in loop_ops if op.key not in keys]
     return [ctx.finding(
         "host_syncs",
         title="Data-dependent dispatch: the host reads GPU values inside the step",
@@ -133,8 +153,8 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
         bottleneck="the host waits for the GPU to finish before it can choose what to launch next (routing, "
                    "sizes read back); the stream drains at each read, and graph capture is impossible",
         ops=ops,
-        kernels=sorted(syncs.copies, key=lambda k: k.start_ns) or None,
-        transformation=None,
+        kernels=sorted([*syncs.copies, *ctx.view.kernels_of_ops(loop_ops)], key=lambda k: k.start_ns) or None,
+        transformation=Transformation.MOE_GROUPED_EXPERTS if loop_runs else None,
         facts=facts,
         counter_fields=(),
     )]

@@ -24,6 +24,7 @@ from profiler_core.passes import (  # noqa: F401  (importing registers the built
     compile_step,
     convolution,
     inductor_config,
+    moe_experts,
     qkv_fusion,
     rnn_reroute,
     sdpa,

@@ -34,8 +34,15 @@ def data_dependent_modules(model: Any) -> list[tuple[str, str, str]]:
         return []
     found: list[tuple[str, str, str]] = []
     reads: dict[type, str | None] = {}
+    from profiler_core.passes.moe_experts import experts_host_read, experts_modules
+
+    dispatched = {id(m): experts_host_read(m) for _, m in experts_modules(model)}
     for path, module in named():
         cls = type(module)
+        if dispatched.get(id(module)) is not None:  # transformers experts: the dispatch, not the source, decides
+            if read := dispatched[id(module)]:
+                found.append((path or "(the model)", cls.__name__, read))
+            continue
         if cls not in reads:
             source = _class_source(cls) if cls.__module__.split(".")[0] != "torch" else None
             match = _HOST_READS.search(source) if source else None

@@ -21,7 +21,20 @@ def test_moe_experts_read_the_router_back_on_the_host(small_examples: Path) -> N
     model, _ = _example(small_examples, "hf_mixtral_moe.py")
     hits = data_dependent_modules(model)
     assert hits and all(path.endswith("mlp.experts") for path, _, _ in hits)
-    assert {call for _, _, call in hits} == {".nonzero()"}
+    # transformers dispatches the experts to grouped_mm, whose compiled path falls back for FP32 weights
+    # to a loop that reads the token counts; the class's own (eager) forward, which calls nonzero, never runs
+    assert {call.split(" ")[0] for _, _, call in hits} == {"offs.tolist()"}
+    model.config._experts_implementation = "eager"
+    assert {call for _, _, call in data_dependent_modules(model)} == {".nonzero()"}
+
+
+def test_moe_experts_on_bf16_grouped_mm_read_nothing_back(small_examples: Path) -> None:
+    from profiler_core.passes.moe_experts import experts_modules
+
+    model, _ = _example(small_examples, "hf_mixtral_moe.py")
+    for _, experts in experts_modules(model):
+        experts.to(torch.bfloat16)
+    assert data_dependent_modules(model) == []
 
 
 def test_cuda_graphs_on_an_moe_is_not_applied_with_the_evidence(small_examples: Path) -> None:

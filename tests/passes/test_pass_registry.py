@@ -29,6 +29,7 @@ from tests.passes.models import MLP
 
 BUILT_IN = {
     "rnn_reroute": PassLevel.DYNAMO_FX, "static_kv_cache": PassLevel.DYNAMO_FX, "qkv_fusion": PassLevel.DYNAMO_FX,
+    "moe_grouped_experts": PassLevel.DYNAMO_FX,
     "sdpa": PassLevel.DYNAMO_FX,
     "bf16_promotion": PassLevel.DYNAMO_FX, "cast_cancellation": PassLevel.POST_GRAD,
     "tf32": PassLevel.INDUCTOR_CONFIG, "freezing": PassLevel.INDUCTOR_CONFIG,
@@ -53,7 +54,8 @@ def test_built_ins_listed_by_level_with_symptoms() -> None:
     levels = [s.level.number for s in list_passes()]
     assert levels == sorted(levels)
     assert specs["rnn_reroute"].structural and not specs["sdpa"].structural
-    assert {n for n, s in specs.items() if s.inference_only} == {"freezing", "conv_bn_folding", "static_kv_cache"}
+    assert {n for n, s in specs.items() if s.inference_only} == {"freezing", "conv_bn_folding", "static_kv_cache",
+                                                                 "moe_grouped_experts"}
 
 
 @pytest.mark.parametrize(("alias", "name"), [
