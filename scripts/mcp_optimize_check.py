@@ -74,7 +74,7 @@ def _server_env() -> dict[str, str]:
     return {"PYTHONPATH": _pythonpath(), **{k: os.environ[k] for k in keep if k in os.environ}}
 
 
-def mcp_path(ws: Path, workload: Path, passes: list[str], compile_mode: str) -> dict[str, Any]:
+async def mcp_path(ws: Path, workload: Path, passes: list[str], compile_mode: str) -> dict[str, Any]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server", "--root", str(ws)],
                                    env=_server_env(), cwd=str(ws))
     async with Client(params) as client:
