@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from profiler_core.analysis.patterns import gemm_rows
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution.operator_class import aten_short
-from profiler_core.schema import Kernel, Operator, OperatorClass
+from profiler_core.schema import ExecutionContext, Kernel, Operator, OperatorClass
 
 # Operators whose result size or value the host needs before it can go on.
 SYNC_OPS = frozenset({"nonzero", "_local_scalar_dense", "item", "masked_select", "unique", "_unique2",
@@ -51,9 +51,22 @@ class HostSyncs:
     by_module: Counter[str] = field(default_factory=Counter)  # module -> syncs (copies + sync ops)
     by_operator: Counter[str] = field(default_factory=Counter)  # operator name -> syncs
     iterations: int = 1
+    in_graphs: int = 0  # syncs issued inside compiled graphs (an opaque custom op's host read, say)
+    compiled: bool = False  # whether the capture ran compiled graphs at all
 
     def __bool__(self) -> bool:
         return bool(self.copies or self.sync_ops)
+
+    @property
+    def block_graphs(self) -> bool:
+        """Whether the syncs keep CUDA graphs off: some run inside the compiled graphs, or nothing was compiled.
+
+        Inductor's CUDA graphs (mode reduce-overhead) record the compiled regions and run the eager
+        code between them (graph breaks) as it is, so a sync there leaves capture possible; one
+        inside a compiled region fails it ("Cannot copy between CPU and CUDA tensors during CUDA
+        graph capture"). In a capture that compiled nothing, the plan would compile the syncs too.
+        """
+        return bool(self) and (self.in_graphs > 0 or not self.compiled)
 
     def evidence(self, limit: int = 4) -> list[str]:
         """Short sentences naming the syncs by module and operator, per measured step."""
@@ -75,13 +88,15 @@ def _module(view: ProfileView, op: Operator | None, kernel: Kernel | None = None
 
 def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
     """Device-to-host copies and value-reading operators in the profile, attributed to their modules."""
-    found = HostSyncs(iterations=max(view.profile.capture.measured_iterations or 1, 1))
+    found = HostSyncs(iterations=max(view.profile.capture.measured_iterations or 1, 1),
+                      compiled=any(op.execution_context is ExecutionContext.COMPILED_GRAPH for op in ops))
     seen_ops: set[str] = set()
     for k in view.profile.kernels:
         if not is_device_to_host(k):
             continue
         op = view.kernel_operator.get(k.id)
         found.copies.append(k)
+        found.in_graphs += op is not None and op.execution_context is ExecutionContext.COMPILED_GRAPH
         found.by_module[_module(view, op, k)] += 1
         found.by_operator[op.name if op is not None else k.name] += 1
         if op is not None:
@@ -89,6 +104,7 @@ def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
     for op in ops:
         if aten_short(op.name) in SYNC_OPS and op.key not in seen_ops:
             found.sync_ops.append(op)
+            found.in_graphs += op.execution_context is ExecutionContext.COMPILED_GRAPH
             found.by_module[_module(view, op)] += 1
             found.by_operator[op.name] += 1
     return found

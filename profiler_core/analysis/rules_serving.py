@@ -137,10 +137,20 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
             if tokens:
                 facts.append("tokens routed per expert (rows of its first GEMM, all steps): " + ", ".join(
                     f"{name.rsplit('.', 1)[-1]} {n}" for name, n in sorted(tokens.items())))
-    facts.append("CUDA graphs (cuda_graphs, reduce-overhead) cannot capture a step that copies to the host: "
-                 "not applicable here; bf16 and compile settings still are"
-                 + ("; moe_grouped_experts runs each run of expert GEMMs as one bf16 grouped GEMM with the counts "
-                    "kept on the GPU (transformers MoE models), after which graphs can apply" if loop_runs else ""))
+    n = syncs.iterations
+    total = len(syncs.copies) + len(syncs.sync_ops)
+    if syncs.block_graphs:
+        where = (f"{syncs.in_graphs // n} of {total // n} per step run inside the compiled graphs"
+                 if syncs.compiled else "the capture compiled nothing, so a plan would compile them too")
+        facts.append(f"CUDA graphs (cuda_graphs, reduce-overhead) cannot capture a copy to the host ({where}): "
+                     "not applicable here; bf16 and compile settings still are"
+                     + ("; moe_grouped_experts runs each run of expert GEMMs as one bf16 grouped GEMM with the "
+                        "counts kept on the GPU (transformers MoE models), after which graphs can apply"
+                        if loop_runs else ""))
+    else:
+        facts.append(f"all {total // n} per step run in eager code between the compiled graphs (graph breaks): "
+                     "CUDA graphs (reduce-overhead) record the compiled regions around them, so graph passes "
+                     "still apply")
     ops = [*syncs.sync_ops, *{op.key: op for k in syncs.copies
                               if (op := ctx.view.kernel_operator.get(k.id)) is not None}.values()]
     keys = {op.key for op in ops}
@@ -151,7 +161,8 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
         kind=FindingKind.STRUCTURAL,
         symptom=facts[0],
         bottleneck="the host waits for the GPU to finish before it can choose what to launch next (routing, "
-                   "sizes read back); the stream drains at each read, and graph capture is impossible",
+                   "sizes read back); the stream drains at each read, and a graph cannot capture a read inside a "
+                   "compiled region",
         ops=ops,
         kernels=sorted([*syncs.copies, *ctx.view.kernels_of_ops(loop_ops)], key=lambda k: k.start_ns) or None,
         transformation=Transformation.MOE_GROUPED_EXPERTS if loop_runs else None,
@@ -168,7 +179,7 @@ def graphs_not_applicable(ctx: RuleContext) -> str | None:
     never runs; static_kv_cache graphs the decode step instead (the decode_loop finding).
     """
     syncs = host_syncs_of(ctx)
-    if syncs:
+    if syncs.block_graphs:
         module, _ = syncs.by_module.most_common(1)[0]
         where = f"most under {module}" if module != UNKNOWN_MODULE else "most in code outside any recorded module"
         return (f"cuda_graphs not applicable: the step reads GPU values on the host "
@@ -178,4 +189,8 @@ def graphs_not_applicable(ctx: RuleContext) -> str | None:
     if loop is not None and loop.kv_growing:
         return ("cuda_graphs not applicable: the step is a generate() decode loop on a growing KV cache, which "
                 "a graph of the model never replays; static_kv_cache graphs the decode step (see decode_loop)")
+    if loop is not None:
+        return ("cuda_graphs not applicable: the step is a generate() decode loop, which runs the model's own "
+                "forward, so a graph of the compiled model never replays; on a static KV cache generate() "
+                "compiles and graphs its decode step itself (static_kv_cache)")
     return None

@@ -93,22 +93,28 @@ def test_too_few_decode_forwards_are_no_loop() -> None:
     assert not diagnose(generate_loop(tokens=3)).by_rule("decode_loop")
 
 
-def moe_step(*, syncs: bool = True, iterations: int = 2) -> Profile:
-    """Synthetic: a top-2 MoE layer whose router output is read back by the host before the experts run."""
-    b = ProfileBuilder(compile_mode="eager", measured=iterations)
+def moe_step(*, syncs: bool = True, iterations: int = 2, compiled: ExecutionContext | None = None,
+             sync_context: ExecutionContext = EAGER) -> Profile:
+    """Synthetic: a top-2 MoE layer whose router output is read back by the host before the experts run.
+
+    ``compiled``: the GEMMs' context where they run in compiled graphs (the syncs then in
+    ``sync_context``: eager code at a graph break, or inside a compiled region).
+    """
+    b = ProfileBuilder(compile_mode="eager" if compiled is None else "default", measured=iterations)
+    work = compiled or EAGER
     for _ in range(iterations):
         for layer in range(2):
             mlp = f"model.layers.{layer}.mlp"
-            b.op("aten::mm", gemm(4, occ=8), shapes=[[32, 64], [64, 8]], context=EAGER, module=f"{mlp}.gate",
+            b.op("aten::mm", gemm(4, occ=8), shapes=[[32, 64], [64, 8]], context=work, module=f"{mlp}.gate",
                  gap_us=30)
             if syncs:
                 b.op("aten::nonzero", k("nonzero_kernel", 2), k("Memcpy DtoH (Device -> Pageable)", 1, kind="memcpy"),
-                     context=EAGER, module=mlp, gap_us=30)
+                     context=sync_context, module=mlp, gap_us=30)
                 b.op("aten::_local_scalar_dense", k("Memcpy DtoH (Device -> Pageable)", 1, kind="memcpy"),
-                     context=EAGER, module=mlp, gap_us=30)
+                     context=sync_context, module=mlp, gap_us=30)
             for expert, tokens in ((0, 6), (3, 10), (5, 16)):
                 for _ in range(3):
-                    b.op("aten::mm", gemm(4, occ=8), shapes=[[tokens, 64], [64, 128]], context=EAGER,
+                    b.op("aten::mm", gemm(4, occ=8), shapes=[[tokens, 64], [64, 128]], context=work,
                          module=f"{mlp}.experts.{expert}", gap_us=30)
     return b.build()
 
@@ -125,6 +131,44 @@ def test_moe_host_syncs_are_named_by_module_and_block_cuda_graphs() -> None:
             assert finding.transformation is None
             assert any(fact.startswith("cuda_graphs not applicable") for fact in finding.evidence.facts)
     assert report.by_rule("host_bound")
+
+
+def test_syncs_at_graph_breaks_leave_cuda_graphs_licensed() -> None:
+    # reduce-overhead records the compiled regions and runs the eager code between them as it is
+    report = diagnose(moe_step(compiled=ExecutionContext.COMPILED_GRAPH, sync_context=EAGER))
+    (f,) = report.by_rule("host_syncs")
+    assert any(fact.startswith("all 4 per step run in eager code between the compiled graphs")
+               for fact in f.evidence.facts)
+    (host,) = report.by_rule("host_bound")
+    assert host.transformation == "cuda_graphs"
+
+
+def test_syncs_inside_compiled_graphs_block_cuda_graphs() -> None:
+    report = diagnose(moe_step(compiled=ExecutionContext.COMPILED_GRAPH,
+                               sync_context=ExecutionContext.COMPILED_GRAPH))
+    (f,) = report.by_rule("host_syncs")
+    assert any("(4 of 4 per step run inside the compiled graphs)" in fact for fact in f.evidence.facts)
+    (host,) = report.by_rule("host_bound")
+    assert host.transformation is None
+
+
+def test_real_syncs_inside_and_outside_the_compiled_graphs() -> None:
+    from profiler_core.analysis.host_syncs import find_host_syncs
+    from profiler_core.api import load_profile
+
+    moe = load_profile(CAPTURES / "hf_mixtral_moe" / "baseline")
+    syncs = find_host_syncs(ProfileView(moe), moe.operators)
+    # transformers' grouped_mm fallback reads its token counts inside the compiled graph, 2 per layer
+    # (4 layers, 2 measured steps); the aux loss's bincount reads run at a graph break
+    assert syncs.in_graphs == 2 * 4 * 2 and syncs.compiled and syncs.block_graphs
+    generate = load_profile(CAPTURES / "hf_llama_generate" / "optimized")
+    syncs = find_host_syncs(ProfileView(generate), generate.operators)
+    assert syncs and syncs.in_graphs == 0 and not syncs.block_graphs  # generate()'s own loop, eager
+    report = diagnose(generate)
+    # the decode loop still keeps cuda_graphs off: generate() never calls the compiled model
+    assert not [f for f in report.findings if f.transformation == "cuda_graphs"]
+    assert any(fact.startswith("cuda_graphs not applicable: the step is a generate() decode loop")
+               for f in report.by_rule("host_bound") for fact in f.evidence.facts)
 
 
 def test_without_syncs_cuda_graphs_stay_licensed() -> None:
