@@ -157,6 +157,8 @@ def _judge_baseline(state: LoopState) -> bool:
     generates = step_calls_generate(wl.step if wl.custom_step else None) is True
     for spec in list_passes():
         why = spec.cannot_apply(ctx)
+        if why is not None and not generates:  # asked again after a kept structural pass (trial.py)
+            state.by_model.add(spec.name)
         if why is None and generates and not spec.structural:
             why = ("the step calls generate(), which runs the model's own forward: torch.compile(model) never "
                    "compiles it, so a pass on the compiled graph has nothing to change (static_kv_cache "

@@ -49,6 +49,8 @@ class LoopState:
     progress: ProgressFn | None = None
     cancel: threading.Event | None = None
     cannot_apply: dict[str, str] = field(default_factory=dict)
+    by_model: set[str] = field(default_factory=set)  # cannot_apply entries the model decided (asked again later)
+    rechecked: dict[tuple[tuple[str, ...], str], str | None] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     tried: int = 0  # trials that spent budget
     number: int = 0  # trials numbered so far (trial-N-<pass>)

@@ -103,6 +103,38 @@ def suggest_after_keep(state: LoopState, name: str) -> None:
     state.suggested[:0] = [Candidate(s, f"kept:{name}") for s in follow if s not in state.kept]
 
 
+def applicability_after_kept(state: LoopState, name: str) -> str | None:
+    """Why ``name`` cannot apply, asked of the model the kept structural passes made where they changed it.
+
+    The loop asks every pass once, of the original model; a structural pass kept since can lift
+    the reason (moe_grouped_experts removes the host reads that kept cuda_graphs off). Such a pass
+    is asked again, once per kept set, of a fresh build with those passes applied.
+    """
+    from profiler_core.passes import PassContext, get_pass
+    from profiler_core.passes.planner import build_optimized_workload
+    from profiler_core.workload import load_workload
+
+    why = state.cannot_apply.get(name)
+    structural = tuple(p for p in state.kept if get_pass(p).structural)
+    if why is None or name not in state.by_model or not structural:
+        return why
+    key = (structural, name)
+    if key not in state.rechecked:
+        try:
+            wl = load_workload(state.workload, device=state.cfg.device)
+            model, _ = build_optimized_workload(wl.model, tuple(wl.inputs), structural, device=state.cfg.device,
+                                                compiler="eager")
+            ctx = PassContext(model=getattr(model, "_orig_mod", model), inputs=tuple(wl.inputs),
+                              device=state.cfg.device)
+            state.rechecked[key] = get_pass(name).cannot_apply(ctx)
+        except Exception as err:  # a build that breaks leaves the first answer standing, and says why
+            state.rechecked[key] = (f"{why} (asked again with {', '.join(structural)} applied, the build "
+                                    f"failed: {type(err).__name__}: {err})")
+        if state.rechecked[key] is None:
+            state.note(state.tried, f"{name} applies once {', '.join(structural)} changed the model")
+    return state.rechecked[key]
+
+
 def run_trial(state: LoopState, candidate: Candidate, cfg: OptimizeConfig) -> Trial:
     """Try ``candidate`` on top of the kept passes; the trial is appended to the result as it goes."""
     from profiler_core.passes import get_pass
@@ -115,7 +147,7 @@ def run_trial(state: LoopState, candidate: Candidate, cfg: OptimizeConfig) -> Tr
     except PassError:
         trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{t}' (finding {candidate.finding})"
         return trial
-    why = state.cannot_apply.get(spec.name)
+    why = applicability_after_kept(state, spec.name)
     if why is not None:
         trial.outcome, trial.reason = "skipped", f"cannot apply, not tried: {why}"
         return trial
@@ -173,11 +205,17 @@ def _apply(state: LoopState, trial: Trial, run_dir: Path, cfg: OptimizeConfig) -
     return plan
 
 
+GRAPH_PASSES = frozenset({"cuda_graphs", "whole_step_cuda_graphs"})  # they remove gaps, not kernels
+
+
 def _on_timeline(state: LoopState, candidate: Candidate) -> bool:
-    """Whether the candidate's gain shows on the timeline: its finding says so, it is the graph pass
-    a host-bound step asked for (``host_bound:<pass>``), or (a suggested combination) some finding
-    licensing the same pass did."""
-    if candidate.finding.startswith("host_bound:") or judged_on_timeline(state.current, candidate.finding):
+    """Whether the candidate's gain shows on the timeline: it is a graph pass (whatever licensed it: a
+    graph replays the same kernels, so kernel time cannot show its gain), its finding says so, it is
+    the pass a host-bound step asked for (``host_bound:<pass>``), or (a suggested combination) some
+    finding licensing the same pass did."""
+    if candidate.transformation in GRAPH_PASSES or candidate.finding.startswith("host_bound:"):
+        return True
+    if judged_on_timeline(state.current, candidate.finding):
         return True
     if not candidate.finding.startswith("kept:"):
         return False
@@ -249,7 +287,7 @@ def _slower_end_to_end(state: LoopState, trial: Trial, run_dir: Path, cfg: Optim
 def _graphs_first(state: LoopState, name: str) -> None:
     """After a pass lost end to end to the host: try the graph pass next (its suggestions bring the
     refused pass back on top of the graphs)."""
-    graphs = "whole_step_cuda_graphs" if state.result.training else "cuda_graphs"
+    graphs = "whole_step_cuda_graphs" if state.result.training else "cuda_graphs"  # of GRAPH_PASSES
     if graphs in state.kept or graphs in state.cannot_apply or name == graphs:
         return
     state.suggested.insert(0, Candidate(graphs, f"host_bound:{name}"))

@@ -451,10 +451,13 @@ def test_a_generate_step_marks_graph_passes_not_applicable_before_any_trial(tmp_
 
     monkeypatch.setenv("OPROF_EXAMPLE_SMALL", "1")
     state = SimpleNamespace(workload=Path(__file__).parents[2] / "examples" / "hf_llama_generate.py",
-                            cfg=SimpleNamespace(device="cpu"), result=SimpleNamespace(notes=[]), cannot_apply={})
+                            cfg=SimpleNamespace(device="cpu"), result=SimpleNamespace(notes=[]), cannot_apply={},
+                            by_model=set())
     assert _judge_baseline(state)  # type: ignore[arg-type]
     why = state.cannot_apply
     for name in ("bf16_promotion", "qkv_fusion", "sdpa", "tf32", "freezing", "cast_cancellation"):
         assert "the step calls generate()" in why[name], name
     assert "static_kv_cache" not in why
     assert "conv_bn_folding" in why and "generate()" not in why["conv_bn_folding"]  # its own reason
+    # a generate() step's reasons stand: none is asked again after a kept structural pass
+    assert state.by_model == set()
