@@ -288,7 +288,7 @@ def _graphs_first(state: LoopState, name: str) -> None:
     """After a pass lost end to end to the host: try the graph pass next (its suggestions bring the
     refused pass back on top of the graphs)."""
     graphs = "whole_step_cuda_graphs" if state.result.training else "cuda_graphs"  # of GRAPH_PASSES
-    if graphs in state.kept or graphs in state.cannot_apply or name == graphs:
+    if graphs in state.kept or name == graphs or applicability_after_kept(state, graphs) is not None:
         return
     state.suggested.insert(0, Candidate(graphs, f"host_bound:{name}"))
 
