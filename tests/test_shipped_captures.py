@@ -372,7 +372,8 @@ def test_a_training_step_graphed_whole_is_kept_on_top_of_bf16() -> None:
     assert stick["plan_vs_recipe"] == pytest.approx(stick["best_recipe_ms"] / walls["optimized"]["median_ms"])
 
 
-@pytest.mark.parametrize("name", ["tv_resnet18", "sdpa_attention", "hf_qwen2_decoder", "hf_bert_train", "gpt2", "tv_resnet50"])
+@pytest.mark.parametrize("name", ["tv_resnet18", "sdpa_attention", "hf_qwen2_decoder", "hf_bert_train", "gpt2",
+                                  "tv_resnet50"])
 def test_runs_made_before_the_yardstick_carry_it_re_measured(name: str) -> None:
     # `oprof yardstick` timed baseline, plan and recipes side by side on the H200 after the loop's run;
     # the loop's own wall times stay as it measured them

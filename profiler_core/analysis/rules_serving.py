@@ -120,8 +120,10 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
     if loop_runs:
         rows = [r for op in loop_ops if (r := gemm_rows(op)) is not None]
         loop_ns = ctx.view.gemm_kernel_ns(ctx.view.kernels_of_ops(loop_ops))
-        facts.append(f"{len(loop_ops)} GEMMs run one per expert in {len(loop_runs)} runs (rows {min(rows)}-"
-                     f"{max(rows)} each: the tokens routed to that expert), {loop_ns / 1e3:,.1f} us of GEMM time: "
+        n = syncs.iterations
+        facts.append(f"{len(loop_ops) // n} GEMMs per step run one per expert in {len(loop_runs) // n} runs (rows "
+                     f"{min(rows)}-{max(rows)} each: the tokens routed to that expert), {loop_ns / n / 1e3:,.1f} us "
+                     "of GEMM time per step: "
                      "a grouped GEMM's fallback loop, which reads the token counts on the host first "
                      "(transformers' grouped_mm path falls back so with float32 weights under torch.compile)")
     if experts is not None:
