@@ -24,31 +24,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from profiler_core.optimize.walltime import time_steps  # noqa: E402
+
 PLANS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("moe_grouped_experts", ("moe_grouped_experts",)),
     ("moe_grouped_experts + bf16_promotion", ("moe_grouped_experts", "bf16_promotion")),
     ("moe_grouped_experts + cuda_graphs", ("moe_grouped_experts", "cuda_graphs")),
     ("moe_grouped_experts + bf16_promotion + cuda_graphs", ("moe_grouped_experts", "bf16_promotion", "cuda_graphs")),
 )
-
-
-def _time(run: Callable[[], Any], iters: int, warmup: int) -> dict[str, float]:
-    import torch
-
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return {"median_ms": times[len(times) // 2], "p10_ms": times[len(times) // 10],
-            "p90_ms": times[(9 * len(times)) // 10]}
 
 
 def _row(name: str, build: Callable[[], Callable[[], Any]], reference: Any, iters: int, warmup: int) -> dict[str, Any]:
@@ -61,7 +44,8 @@ def _row(name: str, build: Callable[[], Callable[[], Any]], reference: Any, iter
         out = run().float()
         row["max_abs_diff"] = (out - reference).abs().max().item()
         row["next_token_agreement"] = (out.argmax(-1) == reference.argmax(-1)).float().mean().item()
-        row.update(_time(run, iters, warmup))
+        timed = time_steps(run, iters=iters, warmup=warmup, device="cuda").as_dict()
+        row.update({k: timed[k] for k in ("median_ms", "p10_ms", "p90_ms")})
     except Exception as err:  # a recipe that crashes is a result (reduce-overhead on the fallback's host read)
         row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
     return row

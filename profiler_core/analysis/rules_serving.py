@@ -115,12 +115,12 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
         return []
     experts = expert_gemms(ctx.view, ctx.ops)
     facts = syncs.evidence()
+    n = syncs.iterations
     loop_runs = per_expert_gemm_runs(ctx.view, ctx.ops)
     loop_ops = [op for run in loop_runs for op in run]
     if loop_runs:
         rows = [r for op in loop_ops if (r := gemm_rows(op)) is not None]
         loop_ns = ctx.view.gemm_kernel_ns(ctx.view.kernels_of_ops(loop_ops))
-        n = syncs.iterations
         facts.append(f"{len(loop_ops) // n} GEMMs per step run one per expert in {len(loop_runs) // n} runs (rows "
                      f"{min(rows)}-{max(rows)} each: the tokens routed to that expert), {loop_ns / n / 1e3:,.1f} us "
                      "of GEMM time per step: "
@@ -139,7 +139,6 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
             if tokens:
                 facts.append("tokens routed per expert (rows of its first GEMM, all steps): " + ", ".join(
                     f"{name.rsplit('.', 1)[-1]} {n}" for name, n in sorted(tokens.items())))
-    n = syncs.iterations
     total = len(syncs.copies) + len(syncs.sync_ops)
     if syncs.block_graphs:
         where = (f"{syncs.in_graphs // n} of {total // n} per step run inside the compiled graphs"
@@ -153,10 +152,8 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
         facts.append(f"all {total // n} per step run in eager code between the compiled graphs (graph breaks): "
                      "CUDA graphs (reduce-overhead) record the compiled regions around them, so graph passes "
                      "still apply")
-    ops = [*syncs.sync_ops, *{op.key: op for k in syncs.copies
-                              if (op := ctx.view.kernel_operator.get(k.id)) is not None}.values()]
-    keys = {op.key for op in ops}
-    ops += [op for op in loop_ops if op.key not in keys]
+    copy_ops = [op for k in syncs.copies if (op := ctx.view.kernel_operator.get(k.id)) is not None]
+    ops = [*syncs.sync_ops, *{op.key: op for op in [*copy_ops, *loop_ops]}.values()]
     return [ctx.finding(
         "host_syncs",
         title="Data-dependent dispatch: the host reads GPU values inside the step",

@@ -32,10 +32,10 @@ def data_dependent_modules(model: Any) -> list[tuple[str, str, str]]:
     named = getattr(model, "named_modules", None)
     if named is None:
         return []
-    found: list[tuple[str, str, str]] = []
-    reads: dict[type, str | None] = {}
     from profiler_core.passes.moe_experts import experts_host_read, experts_modules
 
+    found: list[tuple[str, str, str]] = []
+    reads: dict[type, str | None] = {}
     dispatched = {id(m): experts_host_read(m) for _, m in experts_modules(model)}
     for path, module in named():
         cls = type(module)

@@ -35,6 +35,13 @@ def _root(model: Any) -> Any:
     return getattr(model, "_orig_mod", model)
 
 
+def expert_weights(module: Any) -> list[Any]:
+    """The stacked expert weight tensors a module holds (those of ``EXPERT_WEIGHTS`` it has)."""
+    import torch
+
+    return [p for attr in EXPERT_WEIGHTS if isinstance(p := getattr(module, attr, None), torch.Tensor)]
+
+
 def experts_modules(model: Any) -> list[tuple[str, Any]]:
     """The modules holding stacked expert weights that transformers' experts interface dispatches."""
     import torch
@@ -47,9 +54,7 @@ def experts_modules(model: Any) -> list[tuple[str, Any]]:
         config = getattr(module, "config", None)
         if config is None or not hasattr(config, "_experts_implementation"):
             continue
-        stacked = [p for attr in EXPERT_WEIGHTS if isinstance(p := getattr(module, attr, None), torch.nn.Parameter)
-                   and p.dim() == 3]
-        if stacked:
+        if any(isinstance(p, torch.nn.Parameter) and p.dim() == 3 for p in expert_weights(module)):
             found.append((name, module))
     return found
 
@@ -67,7 +72,7 @@ def experts_host_read(module: Any) -> str | None:
     if implementation in (None, "eager"):
         return None  # the class's own forward runs: its source says
     if implementation == GROUPED:
-        weights = [p for attr in EXPERT_WEIGHTS if isinstance(p := getattr(module, attr, None), torch.Tensor)]
+        weights = expert_weights(module)
         if weights and any(p.dtype != torch.bfloat16 for p in weights):
             return "offs.tolist() (grouped_mm's fallback for non-bf16 weights under torch.compile)"
     return ""  # a dispatch with no host read
@@ -106,8 +111,7 @@ def moe_grouped_experts_applicable(ctx: PassContext) -> str | None:
     why = _grouped_mm_available(ctx.device)
     if why is not None:
         return why
-    weights = [p for _, m in modules for attr in EXPERT_WEIGHTS
-               if isinstance(p := getattr(m, attr, None), torch.Tensor)]
+    weights = [p for _, m in modules for p in expert_weights(m)]
     implementations = {getattr(m.config, "_experts_implementation", None) for _, m in modules}
     if all(p.dtype == torch.bfloat16 for p in weights) and implementations == {GROUPED}:
         return "the experts already run grouped_mm on bfloat16 weights"
@@ -149,12 +153,9 @@ def moe_grouped_experts(ctx: PassContext) -> PassEffect:
 
     modules = experts_modules(ctx.model)
     before = _set_grouped(ctx.model, modules)
-    cast = 0
+    cast = sum(p.numel() for _, m in modules for p in expert_weights(m)
+               if isinstance(p, torch.nn.Parameter) and p.dtype != torch.bfloat16)
     for _, module in modules:
-        for attr in EXPERT_WEIGHTS:
-            param = getattr(module, attr, None)
-            if isinstance(param, torch.nn.Parameter) and param.dtype != torch.bfloat16:
-                cast += param.numel()
         module.to(torch.bfloat16)
     details = {"experts_modules": len(modules), "first": modules[0][0], "implementation_before": before,
                "implementation": GROUPED, "expert_parameters_cast_to_bf16": cast,
