@@ -104,9 +104,53 @@ def choose_name_key(reference: Iterable[str], other: Iterable[str]) -> tuple[Nam
     return kernel_join_key, "join_key"
 
 
+_SOURCE_NAME = re.compile(r"(\d+)")
+
+
+def mangled_base_name(name: str) -> str | None:
+    """The function's own identifier in an Itanium-mangled name, None if ``name`` is not one.
+
+    CUPTI hands Kineto the mangled name where it does not demangle one (a CUTLASS 3 grouped
+    GEMM's ``_ZN7cutlass13device_kernelIN2at4cuda...``) while ncu prints it demangled. A kernel
+    is a free function, so every component before its own name is a namespace: the identifier
+    is the last ``<length><name>`` component before the template arguments (``I``) or the end of
+    the nested name (``E``).
+    """
+    if not name.startswith("_Z"):
+        return None
+    i = 2
+    nested = name.startswith("N", i)
+    i += nested
+    while i < len(name) and name[i] in "LrVKRO":  # internal linkage, cv and ref qualifiers
+        i += 1
+    if name.startswith("St", i):  # std::
+        i += 2
+    last: str | None = None
+    while i < len(name):
+        match = _SOURCE_NAME.match(name, i)
+        if match is None:
+            break
+        start = match.end()
+        length = int(match.group(1))
+        if length <= 0 or start + length > len(name):
+            return None
+        last = name[start:start + length]
+        i = start + length
+        if not nested:
+            break
+    return last
+
+
 @lru_cache(maxsize=65536)
 def kernel_base_name(name: str) -> str:
-    """The bare identifier of a kernel: no namespaces, template arguments or parameters."""
+    """The bare identifier of a kernel: no namespaces, template arguments or parameters.
+
+    An Itanium-mangled name (``_ZN7cutlass13device_kernelI...``) gives its identifier too
+    (``device_kernel``), so it meets the demangled spelling another tool printed.
+    """
+    mangled = mangled_base_name(name.strip())
+    if mangled:
+        return mangled
     key = kernel_join_key(name)
     depth = 0
     out: list[str] = []
