@@ -40,6 +40,7 @@ def is_device_to_host(kernel: Kernel) -> bool:
 
 
 UNKNOWN_MODULE = "?"  # a sync the capture recorded no module for
+ROOT_MODULE = "the model's own forward"  # module path "": outside every submodule (a loss, an aux loss)
 
 
 @dataclass
@@ -82,8 +83,10 @@ class HostSyncs:
 
 
 def _module(view: ProfileView, op: Operator | None, kernel: Kernel | None = None) -> str:
-    path = (kernel.module_path if kernel is not None else None) or (op.module_path if op is not None else None)
-    return path if path else UNKNOWN_MODULE
+    path = kernel.module_path if kernel is not None else None
+    if path is None and op is not None:
+        path = op.module_path
+    return UNKNOWN_MODULE if path is None else path or ROOT_MODULE
 
 
 def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:

@@ -125,13 +125,16 @@ def host_syncs(ctx: RuleContext) -> list[Finding]:
                      f"{min(rows)}-{max(rows)} each: the tokens routed to that expert), {loop_ns / n / 1e3:,.1f} us "
                      "of GEMM time per step: "
                      "a grouped GEMM's fallback loop, which reads the token counts on the host first "
-                     "(transformers' grouped_mm path falls back so with float32 weights under torch.compile)")
+                     + ("(transformers' grouped_mm path falls back so with float32 weights under torch.compile)"
+                        if syncs.compiled else "(transformers' eager experts implementation loops so over the "
+                        "experts the host read back)"))
     if experts is not None:
         per = sorted(experts.gemm_ns.items(), key=lambda kv: -kv[1])
         if experts.pooled:
             rows = [r for rs in experts.tokens.values() for r in rs]
-            facts.append(f"{len(experts.ops)} expert GEMMs under {per[0][0]} (the module stack names no single "
-                         f"expert){f'; rows per expert call {min(rows)}-{max(rows)}' if rows else ''}")
+            where = per[0][0] if len(per) == 1 else f"{len(per)} experts modules ({per[0][0]}, ...)"
+            facts.append(f"{len(experts.ops) // n} expert GEMMs per step under {where} (the module stack names no "
+                         f"single expert){f'; rows per expert call {min(rows)}-{max(rows)}' if rows else ''}")
         else:
             facts.append(f"expert GEMM time over {len(per)} experts: " + ", ".join(
                 f"{name.rsplit('.', 1)[-1]} {ns / 1e3:,.1f} us" for name, ns in per[:8]))

@@ -98,6 +98,8 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
         _compiled_paths(profile, kernels, inductor.call_modules, paths)
     if kineto is not None and any(p is not None for p in paths):  # a capture with modules
         link_paths(_launch_ops(kernels, kineto), kineto, paths, spans.op_path if spans is not None else None)
+    if kineto is not None and spans is not None:
+        _copy_paths(profile, kernels, kineto, spans, paths)
     if isinstance(profile.kernels, list):
         for k, path in zip(profile.kernels, paths, strict=True):
             k.module_path = path
@@ -138,6 +140,28 @@ def _launch_ops(kernels: _KernelFacts, kineto: KinetoTrace) -> list[CpuOp | None
     """Each kernel's launching ``cpu_op`` (its CUPTI correlation), None where there is none."""
     ops = {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
     return [ops.get(op_id) if op_id is not None else None for op_id in kernels.t1_op_id]
+
+
+def _copy_paths(profile: Profile, kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans,
+                paths: list[str | None]) -> None:
+    """A memcpy or memset no launch speaks for takes the module its operator's own call ran under.
+
+    With an nsys timeline, copies are filed to their operator by NVTX range, not by a CUPTI
+    correlation, so the launch-based rule above leaves them out; the operator's ``op_id`` is its
+    Kineto call, which the module spans place (a router's ``.tolist()`` copy under its MoE block).
+    """
+    ops = profile.operators
+    calls = {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
+    for g in range(len(ops)):
+        ids = ops.kernel_ids(g) if not isinstance(ops, list) else ops[g].kernel_ids
+        todo = [i for i in ids if i < len(paths) and paths[i] is None and kernels.kinds[i] in ("memcpy", "memset")]
+        if not todo:
+            continue
+        op_id = int(ops.op_id[g]) if not isinstance(ops, list) else ops[g].op_id
+        call = calls.get(op_id) if op_id is not None and op_id >= 0 else None  # columns hold -1 for none
+        path = spans.op_path(call) if call is not None else None
+        for i in todo:
+            paths[i] = path
 
 
 def _eager_paths(kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans, paths: list[str | None]) -> None:

@@ -88,3 +88,49 @@ def test_the_expert_loop_licenses_moe_grouped_experts(profile: object) -> None:
     # 4 layers x 2 projections (gate_up, down) per step, each a run of per-expert GEMMs
     assert loop.startswith(f"{_raw_expert_gemms() // iterations} GEMMs per step run one per expert in 8 runs")
     assert syncs.gain_bound_pct > 50  # the expert GEMMs, not only the copies, are what the pass changes
+
+
+MOE_EAGER = Path(__file__).parent.parent / "data" / "h200_mixtral_moe_eager"
+
+
+def _raw_copy_modules() -> Counter:
+    """Device-to-host copies per module, from the raw Kineto records and modules.json alone.
+
+    A copy's correlation names its ``cpu_op``; the innermost ``nn.Module: Cls_N`` Python frame
+    open around that call on its thread is its module, mapped to a path by modules.json.
+    """
+    trace = json.loads(gzip.decompress((MOE_EAGER / "kineto.json.gz").read_bytes()))["traceEvents"]
+    names = {f"{cls}_{i}": path for cls, i, path in json.loads((MOE_EAGER / "modules.json").read_text())["modules"]}
+    calls = {e["args"]["External id"]: e for e in trace if e.get("cat") == "cpu_op" and "External id" in e["args"]}
+    frames = [e for e in trace if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+    out: Counter = Counter()
+    for e in trace:
+        if e.get("cat") != "gpu_memcpy" or "DtoH" not in e["name"]:
+            continue
+        call = calls[e["args"]["External id"]]
+        open_ = [f for f in frames if f["tid"] == call["tid"] and f["ts"] <= call["ts"] <= f["ts"] + f["dur"]]
+        inner = max(open_, key=lambda f: f["ts"]) if open_ else None
+        out[names[inner["name"].removeprefix("nn.Module: ")] if inner else None] += 1
+    return out
+
+
+def test_host_syncs_by_module_on_an_eager_capture_with_an_nsys_timeline() -> None:
+    """Each device-to-host copy is filed under the module the raw records put it in (real H200 capture)."""
+    from profiler_core.analysis.host_syncs import ROOT_MODULE, find_host_syncs
+    from profiler_core.analysis.profile_view import ProfileView
+
+    profile = attribute_run(MOE_EAGER)
+    view = ProfileView(profile)
+    syncs = find_host_syncs(view, list(profile.operators))
+    got = Counter(k.module_path for k in syncs.copies)
+    reference = _raw_copy_modules()
+    assert None not in got and None not in reference
+    assert got == reference
+    # 2 steps: 8 copies a step in the model's own forward, 2 under each layer's experts
+    assert reference[""] == 16 and sum(reference.values()) == 32
+    assert syncs.by_module[ROOT_MODULE] == 24  # and the 4 bincounts a step, which copy nothing
+    assert syncs.by_module["model.layers.3.mlp.experts"] == 4
+    facts = diagnose(profile).findings  # type: ignore[arg-type]
+    host = next(f for f in facts if f.rule_id == "host_syncs")
+    assert "12 per step under the model's own forward" in host.evidence.facts
+    assert "2 per step under model.layers.0.mlp.experts" in host.evidence.facts
