@@ -2,13 +2,15 @@
 
 Runs ``oprof optimize`` on one example, then drives ``oprof-mcp`` over stdio through the tools in
 the order commands/optimize.md gives them: capture the baseline, attribute, diagnose, list_passes,
-apply_pass (the passes the loop kept: this script stands in for the agent's choice), capture the
+apply_pass (the passes the loop kept: this script stands in for the agent's choice; when the
+loop kept none, the first pass it validated and timed, whose verdict is then the loop's), capture the
 optimized workload with the baseline's settings, attribute, walltime (baseline and optimized),
 compare and report. It prints both verdicts end to end and exits 1 when they differ. With
 ``--optimize-tool`` the ``optimize`` MCP tool runs the loop a second time as a job and its
 verdict must agree too.
 
     python scripts/mcp_optimize_check.py examples/sdpa_attention.py --budget 3 [--optimize-tool]
+    python scripts/mcp_optimize_check.py examples/gpt2.py --cli-run runs/gpt2   # reuse a loop run
 
 Wall times move by a few percent between processes, so a verdict near the unchanged tolerance
 can flip on a rerun; the script prints the medians so a disagreement can be read.
@@ -30,6 +32,16 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def tried_pass(data: dict[str, Any]) -> tuple[list[str], str] | None:
+    """When the loop kept nothing: the first pass it validated and timed, and its end-to-end verdict."""
+    from profiler_core.report.end_to_end import speedup_verdict
+
+    for trial in data.get("trials", []):
+        if trial.get("wall_ms") and trial.get("best_wall_ms") and trial.get("passes"):
+            return list(trial["passes"]), speedup_verdict(float(trial["best_wall_ms"]) / float(trial["wall_ms"]))
+    return None
 
 
 def loop_verdict(optimize_json: Path) -> tuple[str, dict[str, Any]]:
@@ -121,6 +133,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="work here instead of a temporary directory")
     ap.add_argument("--no-yardstick", action="store_true", help="oprof optimize skips timing the recipes")
     ap.add_argument("--no-nsys", action="store_true", help="oprof optimize takes no nsys timeline")
+    ap.add_argument("--cli-run", type=Path, default=None,
+                    help="an oprof optimize run directory of this workload to compare against instead of a new run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="oprof-mcp-check-") as tmp:
         ws = (args.keep or Path(tmp)).resolve()
@@ -128,11 +142,12 @@ def main() -> None:
         workload = ws / args.workload.name
         workload.write_text(args.workload.read_text())
         started = time.monotonic()
-        cli_out = ws / "cli-optimize"
+        cli_out = args.cli_run.resolve() if args.cli_run else ws / "cli-optimize"
         flags = [f for f, on in (("--no-yardstick", args.no_yardstick), ("--no-nsys", args.no_nsys)) if on]
-        subprocess.run([sys.executable, "-m", "profiler_core", "optimize", str(workload), "--budget",
-                        str(args.budget), "--out", str(cli_out), "--compile-mode", args.compile_mode, *flags],
-                       check=True, cwd=ws, env={**os.environ, "PYTHONPATH": _pythonpath()})
+        if args.cli_run is None:
+            subprocess.run([sys.executable, "-m", "profiler_core", "optimize", str(workload), "--budget",
+                            str(args.budget), "--out", str(cli_out), "--compile-mode", args.compile_mode, *flags],
+                           check=True, cwd=ws, env={**os.environ, "PYTHONPATH": _pythonpath()})
         cli_verdict, data = loop_verdict(cli_out / "optimize.json")
         print(f"oprof optimize: {cli_verdict} end to end; kept {data['kept_passes']}, wall "
               f"{data.get('wall_time')}, kernel {data.get('kernel_speedup')}x ({time.monotonic() - started:.0f} s)")
@@ -141,8 +156,15 @@ def main() -> None:
             e2e = anyio.run(mcp_path, ws, workload, list(data["kept_passes"]), args.compile_mode)
             print(f"MCP tools (commands/optimize.md order): {e2e['headline']}")
             verdicts["MCP tools"] = e2e["verdict"]
+        elif (tried := tried_pass(data)) is not None:
+            passes, pass_verdict = tried
+            print(f"the loop kept no pass; it timed {passes} {pass_verdict} end to end: the MCP path applies that")
+            verdicts = {f"oprof optimize ({' + '.join(passes)})": pass_verdict}
+            e2e = anyio.run(mcp_path, ws, workload, passes, args.compile_mode)
+            print(f"MCP tools (commands/optimize.md order): {e2e['headline']}")
+            verdicts["MCP tools"] = e2e["verdict"]
         else:
-            print("the loop kept no pass: the MCP path has nothing to apply")
+            print("the loop kept no pass and timed none: the MCP path has nothing to apply")
         if args.optimize_tool:
             e2e = anyio.run(optimize_tool, ws, workload, args.budget, args.compile_mode)
             print(f"optimize MCP tool: {e2e['headline']}")
