@@ -86,13 +86,20 @@ class LoopState:
     def wall_of(self, run: Path) -> tuple[WallTime, float]:
         """End-to-end figures of the baseline or a trial's plan (each timed once), and the seconds it took."""
         if run not in self.walls:
-            if run == self.baseline_dir:
-                workload, cache = self.workload, self.caches / BASELINE_DIR
-            else:
-                workload, cache = run / OPTIMIZED_WORKLOAD_NAME, self.caches / run.name
             started = time.perf_counter()
-            figures = walltime.measure(workload, iters=self.cfg.wall_iters, warmup=self.cfg.wall_warmup,
-                                       compile_mode=self.cap.compile_mode.value, device=self.cfg.device,
-                                       python=self.cap.python, inductor_cache=cache)
+            figures = self._measure_wall(run)
             self.walls[run] = (figures, time.perf_counter() - started)
         return self.walls[run]
+
+    def wall_again(self, run: Path) -> WallTime:
+        """The baseline or a trial's plan timed once more, in a fresh process (the first figures stay)."""
+        return self._measure_wall(run)
+
+    def _measure_wall(self, run: Path) -> WallTime:
+        if run == self.baseline_dir:
+            workload, cache = self.workload, self.caches / BASELINE_DIR
+        else:
+            workload, cache = run / OPTIMIZED_WORKLOAD_NAME, self.caches / run.name
+        return walltime.measure(workload, iters=self.cfg.wall_iters, warmup=self.cfg.wall_warmup,
+                                compile_mode=self.cap.compile_mode.value, device=self.cfg.device,
+                                python=self.cap.python, inductor_cache=cache)
