@@ -302,6 +302,8 @@ def _slower_end_to_end(state: LoopState, trial: Trial, run_dir: Path, cfg: Optim
     first = f"median {before.median_ms:.3f} -> {after.median_ms:.3f} ms"
     state.note(state.tried, "slower end to end although faster on the GPU: timing both again in fresh processes, "
                             "the plan first")
+    after2: WallTime | None
+    before2: WallTime | None
     try:
         after2 = state.wall_again(run_dir)
         before2 = state.wall_again(state.best_dir)
