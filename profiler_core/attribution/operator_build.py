@@ -47,6 +47,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
         w_tier = table.tier.astype(np.int64)
         w_op, w_op_id, w_shapes, w_compiled = pick("op"), pick("op_id"), pick("shapes"), pick("compiled")
         gid, n_groups = group_first_seen([w_tier, pick("kind"), pick("a"), pick("b"), pick("c")], attributed)
+        gid, n_groups = _copies_join_their_call(table, gid, n_groups, w_op, w_op_id)
     else:
         gid, n_groups = np.full(n, NONE, dtype=np.int64), 0
         w_op = w_op_id = w_shapes = w_compiled = np.full(n, NONE, dtype=np.int64)
@@ -54,8 +55,8 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
     members = idx[np.argsort(gid[idx], kind="stable")]
     sizes = np.bincount(gid[idx], minlength=n_groups)
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    first = members[offsets[:-1]]
     grp = np.repeat(np.arange(n_groups), sizes)
+    first = _representatives(table, members, offsets, grp, n_groups)
     name_code = w_op[first]
     call_index = nth_within(name_code)
     names = [s[c] for c in name_code.tolist()]
@@ -107,6 +108,58 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
         confidence=confidence.astype(np.int8), library=[lib_text[c] for c in op_lib.tolist()], phase=phases)
     mark_repeated_layers(ops, table, padded, measured_iterations=measured_iterations)
     return ops
+
+
+def _copy_kinds(table: KernelTable) -> np.ndarray:
+    """Per kernel: True for a memset or memcpy activity, not a kernel."""
+    s = table.strings.values
+    copy_code = np.array([v in ("memset", "memcpy") for v in s] + [False])
+    return copy_code[table.kind]
+
+
+def _copies_join_their_call(table: KernelTable, gid: np.ndarray, n_groups: int, w_op: np.ndarray,
+                            w_op_id: np.ndarray) -> tuple[np.ndarray, int]:
+    """A memset or memcpy joins the operator of the kernel launched after it on its stream when both
+    name the same call (operator name and op id): one call, one operator.
+
+    With an nsys timeline the workspace zeroing that cuDNN or a split-K GEMM does before its kernel
+    is filed by NVTX range while the kernel goes by its CUPTI correlation; the two claims name the
+    same call, but by different tiers, and would make two operators of one ``aten::mm`` call.
+    """
+    n = len(gid)
+    copies = _copy_kinds(table)
+    if n == 0 or not copies.any():
+        return gid, n_groups
+    order = np.lexsort((table.start_ns, table.stream))
+    is_kernel = ~copies[order]
+    pos = np.where(is_kernel, np.arange(n), n)
+    following = np.minimum.accumulate(pos[::-1])[::-1]  # sorted position of the next kernel at or after
+    moved = False
+    for p in np.flatnonzero(~is_kernel).tolist():
+        q = int(following[p])
+        if q >= n:
+            continue
+        i, j = int(order[p]), int(order[q])
+        if (table.stream[i] != table.stream[j] or gid[i] == NONE or gid[j] == NONE or gid[i] == gid[j]
+                or w_op_id[i] == NONE or w_op_id[i] != w_op_id[j] or w_op[i] != w_op[j]):
+            continue
+        gid[i] = gid[j]
+        moved = True
+    if not moved:
+        return gid, n_groups
+    return group_first_seen([gid], gid != NONE)
+
+
+def _representatives(table: KernelTable, members: np.ndarray, offsets: np.ndarray, grp: np.ndarray,
+                     n_groups: int) -> np.ndarray:
+    """Each operator's first kernel, a memset or memcpy only where it has no kernel: its claim names
+    the call's shapes and context."""
+    if n_groups == 0:
+        return members[offsets[:-1]]
+    not_kernel = _copy_kinds(table)[members].astype(np.int8)
+    # within each group, the first member with the lowest "is a copy" flag
+    pick = np.lexsort((np.arange(len(members)), not_kernel, grp))
+    return members[pick[offsets[:-1]]]
 
 
 def _specs(table: KernelTable) -> tuple:

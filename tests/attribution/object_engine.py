@@ -182,11 +182,13 @@ def attribute(
     for j, said in enumerate(said_of):
         if said:
             groups.setdefault(said[0].instance, []).append(j)
+    groups = _copies_with_their_kernel(timeline, said_of, groups)
+    rep_of = {id(m): next((j for j in m if timeline[j].kind == "kernel"), m[0]) for m in groups.values()}
     calls: dict[str, int] = defaultdict(int)
     key_of: list[str | None] = [None] * len(timeline)
     group_keys: list[str] = []
     for members in groups.values():
-        name = said_of[members[0]][0].operator
+        name = said_of[rep_of[id(members)]][0].operator
         key = f"{name}#{calls[name]}"
         calls[name] += 1
         group_keys.append(key)
@@ -232,7 +234,7 @@ def attribute(
     durations = np.array([k.duration_ns for k in kernels], dtype=float)
     aggregated = aggregate_groups(matrix, durations, list(groups.values()), specs)
     operators = [
-        _operator(key, said_of[members[0]][0], [kernels[j] for j in members], members, metrics, reasons,
+        _operator(key, said_of[rep_of[id(members)]][0], [kernels[j] for j in members], members, metrics, reasons,
                   any(in_graph_of[j] for j in members), operator_phase([phase_of[j] for j in members]))
         for key, members, (metrics, reasons) in zip(group_keys, groups.values(), aggregated, strict=True)
     ]
@@ -257,6 +259,33 @@ def attribute(
         warnings=warnings,
     )
     return profile
+
+
+def _copies_with_their_kernel(timeline: Sequence[TimelineKernel], said_of: list[list[Claim]],
+                              groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
+    """A memset/memcpy whose winning claim names the same call (operator and op id) as the kernel
+    launched next on its stream belongs to that kernel's invocation."""
+    group_of = {j: inst for inst, members in groups.items() for j in members}
+    by_stream: dict[int, list[int]] = defaultdict(list)
+    for j in sorted(range(len(timeline)), key=lambda j: (timeline[j].stream, timeline[j].start_ns)):
+        by_stream[timeline[j].stream].append(j)
+    moved: dict[int, tuple] = {}
+    for seq in by_stream.values():
+        for at, j in enumerate(seq):
+            if timeline[j].kind == "kernel" or j not in group_of:
+                continue
+            nxt = next((x for x in seq[at + 1:] if timeline[x].kind == "kernel"), None)
+            if nxt is None or nxt not in group_of or group_of[nxt] == group_of[j]:
+                continue
+            mine, theirs = said_of[j][0], said_of[nxt][0]
+            if mine.op_id is not None and mine.op_id == theirs.op_id and mine.operator == theirs.operator:
+                moved[j] = group_of[nxt]
+    if not moved:
+        return groups
+    out: dict[tuple, list[int]] = {}
+    for j in sorted(group_of):
+        out.setdefault(moved.get(j, group_of[j]), []).append(j)
+    return out
 
 
 def _evidence(c: Claim) -> Evidence:
@@ -300,7 +329,7 @@ def _operator(key: str, claim: Claim, ks: list[Kernel], members: list[int], metr
         context = ExecutionContext.EAGER
     else:
         context = ExecutionContext.UNKNOWN
-    op_class = _classify(name, ks[0].name)
+    op_class = _classify(name, next((k.name for k in ks if k.kind == "kernel"), ks[0].name))
     if op_class in EXTERN_CLASSES and all(k.name.startswith(_GENERATED_PREFIXES) for k in ks):
         # a generated pointwise/reduction kernel filed under a library op (a GEMM or convolution
         # that cuBLAS/cuDNN ran) holds the layout copy of its operand: classed by what it computes
