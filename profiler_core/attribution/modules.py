@@ -183,6 +183,11 @@ def _op_words(name: str) -> frozenset[str]:
     return frozenset(words - _GENERIC_WORDS)
 
 
+def _is_custom_op_call(name: str) -> bool:
+    """An extern call of an operator outside ATen and prims: ``torch.ops.transformers.grouped_mm_fallback``."""
+    return name.startswith("torch.ops.") and not name.startswith(("torch.ops.aten.", "torch.ops.prims."))
+
+
 def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tuple[str, str | None]],
                     paths: list[str | None]) -> None:
     ops = profile.operators
@@ -203,9 +208,21 @@ def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tup
     last_extern: int | None = None
     last_key: str | None = None
     n = len(calls)
+    custom = [_is_custom_op_call(n) for n in names]
     for kid, (kind, kname, key) in enumerate(zip(kernels.kinds, kernels.names, kernels.keys, strict=True)):
+        in_custom = last_extern is not None and custom[last_extern]
         if kind != "kernel":
-            continue  # a memset or copy inside a call: its operator's path, below
+            if in_custom:  # a custom op's own copy (a host read of its counts)
+                paths[kid] = calls[last_extern][1]  # type: ignore[index]
+            continue  # a memset or copy inside another call: its operator's path, below
+        if (in_custom and key in compiled and not is_generated_kernel_name(kname)
+                and (triton[pos % n] or not extern_op[pos % n] & _op_words(key.rpartition("#")[0] if key else ""))):
+            # a custom op (``torch.ops.transformers.grouped_mm_fallback``) runs ATen ops of its own, each an
+            # operator of its own: its kernels stay with it until a generated kernel or the next extern
+            # call that names their operation
+            paths[kid] = calls[last_extern][1]  # type: ignore[index]
+            last_key = key
+            continue
         if key not in compiled:
             words = library.get(key) if key is not None else None
             in_call = key == last_key and last_extern is not None  # the extern call in hand
