@@ -206,10 +206,13 @@ class Report:
         return render_markdown(self.profile, findings=self.findings, comparison=self.comparison, top_k=top_k,
                                end_to_end=end_to_end)
 
-    def perfetto(self) -> str:
+    def perfetto(self, *, run_dir: Path | None = None) -> str:
+        """The Chrome trace; with the profile's capture directory, its host threads and launch flows too."""
+        from profiler_core.report.host_timeline import read_host_timeline
         from profiler_core.report.perfetto import export_perfetto
 
-        return json.dumps(export_perfetto(self.profile))
+        host = read_host_timeline(run_dir, self.profile.capture.timeline_source) if run_dir is not None else None
+        return json.dumps(export_perfetto(self.profile, host=host))
 
     def summary(self, *, top_k: int = 10) -> dict[str, Any]:
         from profiler_core.analysis.findings import FindingsReport

@@ -44,7 +44,7 @@ def report_command(
     if markdown is not None:
         written["markdown"] = str(write_output(markdown, rep.markdown(top_k=top_k, end_to_end=e2e)))
     if perfetto is not None:
-        written["perfetto"] = str(write_output(perfetto, rep.perfetto()))
+        written["perfetto"] = str(write_output(perfetto, rep.perfetto(run_dir=_capture_dir(profile))))
     if as_json:
         doc: dict[str, Any] = {"profile": headline(prof),
                                "findings": findings.model_dump(mode="json") if findings else None,
@@ -64,3 +64,11 @@ def report_command(
         out_console.print(item)
     for kind, path in written.items():
         out_console.print(f"{kind} written to {path}", markup=False)
+
+
+def _capture_dir(profile: Path) -> Path | None:
+    """The capture directory a profile was attributed from, when it is one (its timeline's host side)."""
+    from profiler_core.rundir.layout import MANIFEST_NAME
+
+    run = profile if profile.is_dir() else profile.parent
+    return run if (run / MANIFEST_NAME).is_file() else None

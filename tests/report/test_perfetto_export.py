@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import sqlite3
 from collections import defaultdict
+from pathlib import Path
 
+import pytest
+
+from profiler_core.attribution import attribute_run
 from profiler_core.report import export_perfetto
+from profiler_core.report.host_timeline import read_host_timeline
 from profiler_core.schema import Profile
 from tests.analysis.profile_builder import ProfileBuilder, k
 from tests.analysis.real_profiles import pair_profile
@@ -83,3 +90,105 @@ def test_unattributed_kernel_on_its_own_stream_track() -> None:
 
 def test_empty_profile_exports_an_empty_trace() -> None:
     assert export_perfetto(Profile())["traceEvents"] == []
+
+
+# ---------------------------------------------------------------- host threads, launch flows, counters
+
+CAPTURES = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200"
+HOST = 0x7FFF
+
+
+def _export_with_host(run: Path) -> tuple[object, list[dict]]:
+    profile = attribute_run(run)
+    host = read_host_timeline(run, profile.capture.timeline_source)
+    return profile, _events(export_perfetto(profile, host=host))
+
+
+def _flow_pairs(events: list[dict]) -> list[tuple[dict, dict]]:
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    return [(starts[e["id"]], e) for e in events if e["ph"] == "f"]
+
+
+def test_kineto_capture_host_threads_and_one_flow_per_launch() -> None:
+    run = CAPTURES / "tv_resnet18" / "baseline"
+    profile, events = _export_with_host(run)
+    raw = json.loads(gzip.decompress((run / "kineto.json.gz").read_bytes()))["traceEvents"]
+    launches = {e["args"]["correlation"]: e for e in raw if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    launched = [e for e in raw if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                and e["args"].get("correlation") in launches]
+    pairs = _flow_pairs(events)
+    assert len(pairs) == len(launched) == len(profile.kernels)  # type: ignore[attr-defined]
+    host_slices = [e for e in events if e["ph"] == "X" and e["pid"] == HOST]
+    assert {e["cat"] for e in host_slices} == {"cpu_op", "user_annotation", "cuda_runtime"}
+    by_start = {(e["tid"], e["ts"]): e for e in host_slices if e["cat"] == "cuda_runtime"}
+    for s, f in pairs:
+        assert s["ts"] <= f["ts"] and f["pid"] == 1 and f["bp"] == "e"
+        assert by_start[(s["tid"], s["ts"])]["name"].startswith(("cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpy",
+                                                                 "cudaMemset"))
+    # the raw gap from each launch to its kernel, in microseconds, is what the arrows span
+    gaps = sorted(round(k["ts"] - launches[k["args"]["correlation"]]["ts"], 1) for k in launched)
+    assert sorted(round(f["ts"] - s["ts"], 1) for s, f in pairs) == gaps
+    _assert_nested(events)
+
+
+def test_nsys_capture_host_is_the_nsys_process_and_flows_match_its_records() -> None:
+    run = CAPTURES / "tv_resnet50" / "baseline_nsys"
+    profile, events = _export_with_host(run)
+    con = sqlite3.connect(f"file:{run / 'timeline.sqlite'}?mode=ro", uri=True)
+    lo = min(k.start_ns for k in profile.kernels)  # type: ignore[attr-defined]
+    hi = max(k.end_ns for k in profile.kernels)  # type: ignore[attr-defined]
+    (reference,) = con.execute(
+        "SELECT COUNT(*) FROM (SELECT correlationId, start FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL "
+        "SELECT correlationId, start FROM CUPTI_ACTIVITY_KIND_MEMSET) a WHERE a.start BETWEEN ? AND ? AND "
+        "a.correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)", (lo, hi)).fetchone()
+    assert len(_flow_pairs(events)) == reference == 300
+    cats = {e["cat"] for e in events if e["ph"] == "X" and e["pid"] == HOST}
+    assert cats == {"nvtx", "cuda_runtime"}
+    _assert_nested(events)
+
+
+def test_counter_tracks_follow_each_kernel() -> None:
+    run = CAPTURES / "tv_resnet18" / "baseline"
+    profile, events = _export_with_host(run)
+    counters = [e for e in events if e["ph"] == "C"]
+    t0 = min(e["ts"] for e in events if e["ph"] in ("X", "s"))
+    assert t0 == 0
+    first = min((e for e in events if e["ph"] == "X" and e["pid"] == 1), key=lambda e: e["ts"])
+    shift = first["ts"]  # the first kernel's time on the trace's clock (the first launch is 0)
+    k0 = min(profile.kernels, key=lambda k: k.start_ns)  # type: ignore[attr-defined]
+    at = {(e["name"], e["ts"]): e["args"] for e in counters}
+    measured = [kern for kern in profile.kernels  # type: ignore[attr-defined]
+                if kern.counters.get("achieved_occupancy_pct") is not None]
+    assert measured
+    for kern in measured:
+        ts = round(shift + (kern.start_ns - k0.start_ns) / 1000, 3)
+        occupancy = at[(f"stream {kern.stream} counters", ts)]["occupancy %"]
+        assert occupancy == round(kern.counters["achieved_occupancy_pct"], 3)
+    assert any(all(v == 0 for v in args.values()) for args in at.values())  # the gaps read zero
+
+
+def test_perfetto_trace_processor_reads_tracks_flows_and_counters(tmp_path: Path) -> None:
+    """Loaded by Perfetto's own trace processor: needs the ``perfetto`` package and its
+    ``trace_processor_shell`` binary named by OPROF_TRACE_PROCESSOR (it is a download the package
+    makes on first use; machines without that network skip this)."""
+    import os
+
+    binary = os.environ.get("OPROF_TRACE_PROCESSOR")
+    tp_mod = pytest.importorskip("perfetto.trace_processor")
+    if not binary or not Path(binary).is_file():
+        pytest.skip("set OPROF_TRACE_PROCESSOR to a trace_processor_shell binary")
+    run = CAPTURES / "tv_resnet18" / "baseline"
+    profile, events = _export_with_host(run)
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+    tp = tp_mod.TraceProcessor(trace=str(path), config=tp_mod.TraceProcessorConfig(bin_path=binary))
+    try:
+        def one(sql: str) -> int:
+            return int(next(iter(tp.query(sql))).n)
+
+        assert one("select count(*) as n from flow") == len(_flow_pairs(events))
+        assert one("select count(*) as n from slice") == sum(1 for e in events if e["ph"] == "X")
+        assert one("select count(*) as n from counter") > 0
+        assert one("select count(distinct utid) as n from thread_track") >= 2  # a host thread and a stream
+    finally:
+        tp.close()
