@@ -24,6 +24,9 @@ class WallTimeFigures(_Out):
     p90_ms: float
     min_ms: float
     max_ms: float
+    process_medians_ms: list[float] | None = Field(default=None, description=(
+        "Each timing process's median: the figures above pool them; a spread between them larger than the "
+        "speedup means the verdict is within between-process noise."))
 
 
 class WallTimeOut(_Out):

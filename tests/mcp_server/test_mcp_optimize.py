@@ -147,7 +147,9 @@ async def test_walltime_times_both_sides_and_compare_leads_with_it(example_ws: P
         assert timed["state"] == "succeeded", timed
         written = json.loads((example_ws / "timing" / "walltime.json").read_text())
         assert timed["walltime_file"] == str(example_ws / "timing" / "walltime.json")
-        assert written["baseline"]["iterations"] == written["optimized"]["iterations"] == 3
+        # two processes per side, in alternating order, pooled
+        assert written["baseline"]["iterations"] == written["optimized"]["iterations"] == 6
+        assert len(written["baseline"]["process_medians_ms"]) == len(timed["optimized"]["process_medians_ms"]) == 2
         assert timed["wall_speedup"] == pytest.approx(
             written["baseline"]["median_ms"] / written["optimized"]["median_ms"])
         compared = await call_ok(client, "compare", {"baseline": "base", "optimized": "opt",
