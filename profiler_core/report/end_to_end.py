@@ -39,6 +39,16 @@ class EndToEnd:
     # the yardstick: the recipe a user writes instead, each as (what they write, outcome, median ms or why not)
     recipes: tuple[tuple[str, str, str], ...] = ()
     recipe_verdict: str = ""
+    # each timing process's median, where the figures pool several (the MCP walltime tool's rounds)
+    base_process_ms: tuple[float, ...] = ()
+    opt_process_ms: tuple[float, ...] = ()
+
+    @property
+    def within_process_noise(self) -> bool:
+        """Whether each side was timed in several processes and their medians' ranges overlap: a
+        step whose wall time moves that much between processes has no verdict on its medians."""
+        b, o = self.base_process_ms, self.opt_process_ms
+        return len(b) >= 2 and len(o) >= 2 and max(min(b), min(o)) <= min(max(b), max(o))
 
     @property
     def wall_speedup(self) -> float | None:
@@ -51,6 +61,13 @@ class EndToEnd:
 def _median(entry: object) -> float | None:
     value = entry.get("median_ms") if isinstance(entry, dict) else None
     return float(value) if isinstance(value, int | float) else None
+
+
+def _process_medians(entry: object) -> tuple[float, ...]:
+    values = entry.get("process_medians_ms") if isinstance(entry, dict) else None
+    if not isinstance(values, list):
+        return ()
+    return tuple(float(v) for v in values if isinstance(v, int | float))
 
 
 def _read_json(path: Path) -> dict:
@@ -136,14 +153,17 @@ def speedup_verdict(speedup: float, t: Thresholds = DEFAULT_THRESHOLDS) -> Verdi
 def wall_verdict(e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS) -> Verdict | None:
     """faster / slower / unchanged by median wall time per step (None unless both sides were timed)."""
     speedup = e.wall_speedup if e is not None else None
-    return None if speedup is None else speedup_verdict(speedup, t)
+    if speedup is None or e is None:
+        return None
+    return "unchanged" if e.within_process_noise else speedup_verdict(speedup, t)
 
 
 def read_walltime_file(path: Path) -> EndToEnd | None:
     """The wall times of a walltime.json (``baseline`` / ``optimized`` medians), None when it has neither."""
     wall = _read_json(path)
     e = EndToEnd(base_wall_ms=_median(wall.get("baseline")), opt_wall_ms=_median(wall.get("optimized")),
-                 source=path)
+                 source=path, base_process_ms=_process_medians(wall.get("baseline")),
+                 opt_process_ms=_process_medians(wall.get("optimized")))
     return e if e.base_wall_ms is not None or e.opt_wall_ms is not None else None
 
 
@@ -171,7 +191,12 @@ def banner(c: Comparison, e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS
     else:
         verdict = wall_verdict(e, t) or c.verdict
         text = (f"{verdict.upper()} end to end: {e.base_wall_ms:.3f} -> {e.opt_wall_ms:.3f} ms wall time per step "
-                f"({wall_speedup:.2f}x); profiled kernel time {kernel}")
+                f"({wall_speedup:.2f}x)")
+        if e.within_process_noise:
+            text += (" within between-process noise (per-process medians: baseline "
+                     f"{min(e.base_process_ms):.3f}-{max(e.base_process_ms):.3f} ms, optimized "
+                     f"{min(e.opt_process_ms):.3f}-{max(e.opt_process_ms):.3f} ms)")
+        text += f"; profiled kernel time {kernel}"
         if verdict != c.verdict:
             text += ": " + disagreement(c.verdict, verdict)
     if e is not None and e.max_abs_err is not None:
