@@ -222,3 +222,20 @@ def test_a_host_bound_refusal_queues_the_graph_pass() -> None:
     trial_mod._graphs_first(state, "fused_optimizer")
     assert state.suggested == []  # the graphs are kept already
 
+
+
+def test_a_graph_pass_refused_on_wall_time_is_timed_again_and_pooled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None) -> None:
+    # judged on the timeline (as cuda_graphs is): the first pair says not faster, the second pair
+    # (plan first) says faster; the pooled iterations decide
+    monkeypatch.setattr(trial_mod, "capture_profile", FakeCapture([pair_profile("opt")]))
+    monkeypatch.setattr(trial_mod, "_on_timeline", lambda state, candidate: True)
+    timed = _fake_walls(monkeypatch, [WallTime((0.49, 0.50, 0.51)), WallTime((0.51, 0.52, 0.53))],
+                        [WallTime((0.40, 0.41, 0.42)), WallTime((0.58, 0.59, 0.60))])
+    result = optimize(EXAMPLE, OptimizeConfig(out_dir=tmp_path / "run", budget=1, device="cpu", yardstick=False,
+                                              wall_iters=3, capture=EAGER))
+    (tried,) = [t for t in result.trials if t.outcome != "skipped"]
+    assert tried.judged_on == "wall_time" and tried.outcome == "kept"
+    assert "again, the plan first: 0.590 -> 0.410 ms; pooled 0.545 -> 0.465 ms" in tried.reason
+    assert (tried.best_wall_ms, tried.wall_ms) == (pytest.approx(0.545), pytest.approx(0.465))
+    assert [t.split()[0] for t in timed] == ["first", "first", "again", "again"]
