@@ -211,8 +211,16 @@ class Report:
         from profiler_core.report.host_timeline import read_host_timeline
         from profiler_core.report.perfetto import export_perfetto
 
-        host = read_host_timeline(run_dir, self.profile.capture.timeline_source) if run_dir is not None else None
-        return json.dumps(export_perfetto(self.profile, host=host))
+        host, why = None, None
+        if run_dir is not None:
+            try:
+                host = read_host_timeline(run_dir, self.profile.capture.timeline_source)
+            except ProfilerError as err:  # the GPU side stands on its own; say why the host is missing
+                why = str(err)
+        trace = export_perfetto(self.profile, host=host)
+        if why is not None:
+            trace["otherData"]["host_missing"] = why
+        return json.dumps(trace)
 
     def summary(self, *, top_k: int = 10) -> dict[str, Any]:
         from profiler_core.analysis.findings import FindingsReport

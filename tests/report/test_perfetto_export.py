@@ -192,3 +192,17 @@ def test_perfetto_trace_processor_reads_tracks_flows_and_counters(tmp_path: Path
         assert one("select count(distinct utid) as n from thread_track") >= 2  # a host thread and a stream
     finally:
         tp.close()
+
+
+def test_a_broken_host_trace_leaves_the_gpu_side_and_says_why(tmp_path: Path) -> None:
+    import shutil
+
+    from profiler_core import api
+
+    run = tmp_path / "run"
+    shutil.copytree(CAPTURES / "tv_resnet18" / "baseline", run)
+    profile = attribute_run(run)
+    (run / "kineto.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel"'))
+    trace = json.loads(api.report(profile, findings=False).perfetto(run_dir=run))
+    assert trace["otherData"]["host"] is None and "kineto" in trace["otherData"]["host_missing"]
+    assert sum(1 for e in trace["traceEvents"] if e["ph"] == "X") == 250  # kernels and operators, as without host
