@@ -18,6 +18,7 @@ import argparse
 import gzip
 import json
 import shutil
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -51,6 +52,31 @@ def ship_capture_dir(src: Path, dst: Path, extra: tuple[str, ...] = ()) -> None:
                 _gzip(item, dst / "inductor" / "output_code.log.gz")
             elif item.is_file():
                 shutil.copy2(item, dst / "inductor" / item.name)
+
+
+def scrub_sqlite(path: Path, checkout: str) -> int:
+    """Remove the checkout path the capture ran from out of every text value of an nsys SQLite export
+    (the command line, the environment, the capture's own settings); returns the values changed.
+
+    ``<checkout>/examples/x.py`` becomes ``examples/x.py``, the checkout itself ``.``. The file is
+    rewritten (VACUUM), so no old page keeps the path.
+    """
+    con = sqlite3.connect(path)
+    changed = 0
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for column in [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]:
+                cur = con.execute(
+                    f'UPDATE "{table}" SET "{column}" = replace(replace("{column}", ?, \'\'), ?, \'.\') '
+                    f'WHERE typeof("{column}") = \'text\' AND instr("{column}", ?) > 0',
+                    (checkout.rstrip("/") + "/", checkout.rstrip("/"), checkout.rstrip("/")))
+                changed += cur.rowcount
+        con.commit()
+        con.execute("VACUUM")
+    finally:
+        con.close()
+    return changed
 
 
 def _relative(value: str | None, root: Path) -> str | None:

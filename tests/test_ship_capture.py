@@ -77,3 +77,23 @@ def test_paths_recorded_relative_to_another_directory_are_found_under_the_run(tm
 
 def test_a_directory_without_optimize_json_is_refused(tmp_path: Path, capsys: object) -> None:
     assert ship_capture.main([str(tmp_path), str(tmp_path / "out"), "--workload", "x.py"]) == 2
+
+
+def test_an_nsys_export_loses_the_checkout_path_and_still_reads(tmp_path: Path) -> None:
+    """The checkout a capture ran from (here a made-up one written into a shipped export) is removed."""
+    import sqlite3
+
+    from profiler_core.ingest import read_nsys
+
+    src = ROOT / "examples" / "captures" / "h200" / "tv_resnet50" / "baseline_nsys" / "timeline.sqlite"
+    db = tmp_path / "timeline.sqlite"
+    shutil.copy2(src, db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE META_DATA_CAPTURE SET value = '/home/someone/checkout/' || value "
+                "WHERE value LIKE 'examples/%'")
+    con.commit()
+    con.close()
+    assert b"/home/someone/checkout" in db.read_bytes()
+    assert ship_capture.scrub_sqlite(db, "/home/someone/checkout") >= 1
+    assert b"/home/someone/checkout" not in db.read_bytes()
+    assert len(read_nsys(db).kernels) == len(read_nsys(src).kernels)
