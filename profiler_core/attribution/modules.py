@@ -92,14 +92,16 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
     kernels = _KernelFacts.of(profile)
     paths: list[str | None] = [None] * len(kernels.kinds)
     spans = ModuleSpans(kineto.module_spans, module_map) if kineto is not None and kineto.module_spans else None
-    if kineto is not None and spans is not None:
-        _eager_paths(kernels, kineto, spans, paths)
+    calls = _cpu_calls(kineto) if kineto is not None else {}
+    launches = [calls.get(op_id) if op_id is not None else None for op_id in kernels.t1_op_id]
+    if spans is not None:
+        _eager_paths(launches, spans, paths)
     if inductor is not None and inductor.call_modules:
         _compiled_paths(profile, kernels, inductor.call_modules, paths)
     if kineto is not None and any(p is not None for p in paths):  # a capture with modules
-        link_paths(_launch_ops(kernels, kineto), kineto, paths, spans.op_path if spans is not None else None)
-    if kineto is not None and spans is not None:
-        _copy_paths(profile, kernels, kineto, spans, paths)
+        link_paths(launches, kineto, paths, spans.op_path if spans is not None else None)
+    if spans is not None:
+        _copy_paths(profile, kernels, calls, spans, paths)
     if isinstance(profile.kernels, list):
         for k, path in zip(profile.kernels, paths, strict=True):
             k.module_path = path
@@ -136,13 +138,13 @@ class _KernelFacts:
         return cls(t1, [s[c] for c in ks.kind.tolist()], ks.names(), ks.operator_key_list())
 
 
-def _launch_ops(kernels: _KernelFacts, kineto: KinetoTrace) -> list[CpuOp | None]:
-    """Each kernel's launching ``cpu_op`` (its CUPTI correlation), None where there is none."""
-    ops = {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
-    return [ops.get(op_id) if op_id is not None else None for op_id in kernels.t1_op_id]
+def _cpu_calls(kineto: KinetoTrace) -> dict[int, CpuOp]:
+    """Kineto's ``cpu_op`` calls by their id: a kernel's launching call (its CUPTI correlation) and an
+    operator's own call (its ``op_id``) are looked up here."""
+    return {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
 
 
-def _copy_paths(profile: Profile, kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans,
+def _copy_paths(profile: Profile, kernels: _KernelFacts, calls: Mapping[int, CpuOp], spans: ModuleSpans,
                 paths: list[str | None]) -> None:
     """A memcpy or memset no launch speaks for takes the module its operator's own call ran under.
 
@@ -151,7 +153,6 @@ def _copy_paths(profile: Profile, kernels: _KernelFacts, kineto: KinetoTrace, sp
     Kineto call, which the module spans place (a router's ``.tolist()`` copy under its MoE block).
     """
     ops = profile.operators
-    calls = {op.external_id: op for op in kineto.cpu_ops if op.external_id is not None and op.category == "cpu_op"}
     for g in range(len(ops)):
         ids = ops.kernel_ids(g) if not isinstance(ops, list) else ops[g].kernel_ids
         todo = [i for i in ids if i < len(paths) and paths[i] is None and kernels.kinds[i] in ("memcpy", "memset")]
@@ -164,8 +165,8 @@ def _copy_paths(profile: Profile, kernels: _KernelFacts, kineto: KinetoTrace, sp
             paths[i] = path
 
 
-def _eager_paths(kernels: _KernelFacts, kineto: KinetoTrace, spans: ModuleSpans, paths: list[str | None]) -> None:
-    for j, op in enumerate(_launch_ops(kernels, kineto)):
+def _eager_paths(launches: Sequence[CpuOp | None], spans: ModuleSpans, paths: list[str | None]) -> None:
+    for j, op in enumerate(launches):
         if op is not None:
             paths[j] = spans.op_path(op)
 
@@ -208,7 +209,7 @@ def _compiled_paths(profile: Profile, kernels: _KernelFacts, calls: Sequence[tup
     last_extern: int | None = None
     last_key: str | None = None
     n = len(calls)
-    custom = [_is_custom_op_call(n) for n in names]
+    custom = [_is_custom_op_call(name) for name in names]
     for kid, (kind, kname, key) in enumerate(zip(kernels.kinds, kernels.names, kernels.keys, strict=True)):
         in_custom = last_extern is not None and custom[last_extern]
         if kind != "kernel":

@@ -35,6 +35,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
     """The operators of ``table`` (filling its ``operator`` column), counters aggregated, layers deduplicated."""
     n = len(table)
     s = vocab.strings.values
+    copies = _copy_kinds(table)
     attributed = table.tier != TIERS.index(TIERS[-1])
     if tiers:
         has = np.stack([t.has for t in tiers])
@@ -47,7 +48,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
         w_tier = table.tier.astype(np.int64)
         w_op, w_op_id, w_shapes, w_compiled = pick("op"), pick("op_id"), pick("shapes"), pick("compiled")
         gid, n_groups = group_first_seen([w_tier, pick("kind"), pick("a"), pick("b"), pick("c")], attributed)
-        gid, n_groups = _copies_join_their_call(table, gid, n_groups, w_op, w_op_id)
+        gid, n_groups = _copies_join_their_call(table, copies, gid, n_groups, w_op, w_op_id)
     else:
         gid, n_groups = np.full(n, NONE, dtype=np.int64), 0
         w_op = w_op_id = w_shapes = w_compiled = np.full(n, NONE, dtype=np.int64)
@@ -56,7 +57,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
     sizes = np.bincount(gid[idx], minlength=n_groups)
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     grp = np.repeat(np.arange(n_groups), sizes)
-    first = _representatives(table, members, offsets, grp, n_groups)
+    first = _representatives(copies, members, offsets, grp, n_groups)
     name_code = w_op[first]
     call_index = nth_within(name_code)
     names = [s[c] for c in name_code.tolist()]
@@ -117,8 +118,8 @@ def _copy_kinds(table: KernelTable) -> np.ndarray:
     return copy_code[table.kind]
 
 
-def _copies_join_their_call(table: KernelTable, gid: np.ndarray, n_groups: int, w_op: np.ndarray,
-                            w_op_id: np.ndarray) -> tuple[np.ndarray, int]:
+def _copies_join_their_call(table: KernelTable, copies: np.ndarray, gid: np.ndarray, n_groups: int,
+                            w_op: np.ndarray, w_op_id: np.ndarray) -> tuple[np.ndarray, int]:
     """A memset or memcpy joins the operator of the kernel launched after it on its stream when both
     name the same call (operator name and op id): one call, one operator.
 
@@ -127,7 +128,6 @@ def _copies_join_their_call(table: KernelTable, gid: np.ndarray, n_groups: int, 
     same call, but by different tiers, and would make two operators of one ``aten::mm`` call.
     """
     n = len(gid)
-    copies = _copy_kinds(table)
     if n == 0 or not copies.any():
         return gid, n_groups
     order = np.lexsort((table.start_ns, table.stream))
@@ -150,13 +150,13 @@ def _copies_join_their_call(table: KernelTable, gid: np.ndarray, n_groups: int, 
     return group_first_seen([gid], gid != NONE)
 
 
-def _representatives(table: KernelTable, members: np.ndarray, offsets: np.ndarray, grp: np.ndarray,
+def _representatives(copies: np.ndarray, members: np.ndarray, offsets: np.ndarray, grp: np.ndarray,
                      n_groups: int) -> np.ndarray:
     """Each operator's first kernel, a memset or memcpy only where it has no kernel: its claim names
     the call's shapes and context."""
     if n_groups == 0:
         return members[offsets[:-1]]
-    not_kernel = _copy_kinds(table)[members].astype(np.int8)
+    not_kernel = copies[members].astype(np.int8)
     # within each group, the first member with the lowest "is a copy" flag
     pick = np.lexsort((np.arange(len(members)), not_kernel, grp))
     return members[pick[offsets[:-1]]]

@@ -247,17 +247,11 @@ def _judge(state: LoopState, trial: Trial, candidate: Candidate, prof: Profile, 
         trial.best_wall_ms, trial.wall_ms = before.median_ms, after.median_ms
         trial.reason = f"end-to-end median {before.median_ms:.3f} -> {after.median_ms:.3f} ms"
         if after.median_ms * cfg.min_speedup > before.median_ms:  # a refusal: timed again before it stands
-            state.note(state.tried, "not faster end to end: timing both again in fresh processes, the plan first")
-            try:
-                after2, before2 = state.wall_again(run_dir), state.wall_again(state.best_dir)
-            except ProfilerError as err:
-                state.result.notes.append(f"{trial.transformation}: second end-to-end timing failed ({err}); the "
-                                          "first pair decides")
-            else:
-                before, after = _pool(state, state.best_dir, before2), _pool(state, run_dir, after2)
-                trial.best_wall_ms, trial.wall_ms = before.median_ms, after.median_ms
-                trial.reason += (f"; again, the plan first: {before2.median_ms:.3f} -> {after2.median_ms:.3f} ms; "
-                                 f"pooled {before.median_ms:.3f} -> {after.median_ms:.3f} ms")
+            again = _time_again(state, trial, run_dir, "not faster end to end")
+            if again is not None:
+                before, after = state.walls[state.best_dir][0], state.walls[run_dir][0]  # pooled
+                trial.reason += (f"; {_again_text(again)}; pooled {before.median_ms:.3f} -> "
+                                 f"{after.median_ms:.3f} ms")
         if after.median_ms * cfg.min_speedup > before.median_ms:
             trial.outcome = "not_faster"
             trial.reason += f" ({cfg.wall_iters} iterations each); {kernels}"
@@ -276,14 +270,30 @@ def _judge(state: LoopState, trial: Trial, candidate: Candidate, prof: Profile, 
 WALL_VETO = 1.03  # a plan faster on the GPU is refused when its step is this much slower end to end
 
 
-def _pool(state: LoopState, run: Path, again: WallTime) -> WallTime:
-    """Both processes' iterations as the run's figures from now on (the final comparison reads them)."""
+def _again_text(again: tuple[WallTime, WallTime]) -> str:
+    return f"again, the plan first: {again[0].median_ms:.3f} -> {again[1].median_ms:.3f} ms"
+
+
+def _time_again(state: LoopState, trial: Trial, run_dir: Path, why: str) -> tuple[WallTime, WallTime] | None:
+    """Time the best so far and ``run_dir``'s plan once more, in fresh processes and the plan first; pool
+    each with its first figures (the trial's medians and the final comparison read the pooled ones).
+    Returns the second pair (best, plan), None when that timing failed (the first pair decides)."""
     from profiler_core.optimize.walltime import WallTime
 
-    first, seconds = state.walls[run]
-    pooled = WallTime(first.iterations_ms + again.iterations_ms)
-    state.walls[run] = (pooled, seconds)
-    return pooled
+    assert state.best_dir is not None
+    state.note(state.tried, f"{why}: timing both again in fresh processes, the plan first")
+    try:
+        after2 = state.wall_again(run_dir)
+        before2 = state.wall_again(state.best_dir)
+    except ProfilerError as err:
+        state.result.notes.append(f"{trial.transformation}: second end-to-end timing failed ({err}); the first "
+                                  "pair decides")
+        return None
+    for run, again in ((state.best_dir, before2), (run_dir, after2)):
+        first, seconds = state.walls[run]
+        state.walls[run] = (WallTime(first.iterations_ms + again.iterations_ms), seconds)
+    trial.best_wall_ms, trial.wall_ms = state.walls[state.best_dir][0].median_ms, state.walls[run_dir][0].median_ms
+    return before2, after2
 
 
 def _clearly_slower(before: WallTime, after: WallTime) -> bool:
@@ -312,23 +322,9 @@ def _slower_end_to_end(state: LoopState, trial: Trial, run_dir: Path, cfg: Optim
     if not _clearly_slower(before, after):
         return False
     first = f"median {before.median_ms:.3f} -> {after.median_ms:.3f} ms"
-    state.note(state.tried, "slower end to end although faster on the GPU: timing both again in fresh processes, "
-                            "the plan first")
-    after2: WallTime | None
-    before2: WallTime | None
-    try:
-        after2 = state.wall_again(run_dir)
-        before2 = state.wall_again(state.best_dir)
-    except ProfilerError as err:
-        state.result.notes.append(f"{trial.transformation}: second end-to-end timing failed ({err}); the first "
-                                  "pair decides")
-        after2 = before2 = None
-    second = ""
-    if after2 is not None and before2 is not None:
-        second = f"; again, the plan first: {before2.median_ms:.3f} -> {after2.median_ms:.3f} ms"
-        before, after = _pool(state, state.best_dir, before2), _pool(state, run_dir, after2)
-        trial.best_wall_ms, trial.wall_ms = before.median_ms, after.median_ms
-    if after2 is not None and before2 is not None and not _clearly_slower(before2, after2):
+    again = _time_again(state, trial, run_dir, "slower end to end although faster on the GPU")
+    second = "" if again is None else f"; {_again_text(again)}"
+    if again is not None and not _clearly_slower(*again):
         state.result.notes.append(
             f"{trial.transformation}: the end-to-end timings disagree between process pairs ({first}{second}): the "
             "step's wall time moves between processes more than this plan moves it, so kernel time decides")
