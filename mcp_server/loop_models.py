@@ -25,8 +25,8 @@ class WallTimeFigures(_Out):
     min_ms: float
     max_ms: float
     process_medians_ms: list[float] | None = Field(default=None, description=(
-        "Each timing process's median: the figures above pool them; a spread between them larger than the "
-        "speedup means the verdict is within between-process noise."))
+        "Each timing process's median, in round order: the figures above pool them; where the rounds "
+        "(the two sides' processes of one round, compared) disagree, the verdict is within between-process noise."))
 
 
 class WallTimeOut(_Out):

@@ -29,6 +29,7 @@ from typing import Any
 from profiler_core.capture.config import CompileMode, HarnessPhase
 from profiler_core.compile_mode import compile_model
 from profiler_core.errors import WorkloadError
+from profiler_core.ingest.driver_copies import driver_copy_kind
 from profiler_core.rundir.layout import MODULE_MAP_NAME
 from profiler_core.workload import last_frame
 
@@ -176,7 +177,9 @@ def _count_kernels(trace: Path) -> int:
         data = orjson.loads(trace.read_bytes())
     except ImportError:
         data = json.loads(trace.read_text())
-    return sum(1 for ev in data.get("traceEvents", []) if ev.get("cat") == "kernel")
+    # the driver's copy kernels (a CUDA graph's copy nodes) are copies to the readers, as here
+    return sum(1 for ev in data.get("traceEvents", [])
+               if ev.get("cat") == "kernel" and not driver_copy_kind(str(ev.get("name", ""))))
 
 
 def _probe(device: str, seconds: float) -> dict[str, Any]:

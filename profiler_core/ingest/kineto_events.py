@@ -21,6 +21,7 @@ from typing import Any
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.cupti_ranges import CATEGORY as RANGE_CATEGORY
 from profiler_core.ingest.cupti_ranges import ProfilerRange, range_event
+from profiler_core.ingest.driver_copies import driver_copy_kind
 from profiler_core.ingest.record_factory import record_factory
 from profiler_core.records import CpuOp, Dim3, ModuleSpan, RuntimeCall, TimelineKernel
 
@@ -100,6 +101,8 @@ def _gpu_activity(event: dict[str, Any], kind: str, base_ns: int) -> TimelineKer
     ):
         _integers(name=name, stream=stream, device=device, correlation=correlation, external=external,
                   registers=registers, smem=smem, graph=graph, node=node, size=size)
+    if kind == "kernel" and name[:3] == "mem":  # a graph's copy/set node run as the driver's kernel
+        kind = driver_copy_kind(name) or kind
     start_ns = base_ns + us_to_ns(event["ts"])
     return _make_kernel(
         name, start_ns, start_ns + us_to_ns(event["dur"]), stream, device, kind, correlation, external,

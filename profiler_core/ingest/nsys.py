@@ -27,6 +27,7 @@ from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.arrow_columns import NameTable, column_of, first_true, from_numpy, to_numpy
 from profiler_core.ingest.column_records import nvtx_records, python_values, runtime_records, timeline_records
+from profiler_core.ingest.driver_copies import driver_copy_kind
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
 from profiler_core.ingest.nsys_tables import (
     integer_columns,
@@ -40,6 +41,7 @@ from profiler_core.record_columns import KERNEL_COLUMNS, NsysColumns
 from profiler_core.records import NsysTimeline
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 _KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
@@ -152,9 +154,22 @@ def _read_kernels(schema: ExportSchema, names: NameTable, short_names: NameTable
         raise _nameless(schema.path, table, data.column("start")[nameless].as_py())
     part = integer_columns(schema, table, data, _KERNEL_COPIED)
     part["smem_bytes"] = pc.add(part["static_smem_bytes"], part["dynamic_smem_bytes"])
-    part.update(name=name, short_name=short, kind=kinds.constant("kernel", rows),
+    part.update(name=name, short_name=short, kind=_kernel_kinds(name, names, kinds),
                 bytes_moved=pa.nulls(rows, pa.int64()))
     return part
+
+
+def _kernel_kinds(name: np.ndarray, names: NameTable, kinds: NameTable) -> np.ndarray:
+    """Kind codes of the kernel rows: "kernel", or "memcpy"/"memset" for the driver's copy kernels
+    (a CUDA graph's copy and set nodes, :mod:`profiler_core.ingest.driver_copies`)."""
+    import numpy as np
+
+    by_name = np.full(len(names.values) + 1, kinds.code("kernel"), dtype=np.int32)  # [-1]: never read
+    for code, text in enumerate(names.values):
+        copy = driver_copy_kind(text)
+        if copy is not None:
+            by_name[code] = kinds.code(copy)
+    return by_name[name]  # type: ignore[no-any-return]
 
 
 def _read_copies(schema: ExportSchema, table: str, kind: str, names: NameTable,

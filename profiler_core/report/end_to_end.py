@@ -44,11 +44,23 @@ class EndToEnd:
     opt_process_ms: tuple[float, ...] = ()
 
     @property
+    def process_pairs(self) -> tuple[tuple[float, float], ...]:
+        """(baseline, optimized) median of each round of processes: the two timed one after the other."""
+        return tuple(zip(self.base_process_ms, self.opt_process_ms, strict=False))
+
+    def pair_verdicts(self, t: Thresholds = DEFAULT_THRESHOLDS) -> tuple[Verdict, ...]:
+        """Each round's verdict on its own pair of processes (empty unless each side ran in several)."""
+        pairs = self.process_pairs
+        if len(pairs) < 2 or any(o <= 0 for _, o in pairs):
+            return ()
+        return tuple(speedup_verdict(b / o, t) for b, o in pairs)
+
+    @property
     def within_process_noise(self) -> bool:
-        """Whether each side was timed in several processes and their medians' ranges overlap: a
-        step whose wall time moves that much between processes has no verdict on its medians."""
-        b, o = self.base_process_ms, self.opt_process_ms
-        return len(b) >= 2 and len(o) >= 2 and max(min(b), min(o)) <= min(max(b), max(o))
+        """Each side was timed in several processes and the rounds disagree: one pair of processes says
+        faster (or slower) and another does not. A step whose wall time moves that much between processes
+        has no verdict. The rule is the loop's: a wall-time verdict stands only if every pair gives it."""
+        return len(set(self.pair_verdicts())) > 1
 
     @property
     def wall_speedup(self) -> float | None:
@@ -155,7 +167,10 @@ def wall_verdict(e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS) -> Verd
     speedup = e.wall_speedup if e is not None else None
     if speedup is None or e is None:
         return None
-    return "unchanged" if e.within_process_noise else speedup_verdict(speedup, t)
+    rounds = set(e.pair_verdicts(t))
+    if len(rounds) > 1:
+        return "unchanged"
+    return rounds.pop() if rounds else speedup_verdict(speedup, t)
 
 
 def read_walltime_file(path: Path) -> EndToEnd | None:
@@ -193,9 +208,9 @@ def banner(c: Comparison, e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS
         text = (f"{verdict.upper()} end to end: {e.base_wall_ms:.3f} -> {e.opt_wall_ms:.3f} ms wall time per step "
                 f"({wall_speedup:.2f}x)")
         if e.within_process_noise:
-            text += (" within between-process noise (per-process medians: baseline "
-                     f"{min(e.base_process_ms):.3f}-{max(e.base_process_ms):.3f} ms, optimized "
-                     f"{min(e.opt_process_ms):.3f}-{max(e.opt_process_ms):.3f} ms)")
+            rounds = ", ".join(f"{b:.3f} -> {o:.3f}" for b, o in e.process_pairs)
+            text += (" within between-process noise: the rounds of processes disagree "
+                     f"({rounds} ms: {', '.join(e.pair_verdicts(t))})")
         text += f"; profiled kernel time {kernel}"
         if verdict != c.verdict:
             text += ": " + disagreement(c.verdict, verdict)

@@ -209,3 +209,36 @@ def test_grouped_gemm_kernels_get_their_counters() -> None:
 )
 def test_mangled_base_name(mangled: str, base: str | None) -> None:
     assert mangled_base_name(mangled) == base
+
+
+GRAPHED_COPIES = Path(__file__).resolve().parents[1] / "data" / "h200_moe_graphed_copies"
+
+
+def test_graph_copy_nodes_run_as_driver_kernels_are_copies() -> None:
+    """A CUDA graph's copy nodes reach Kineto as kernels named memcpy32_post, which ncu never profiles.
+
+    Read as kernels, the capture of the MoE's cuda_graphs trial was refused ("the ncu report
+    measured no launch of 'memcpy32_post'"); read as copies, the phases agree.
+    """
+    from profiler_core.ingest import read_kineto
+
+    kernels = read_kineto(GRAPHED_COPIES / "kineto.json.gz").kernels
+    driver = [k for k in kernels if k.name == "memcpy32_post"]
+    assert len(driver) == 24 and {k.kind for k in driver} == {"memcpy"}
+    found = load_phase_launches(GRAPHED_COPIES, kineto="kineto.json.gz", timeline=None,
+                                counters_csv="counters.csv")
+    assert "memcpy32_post" not in {x.raw_name for x in found.kineto}
+    assert len(found.kineto) == 392 - 24
+    assert check_phases(found, counter_mode="per-config") == ["ncu"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("memcpy32_post", "memcpy"), ("memset32", "memset"), ("memset32_aligned1D", "memset"),
+     ("void memset_kernel<float>(float*, int)", None), ("triton_poi_fused_memset_0", None),
+     ("memcpyish", None)],
+)
+def test_driver_copy_kernel_names(name: str, kind: str | None) -> None:
+    from profiler_core.ingest.driver_copies import driver_copy_kind
+
+    assert driver_copy_kind(name) == kind

@@ -222,3 +222,15 @@ def test_many_registered_nvtx_strings(export_copy: Path, timeline: NsysTimeline)
     read = read_nsys(export_copy)
     assert [r.text for r in read.nvtx_ranges[:3000]] == [f"step {i}" for i in range(3000)]
     assert read.nvtx_ranges[3000:] == timeline.nvtx_ranges
+
+
+def test_driver_copy_kernels_read_as_copies(export_copy: Path, timeline: NsysTimeline) -> None:
+    """A CUDA graph's copy node that CUPTI reports as the driver's kernel (``memcpy32_post``) is a copy."""
+    first = timeline.kernels[0]
+    _edit(export_copy,
+          "INSERT INTO StringIds (id, value) VALUES (9101, 'memcpy32_post')",
+          f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 9101, shortName = 9101 "
+          f"WHERE start = {first.start_ns}")
+    kernels = read_nsys(export_copy).kernels
+    assert (kernels[0].name, kernels[0].kind) == ("memcpy32_post", "memcpy")
+    assert [k.kind for k in kernels[1:]] == [k.kind for k in timeline.kernels[1:]]
