@@ -7,7 +7,9 @@ Two sources, one per way the code ran:
   model's modules) names ``Linear_4`` ``h.0.mlp.c_fc``. A kernel's launching operator (its CUPTI
   correlation) started inside the innermost module call open on its thread;
 * compiled graphs: Inductor's provenance maps each kernel call of ``call()`` to pre-grad FX nodes,
-  whose module is read off the parameters they use (ingest/torch_trace.py). Kernels are matched
+  whose module is read off the parameters they use (ingest/torch_trace.py); a backward graph's
+  calls, which it does not map, are placed by the forward's parameters and saved activations
+  they read. Kernels are matched
   to calls in launch order: a generated kernel to the next call of that name, a library kernel to
   the next extern call (a call launching several kernels keeps the ones that follow it).
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiler_core.errors import ArtifactFormatError
+from profiler_core.ingest.inductor_calls import parse_call_sites
 from profiler_core.ingest.inductor_output_code import parse_output_code, union_fusion_records
 from profiler_core.records import FusionRecord
 
@@ -87,6 +88,13 @@ class _TraceReader:
         self.targets: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> post-grad node -> op
         self.last_handles: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> handle -> record key
         self.node_modules: dict[tuple[Any, ...], dict[str, str]] = {}  # compile -> pre-grad node -> module
+        # compile -> the pre-grad graph's inputs in order, each as the module whose parameter or buffer it is
+        self.input_modules: dict[tuple[Any, ...], list[tuple[str | None, bool]]] = {}
+        self.post_to_pre: dict[tuple[Any, ...], dict[str, list[str]]] = {}  # compile -> post-grad -> pre-grad nodes
+        self.code_sites: dict[tuple[Any, ...], Any] = {}  # compile -> its latest output code's call sites
+        # compile -> post-grad node -> the nodes and inputs it reads (the latest graph; the forward's kept)
+        self.graph_args: dict[tuple[Any, ...], dict[str, tuple[str, ...]]] = {}
+        self.forward_args: dict[tuple[Any, ...], dict[str, tuple[str, ...]]] = {}
 
     def start(self, envelope_text: str) -> None:
         self.contents.envelopes += 1
@@ -115,11 +123,14 @@ class _TraceReader:
         self.kind, self.payload = None, []
         if kind == _POST_GRAD:
             self.targets[self.compile_key] = _graph_targets(payload)
+            self.graph_args[self.compile_key] = _graph_args(payload)
         elif kind == _PRE_GRAD:
             self.node_modules[self.compile_key] = pre_grad_node_modules(payload)
+            self.input_modules[self.compile_key] = pre_grad_input_modules(payload)
         elif kind == _OUTPUT_CODE:
             for name, record in parse_output_code(payload).items():
                 self.contents.output_code[name] = union_fusion_records(self.contents.output_code.get(name), record)
+            self.code_sites[self.compile_key] = parse_call_sites(payload)
         elif kind == _NODE_MAPPINGS:
             self._node_mappings(self._json(kind, payload))
         elif kind == _STACK_TRACES:
@@ -140,6 +151,9 @@ class _TraceReader:
     def _node_mappings(self, data: dict[str, Any]) -> None:
         kernel_to_post = _str_lists(data.get("cppCodeToPost"))
         post_to_pre = _str_lists(data.get("postToPre"))
+        if kernel_to_post:
+            self.post_to_pre[self.compile_key] = post_to_pre
+            self.forward_args[self.compile_key] = self.graph_args.get(self.compile_key, {})
         targets = self.targets.get(self.compile_key, {})
         handles: dict[str, str] = {}
         for handle, post_nodes in kernel_to_post.items():
@@ -155,6 +169,12 @@ class _TraceReader:
             )
             self.contents.provenance[key] = union_fusion_records(self.contents.provenance.get(key), record)
         self.last_handles[self.compile_key] = handles
+        sites = self.code_sites.get(self.compile_key)
+        if not kernel_to_post or (sites and _few_mapped(kernel_to_post, sites[1])):
+            # a backward graph (Inductor maps none of its calls), or a graph whose generated kernels the
+            # mapping does not name (a compiled optimizer's combo kernels): placed by what they read
+            self._modules_from_inputs()
+            return
         modules = self.node_modules.get(self.compile_key)
         if modules is not None:
             shared = _shared_nodes({h: [p for node in post for p in post_to_pre.get(node, ())]
@@ -164,6 +184,67 @@ class _TraceReader:
                 own = [p for p in pre if p not in shared]
                 paths = [modules[p] for p in (own or pre) if p in modules]
                 self.contents.call_modules.append((handle, common_module(paths) if paths else None))
+
+    def _modules_from_inputs(self) -> None:
+        """Each call of the compile's latest generated code placed by the graph inputs it reads.
+
+        Inductor's provenance maps no call of a backward graph. Its inputs are the forward's:
+        parameters (``primals_4``, the forward's fourth input: a parameter whose module the
+        pre-grad graph names) and saved activations (``view_132``, a forward node whose module
+        the forward's provenance gives). A call's module is the deepest one enclosing those of
+        the inputs it reads (gradients, ``tangents_*``, say nothing); a call that reads none
+        takes the module of the calls that wrote the buffers it reads.
+        """
+        found = self.code_sites.pop(self.compile_key, None)
+        if not found:
+            return
+        inputs, sites = found
+        key = self.compile_key
+        params, saved, modules = self.input_modules.get(key, []), self.post_to_pre.get(key, {}), \
+            self.node_modules.get(key, {})
+        forward = self.forward_args.get(key, {})
+
+        def param(index: int) -> str | None:
+            return params[index][0] if 0 <= index < len(params) else None
+
+        def module_of(name: str, depth: int = 0) -> str | None:
+            if name.startswith("primals_"):
+                index = name[len("primals_"):]
+                return param(int(index) - 1) if index.isdigit() else None
+            if (arg := _GRAPH_INPUT.match(name)) is not None:  # an inference graph's input: arg3_1
+                return param(int(arg.group(1)))
+            pre = [modules[p] for p in saved.get(name, ()) if p in modules]
+            if pre:
+                return common_module(pre)
+            if depth < 3 and name in forward:  # a node Inductor mapped to nothing (a weight's permute)
+                found = [m for arg in forward[name] if (m := module_of(arg, depth + 1)) is not None]
+                return common_module(found) if found else None
+            return None
+
+        def tied(name: str) -> bool:
+            index = name[len("primals_"):] if name.startswith("primals_") else ""
+            return index.isdigit() and 0 < int(index) <= len(params) and params[int(index) - 1][1]
+
+        buffers: dict[str, str] = {}
+        placed: list[str | None] = []
+        for _handle, reads in sites:
+            own = [name for name in reads if name in inputs and not tied(name)]
+            direct = [m for name in (own or reads) if name in inputs and (m := module_of(name)) is not None]
+            written = [buffers[name] for name in reads if name in buffers]
+            module = common_module(direct) if direct else common_module(written) if written else None
+            if module is not None:
+                for name in reads:
+                    if name.startswith("buf"):
+                        buffers.setdefault(name, module)
+            placed.append(module)
+        # a call that reads only gradients (a transpose of the incoming one) runs for the call that
+        # consumes its buffers next
+        for i, (_handle, reads) in enumerate(sites):
+            if placed[i] is None:
+                mine = {name for name in reads if name.startswith("buf")}
+                placed[i] = next((placed[j] for j in range(i + 1, len(sites))
+                                  if placed[j] is not None and mine & set(sites[j][1])), None)
+        self.contents.call_modules.extend((handle, module) for (handle, _), module in zip(sites, placed, strict=True))
 
     def _stack_traces(self, data: dict[str, Any]) -> None:
         handles = self.last_handles.get(self.compile_key, {})
@@ -184,12 +265,19 @@ _MODULE_PART = re.compile(r"(?:^|_)(modules|parameters|buffers)_")
 _NODE_LINE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = (.+)$")
 
 
+_OPTIMIZER_GROUP = re.compile(r"^param_groups_(\d+)_")
+
+
 def module_of_token(token: str) -> str | None:
     """``modules_h_modules_0_modules_attn_modules_q_proj_parameters_weight_`` -> ``h.0.attn.q_proj``.
 
     Dynamo names a lifted parameter or buffer after its attribute path
-    (``L['self']._modules['h']._modules['0'] ... ._parameters['weight']``).
+    (``L['self']._modules['h']._modules['0'] ... ._parameters['weight']``). In a compiled optimizer
+    step ``self`` is the optimizer: ``param_groups_0_params_3_grad`` -> ``optimizer.param_groups.0``.
     """
+    group = _OPTIMIZER_GROUP.match(token)
+    if group:
+        return f"optimizer.param_groups.{group.group(1)}"
     parts = _MODULE_PART.split(token)
     if len(parts) < 3 or parts[0]:
         return None
@@ -220,13 +308,20 @@ def pre_grad_node_modules(payload: Iterable[str]) -> dict[str, str]:
     enclosing its neighbours': the nearest parameter-reading nodes before and after it in
     graph order (``att @ v`` between ``v_proj`` and ``c_proj`` -> ``h.0.attn``).
     """
-    order: list[tuple[str, str | None]] = []
+    nodes: list[tuple[str, list[str]]] = []
     for line in payload:
         match = _NODE_LINE.match(line)
         if match is None or match.group(1).startswith(("l_self_", "L_")):
             continue  # placeholders: a lifted parameter aliased to its input name
-        found = [m for tok in _MODULE_TOKEN.findall(match.group(2)) if (m := module_of_token(tok)) is not None]
-        order.append((match.group(1), common_module(found) if found else None))
+        nodes.append((match.group(1), list(dict.fromkeys(_MODULE_TOKEN.findall(match.group(2))))))
+    shared = _shared_tokens(nodes)
+    order: list[tuple[str, str | None]] = []
+    for node, tokens in nodes:
+        # a tied weight (the embedding an output projection reuses) places neither of its readers
+        # when the node reads a parameter of its own (the projection's bias)
+        own = [t for t in tokens if t not in shared] or tokens
+        found = [m for tok in own if (m := module_of_token(tok)) is not None]
+        order.append((node, common_module(found) if found else None))
     out: dict[str, str] = {}
     before: list[str | None] = []
     last: str | None = None
@@ -248,6 +343,39 @@ def pre_grad_node_modules(payload: Iterable[str]) -> dict[str, str]:
     return out
 
 
+_SIGNATURE = re.compile(r"^\s+def forward\(self, (.*)\):?")
+_ARGUMENT = re.compile(r"(\w+)(?:: \"[^\"]*\")?(?:, |$)")
+
+
+def _shared_tokens(nodes: Iterable[tuple[str, list[str]]]) -> set[str]:
+    """Parameters read by more than one node of the graph: tied weights, mostly."""
+    readers: dict[str, int] = defaultdict(int)
+    for _, tokens in nodes:
+        for token in tokens:
+            readers[token] += 1
+    return {token for token, n in readers.items() if n > 1}
+
+
+def pre_grad_input_modules(payload: Iterable[str]) -> list[tuple[str | None, bool]]:
+    """The pre-grad graph's inputs in order (``forward(self, L_kwargs_input_ids_, L_self_modules_...``),
+    each as (the module of the parameter or buffer it lifts, None for a user input; whether more than
+    one node reads it, as a tied weight is)."""
+    lines = list(payload)
+    nodes = [(m.group(1), list(dict.fromkeys(_MODULE_TOKEN.findall(m.group(2))))) for line in lines
+             if (m := _NODE_LINE.match(line)) is not None and not m.group(1).startswith(("l_self_", "L_"))]
+    shared = _shared_tokens(nodes)
+    for line in lines:
+        match = _SIGNATURE.match(line)
+        if match is None:
+            continue
+        out: list[tuple[str | None, bool]] = []
+        for name in _ARGUMENT.findall(match.group(1)):
+            token = _MODULE_TOKEN.match(name)
+            out.append((module_of_token(token.group(1)), token.group(1) in shared) if token else (None, False))
+        return out
+    return []
+
+
 def _shared_nodes(call_nodes: dict[str, list[str]]) -> set[str]:
     """Pre-grad nodes that calls of different subgraphs all list: tables and masks built once.
 
@@ -265,6 +393,16 @@ def _shared_nodes(call_nodes: dict[str, list[str]]) -> set[str]:
     return {node for node, keys in subgraphs.items() if len(keys) > 2}
 
 
+_GRAPH_INPUT = re.compile(r"^arg(\d+)_1$")
+
+
+def _few_mapped(kernel_to_post: dict[str, list[str]], sites: list[tuple[str, tuple[str, ...]]]) -> bool:
+    """Whether the mapping names under half the generated kernels the code launches."""
+    launched = {record_key(handle) for handle, _ in sites if handle.startswith(("triton_", "cpp_"))}
+    mapped = {record_key(handle) for handle in kernel_to_post}
+    return len(launched & mapped) * 2 < len(launched)
+
+
 def _call_position(handle: str) -> int:
     tail = handle.rpartition(":")[2]
     return int(tail) if tail.isdigit() else 0
@@ -276,6 +414,21 @@ def record_key(handle: str) -> str:
     if colon and index.isdigit() and kernel.startswith(("triton_", "cpp_")):
         return kernel
     return handle
+
+
+_GRAPH_ARGS = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = torch\.ops\.\w+\.\w+(?:\.\w+)?\((.*)\)")
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
+
+
+def _graph_args(payload: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each post-grad node's arguments that name other nodes or inputs (``permute_90 = ...(primals_20, ...)``)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for line in payload:
+        match = _GRAPH_ARGS.match(line)
+        if match:
+            out[match.group(1)] = tuple(w for w in _NAME.findall(match.group(2))
+                                        if w in out or w.startswith("primals_"))
+    return out
 
 
 def _graph_targets(payload: list[str]) -> dict[str, str]:

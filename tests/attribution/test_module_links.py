@@ -80,21 +80,67 @@ def test_training_step_has_a_module_path_for_95pct_of_kernel_time(bert) -> None:
     assert all(k.module_path == "optimizer." + r["phase"].split(":")[1] for k, r in optim)
 
 
+def _layers(paths: list[str | None]) -> list[int]:
+    """The encoder layer each path names, in order, with repeats of one layer collapsed."""
+    out: list[int] = []
+    for path in paths:
+        found = re.match(r"bert\.encoder\.layer\.(\d+)\.", path or "")
+        if found and (not out or out[-1] != int(found.group(1))):
+            out.append(int(found.group(1)))
+    return out
+
+
 @pytest.mark.slow
-def test_backward_kernels_take_the_module_of_their_forward_op(bert) -> None:  # type: ignore[no-untyped-def]
+def test_backward_kernels_run_in_their_layers_in_reverse(bert) -> None:  # type: ignore[no-untyped-def]
+    """Inductor maps no call of a backward graph to a module; the inputs each call reads (a layer's
+    weight, an activation its forward saved) place it. The raw records say which kernels are the
+    backward's; the layers must come in the reverse of the forward's order, each once per step."""
     profile, raw = bert
     pairs = _paired(profile, raw)
-    # the compiled forward graph is one autograd op: its backward runs under the module enclosing
-    # every forward kernel of it
-    forward = {k.module_path for k, r in pairs if r["phase"] == "forward" and k.module_path is not None}
-    parts = [p.split(".") if p else [] for p in forward]
-    common: list[str] = parts[0]
-    for p in parts[1:]:
-        n = 0
-        while n < min(len(common), len(p)) and common[n] == p[n]:
-            n += 1
-        common = common[:n]
-    assert {k.module_path for k, r in pairs if r["phase"] == "backward"} == {".".join(common)}
+    forward = _layers([k.module_path for k, r in pairs if r["phase"] == "forward"])
+    backward = _layers([k.module_path for k, r in pairs if r["phase"] == "backward"])
+    assert forward == [0, 1, 2, 3, 4, 5] * 2  # two measured steps
+    # a layer's output norm is differentiated once the next layer's input gradient is summed, which
+    # Inductor schedules between that layer's kernels: the backward steps between neighbours only
+    assert list(dict.fromkeys(backward)) == [5, 4, 3, 2, 1, 0]
+    assert all(abs(a - b) == 1 or (a, b) == (0, 5) for a, b in zip(backward, backward[1:], strict=False))
+    assert backward.count(0) >= 2 and backward[-1] == 0
+    # the GEMMs that read each layer's value weight: its projection forward, its input's gradient backward
+    # (the weight's gradient reads the layer's input, which the query, key and value share)
+    for phase in ("forward", "backward"):
+        gemms = [k.module_path for k, r in pairs if r["phase"] == phase and k.module_path
+                 and k.module_path.endswith(".attention.self.value") and "gemm" in k.name]
+        layers = [f"bert.encoder.layer.{i}.attention.self.value" for i in range(6)]
+        assert gemms == (layers if phase == "forward" else layers[::-1]) * 2
+
+
+@pytest.mark.slow
+def test_a_tied_weight_does_not_pull_its_readers_to_the_root(bert) -> None:  # type: ignore[no-untyped-def]
+    """The MLM decoder reuses the word embeddings' weight: its GEMM sits with the decoder, not at ''."""
+    profile, raw = bert
+    pairs = _paired(profile, raw)
+    decoder = max((k for k, r in pairs if r["phase"] == "forward"), key=lambda k: k.duration_ns)
+    assert decoder.module_path == "cls.predictions.decoder"
+
+
+@pytest.mark.slow
+def test_graph_replayed_training_step_has_backward_and_optimizer_paths() -> None:
+    """The GPT-2 step compiled whole and replayed as CUDA graphs: backward and the compiled AdamW."""
+    profile = attribute_run(H200 / "hf_gpt2_train" / "optimized")
+    ops = {op.key: op for op in profile.operators}
+    by_phase: dict[str | None, list[Any]] = {}
+    for k in profile.kernels:
+        op = ops.get(k.attribution.operator_key) if k.attribution and k.attribution.operator_key else None
+        by_phase.setdefault(op.phase if op else None, []).append(k)
+    time = sum(k.duration_ns for k in profile.kernels)
+    covered = sum(k.duration_ns for k in profile.kernels if k.module_path)
+    assert covered / time > 0.85  # the rest is the loss, a frame of its own that reads no parameter
+    update = sum(k.duration_ns for k in by_phase["optimizer"])
+    assert sum(k.duration_ns for k in by_phase["optimizer"]
+               if k.module_path == "optimizer.param_groups.0") > 0.95 * update
+    backward = [k.module_path for k in by_phase["backward"]]
+    layers = [int(m.group(1)) for p in backward if (m := re.match(r"transformer\.h\.(\d+)\.", p or ""))]
+    assert layers and layers[0] == 3 and sorted(set(layers)) == [0, 1, 2, 3]
 
 
 @pytest.mark.slow
