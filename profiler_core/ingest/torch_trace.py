@@ -35,7 +35,7 @@ from profiler_core.ingest.inductor_output_code import parse_output_code, union_f
 from profiler_core.records import FusionRecord
 
 _ENVELOPE = re.compile(r"^[A-Z]\d{4} [\d:.]+\s+\d+ \S+\] (\{.*\})\s*$")
-_GRAPH_NODE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = torch\.ops\.(\w+)\.(\w+)(?:\.\w+)?\(")
+_GRAPH_NODE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = torch\.ops\.(\w+)\.(\w+)(?:\.\w+)?\((.*)$")
 _POST_GRAD = "inductor_post_grad_graph"
 _NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
 _STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
@@ -122,11 +122,12 @@ class _TraceReader:
         kind, payload = self.kind, self.payload
         self.kind, self.payload = None, []
         if kind == _POST_GRAD:
-            self.targets[self.compile_key] = _graph_targets(payload)
-            self.graph_args[self.compile_key] = _graph_args(payload)
+            self.targets[self.compile_key], self.graph_args[self.compile_key] = _graph_nodes(payload)
         elif kind == _PRE_GRAD:
-            self.node_modules[self.compile_key] = pre_grad_node_modules(payload)
-            self.input_modules[self.compile_key] = pre_grad_input_modules(payload)
+            nodes, inputs = _pre_grad_graph(payload)
+            shared = _shared_tokens(nodes)
+            self.node_modules[self.compile_key] = _node_modules(nodes, shared)
+            self.input_modules[self.compile_key] = _input_modules(inputs, shared)
         elif kind == _OUTPUT_CODE:
             for name, record in parse_output_code(payload).items():
                 self.contents.output_code[name] = union_fusion_records(self.contents.output_code.get(name), record)
@@ -204,15 +205,18 @@ class _TraceReader:
             self.node_modules.get(key, {})
         forward = self.forward_args.get(key, {})
 
-        def param(index: int) -> str | None:
-            return params[index][0] if 0 <= index < len(params) else None
+        def param(name: str) -> tuple[str | None, bool] | None:
+            """(module, tied) of a graph input that is the pre-grad graph's: ``primals_4`` (a joint
+            graph's fourth), ``arg3_1`` (an inference graph's fourth); None for any other name."""
+            found = _GRAPH_INPUT.match(name)
+            if found is None:
+                return None
+            index = int(found.group(1)) - 1 if found.group(1) is not None else int(found.group(2))
+            return params[index] if 0 <= index < len(params) else (None, False)
 
         def module_of(name: str, depth: int = 0) -> str | None:
-            if name.startswith("primals_"):
-                index = name[len("primals_"):]
-                return param(int(index) - 1) if index.isdigit() else None
-            if (arg := _GRAPH_INPUT.match(name)) is not None:  # an inference graph's input: arg3_1
-                return param(int(arg.group(1)))
+            if (entry := param(name)) is not None:
+                return entry[0]
             pre = [modules[p] for p in saved.get(name, ()) if p in modules]
             if pre:
                 return common_module(pre)
@@ -221,14 +225,12 @@ class _TraceReader:
                 return common_module(found) if found else None
             return None
 
-        def tied(name: str) -> bool:
-            index = name[len("primals_"):] if name.startswith("primals_") else ""
-            return index.isdigit() and 0 < int(index) <= len(params) and params[int(index) - 1][1]
-
         buffers: dict[str, str] = {}
         placed: list[str | None] = []
         for _handle, reads in sites:
-            own = [name for name in reads if name in inputs and not tied(name)]
+            # a tied weight of a joint graph (an optimizer's inputs are all read by several nodes)
+            own = [name for name in reads if name in inputs
+                   and not (name.startswith("primals_") and (entry := param(name)) and entry[1])]
             direct = [m for name in (own or reads) if name in inputs and (m := module_of(name)) is not None]
             written = [buffers[name] for name in reads if name in buffers]
             module = common_module(direct) if direct else common_module(written) if written else None
@@ -308,13 +310,37 @@ def pre_grad_node_modules(payload: Iterable[str]) -> dict[str, str]:
     enclosing its neighbours': the nearest parameter-reading nodes before and after it in
     graph order (``att @ v`` between ``v_proj`` and ``c_proj`` -> ``h.0.attn``).
     """
+    nodes, _ = _pre_grad_graph(payload)
+    return _node_modules(nodes, _shared_tokens(nodes))
+
+
+def _pre_grad_graph(payload: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """The pre-grad graph's nodes, each with the parameter tokens it reads, and its ``forward()``'s
+    inputs in order (``L_kwargs_input_ids_, L_self_modules_...``)."""
     nodes: list[tuple[str, list[str]]] = []
+    inputs: list[str] = []
     for line in payload:
+        if not inputs and (signature := _SIGNATURE.match(line)) is not None:
+            inputs = _ARGUMENT.findall(signature.group(1))
+            continue
         match = _NODE_LINE.match(line)
         if match is None or match.group(1).startswith(("l_self_", "L_")):
             continue  # placeholders: a lifted parameter aliased to its input name
         nodes.append((match.group(1), list(dict.fromkeys(_MODULE_TOKEN.findall(match.group(2))))))
-    shared = _shared_tokens(nodes)
+    return nodes, inputs
+
+
+def _input_modules(inputs: list[str], shared: set[str]) -> list[tuple[str | None, bool]]:
+    """Each input as (the module of the parameter or buffer it lifts, None for a user input; whether
+    more than one node reads it, as a tied weight is)."""
+    out: list[tuple[str | None, bool]] = []
+    for name in inputs:
+        token = _MODULE_TOKEN.match(name)
+        out.append((module_of_token(token.group(1)), token.group(1) in shared) if token else (None, False))
+    return out
+
+
+def _node_modules(nodes: list[tuple[str, list[str]]], shared: set[str]) -> dict[str, str]:
     order: list[tuple[str, str | None]] = []
     for node, tokens in nodes:
         # a tied weight (the embedding an output projection reuses) places neither of its readers
@@ -356,26 +382,6 @@ def _shared_tokens(nodes: Iterable[tuple[str, list[str]]]) -> set[str]:
     return {token for token, n in readers.items() if n > 1}
 
 
-def pre_grad_input_modules(payload: Iterable[str]) -> list[tuple[str | None, bool]]:
-    """The pre-grad graph's inputs in order (``forward(self, L_kwargs_input_ids_, L_self_modules_...``),
-    each as (the module of the parameter or buffer it lifts, None for a user input; whether more than
-    one node reads it, as a tied weight is)."""
-    lines = list(payload)
-    nodes = [(m.group(1), list(dict.fromkeys(_MODULE_TOKEN.findall(m.group(2))))) for line in lines
-             if (m := _NODE_LINE.match(line)) is not None and not m.group(1).startswith(("l_self_", "L_"))]
-    shared = _shared_tokens(nodes)
-    for line in lines:
-        match = _SIGNATURE.match(line)
-        if match is None:
-            continue
-        out: list[tuple[str | None, bool]] = []
-        for name in _ARGUMENT.findall(match.group(1)):
-            token = _MODULE_TOKEN.match(name)
-            out.append((module_of_token(token.group(1)), token.group(1) in shared) if token else (None, False))
-        return out
-    return []
-
-
 def _shared_nodes(call_nodes: dict[str, list[str]]) -> set[str]:
     """Pre-grad nodes that calls of different subgraphs all list: tables and masks built once.
 
@@ -393,7 +399,7 @@ def _shared_nodes(call_nodes: dict[str, list[str]]) -> set[str]:
     return {node for node, keys in subgraphs.items() if len(keys) > 2}
 
 
-_GRAPH_INPUT = re.compile(r"^arg(\d+)_1$")
+_GRAPH_INPUT = re.compile(r"^(?:primals_(\d+)|arg(\d+)_1)$")
 
 
 def _few_mapped(kernel_to_post: dict[str, list[str]], sites: list[tuple[str, tuple[str, ...]]]) -> bool:
@@ -416,28 +422,21 @@ def record_key(handle: str) -> str:
     return handle
 
 
-_GRAPH_ARGS = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = torch\.ops\.\w+\.\w+(?:\.\w+)?\((.*)\)")
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
 
 
-def _graph_args(payload: list[str]) -> dict[str, tuple[str, ...]]:
-    """Each post-grad node's arguments that name other nodes or inputs (``permute_90 = ...(primals_20, ...)``)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for line in payload:
-        match = _GRAPH_ARGS.match(line)
-        if match:
-            out[match.group(1)] = tuple(w for w in _NAME.findall(match.group(2))
-                                        if w in out or w.startswith("primals_"))
-    return out
-
-
-def _graph_targets(payload: list[str]) -> dict[str, str]:
+def _graph_nodes(payload: list[str]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Each post-grad node's operator (``mm_default`` -> ``aten::mm``), and the arguments that name
+    other nodes or inputs (``permute_90 = ...(primals_20, ...)`` -> ``("primals_20",)``)."""
     targets: dict[str, str] = {}
+    args: dict[str, tuple[str, ...]] = {}
     for line in payload:
         match = _GRAPH_NODE.match(line)
         if match:
-            targets[match.group(1)] = f"{match.group(2)}::{match.group(3)}"
-    return targets
+            node = match.group(1)
+            targets[node] = f"{match.group(2)}::{match.group(3)}"
+            args[node] = tuple(w for w in _NAME.findall(match.group(4)) if w in args or w.startswith("primals_"))
+    return targets, args
 
 
 def _str_lists(value: Any) -> dict[str, list[str]]:

@@ -207,10 +207,10 @@ def banner(c: Comparison, e: EndToEnd | None, t: Thresholds = DEFAULT_THRESHOLDS
         verdict = wall_verdict(e, t) or c.verdict
         text = (f"{verdict.upper()} end to end: {e.base_wall_ms:.3f} -> {e.opt_wall_ms:.3f} ms wall time per step "
                 f"({wall_speedup:.2f}x)")
-        if e.within_process_noise:
-            rounds = ", ".join(f"{b:.3f} -> {o:.3f}" for b, o in e.process_pairs)
-            text += (" within between-process noise: the rounds of processes disagree "
-                     f"({rounds} ms: {', '.join(e.pair_verdicts(t))})")
+        rounds = e.pair_verdicts(t)
+        if len(set(rounds)) > 1:
+            pairs = ", ".join(f"{b:.3f} -> {o:.3f}" for b, o in e.process_pairs)
+            text += f" within between-process noise: the rounds of processes disagree ({pairs} ms: {', '.join(rounds)})"
         text += f"; profiled kernel time {kernel}"
         if verdict != c.verdict:
             text += ": " + disagreement(c.verdict, verdict)
