@@ -90,8 +90,9 @@ def _relative(value: str | None, root: Path) -> str | None:
 
 def _located(value: str | None, recorded_run_dir: str, run_dir: Path) -> str | None:
     """A path the loop recorded, found again under ``run_dir``: the loop writes paths as it was given
-    them, relative to the directory it ran in, which need not be this one."""
-    if not value or Path(value).is_absolute() or Path(value).exists():
+    them (relative to the directory it ran in, or absolute on the machine it ran on), and neither need
+    hold here."""
+    if not value or Path(value).exists():
         return value
     try:
         return str(run_dir / Path(value).relative_to(recorded_run_dir))

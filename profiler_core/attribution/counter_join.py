@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from profiler_core.attribution.names import choose_name_key, kernel_base_name
+from profiler_core.attribution.names import choose_name_key, kernel_base_name, template_arguments
 from profiler_core.errors import DeterminismError
 from profiler_core.records import CounterRow, LaunchDims, TimelineKernel
 from profiler_core.schema import CounterSource
@@ -244,16 +244,21 @@ def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRo
             for j in ks:
                 result.holes[j] = "its launch configuration was not measured by the counter run"
             continue
-        rep = ks[0]
-        for nth, j in enumerate(ks):
-            if nth < len(rs):
-                result.row_index[j] = rs[nth]
-                result.source[j] = CounterSource.MEASURED
-            else:
-                result.row_index[j] = rs[0]
-                result.source[j] = CounterSource.INHERITED
-                result.inherited_from[j] = rep
-        if len(rs) > 1:
+        for group_ks, group_rs in _by_instantiation(kernels, rows, ks, rs):
+            if not group_rs:
+                for j in group_ks:
+                    result.holes[j] = _OTHER_INSTANTIATION
+                continue
+            rep = group_ks[0]
+            for nth, j in enumerate(group_ks):
+                if nth < len(group_rs):
+                    result.row_index[j] = group_rs[nth]
+                    result.source[j] = CounterSource.MEASURED
+                else:
+                    result.row_index[j] = group_rs[0]
+                    result.source[j] = CounterSource.INHERITED
+                    result.inherited_from[j] = rep
+        if len(rs) > 1 and len({template_arguments(rows[i].name) for i in rs}) == 1:
             result.spread[f"{cfg[0]} grid={_dims(cfg[1])} block={_dims(cfg[2])}"] = _spread(
                 [rows[i] for i in rs])
     # ncu's per-launch-config filter keys on the function, not the template instantiation:
@@ -266,9 +271,7 @@ def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRo
             continue
         if (kernel_base_name(kernels[ks[0]].name), cfg[1], cfg[2]) in sampled_functions:
             for j in ks:
-                result.holes[j] = ("ncu's per-launch-config filter sampled another instantiation of this kernel "
-                                   "with the same launch configuration; counters are not borrowed across "
-                                   "instantiations (use --counters full to measure it)")
+                result.holes[j] = _OTHER_INSTANTIATION
         else:
             missing_cfgs.append(cfg)
     if missing_cfgs and not allow_partial:
@@ -280,6 +283,31 @@ def _join_per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRo
             f"missing); {_FIX}"
         )
     return result
+
+
+_OTHER_INSTANTIATION = ("ncu's per-launch-config filter sampled another instantiation of this kernel with the same "
+                        "launch configuration; counters are not borrowed across instantiations (use --counters "
+                        "full to measure it)")
+
+
+def _by_instantiation(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], ks: list[int],
+                      rs: list[int]) -> list[tuple[list[int], list[int]]]:
+    """A configuration's launches and rows, paired per template instantiation: under a loose join key
+    (the bare identifier, when one tool left a name mangled) two instantiations with one grid and
+    block share a configuration, and a row of one must not be given to a launch of the other (an
+    instantiation no row measured is a hole). Where the names give no instantiation, or the tools'
+    spellings of it do not meet, launches and rows pair in launch order."""
+    groups: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
+    for j in ks:
+        groups.setdefault(template_arguments(kernels[j].name), ([], []))[0].append(j)
+    row_args = [template_arguments(rows[i].name) for i in rs]
+    if len(groups) == 1 and len(set(row_args)) == 1:
+        return [(ks, rs)]
+    for i, args in zip(rs, row_args, strict=True):
+        if args not in groups:
+            return [(ks, rs)]  # the spellings do not meet: pair in launch order, as before
+        groups[args][1].append(i)
+    return list(groups.values())
 
 
 def _spread(samples: list[CounterRow]) -> dict[str, float]:

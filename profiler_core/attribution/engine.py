@@ -24,7 +24,7 @@ import numpy as np
 from profiler_core.attribution.columns import NONE, Interner, column
 from profiler_core.attribution.enclosure import nsys_enclosure_columns
 from profiler_core.attribution.evidence import extern_classes_of, make_resolver
-from profiler_core.attribution.graphs import graph_replay_claims
+from profiler_core.attribution.graphs import graph_replay_claims, with_graph_copies
 from profiler_core.attribution.joins import MEASURED, MISSING, align, join_counter_columns, launch_order
 from profiler_core.attribution.kernel_build import counter_values, coverage, kernel_table
 from profiler_core.attribution.operator_build import build_operators
@@ -134,7 +134,10 @@ def attribute(
     kin_corr = (column(kineto_kernels, "correlation_id")[np.maximum(kineto_index, 0)]
                 if kineto is not None and kineto_kernels else np.full(n, NONE))
     by_replay = (kineto_index != NONE) & np.isin(kin_corr, np.fromiter(graph_corr, dtype=np.int64))
-    in_graph = graph_known | by_replay
+    replay_of = with_graph_copies(
+        [int(g) if known else (int(c) if rep else None) for g, known, c, rep in
+         zip(graph_id.tolist(), graph_known.tolist(), kin_corr.tolist(), by_replay.tolist(), strict=True)], timeline)
+    in_graph = np.fromiter((r is not None for r in replay_of), dtype=bool, count=n)
 
     graph_calls = [c for seq in inductor.call_sequences for c in seq] if inductor is not None else []
     resolve = make_resolver(fusions, extern_classes_of(graph_calls))
@@ -149,8 +152,6 @@ def attribute(
     if fusions:
         tiers.append(fusion_columns(kname, knames.values, fusions, resolve, vocab))
     if inductor is not None and inductor.call_sequences and in_graph.any():
-        replay_of = [int(g) if known else (int(c) if rep else None) for g, known, c, rep in
-                     zip(graph_id.tolist(), graph_known.tolist(), kin_corr.tolist(), by_replay.tolist(), strict=True)]
         tiers.append(ClaimColumns.from_claims(
             Tier.CUDA_GRAPH, graph_replay_claims(timeline, replay_of, inductor.call_sequences, resolve), vocab))
 

@@ -20,12 +20,23 @@ memset or memcpy to the call of the next kernel it precedes). Where exactly one 
     calls:   extern mm          extern _scaled_dot_product_cudnn_attention_backward
     replay:  nvjet_..._TNN      Memset  compute_dot_do_o  ..._flash_bprop_...  convert_dq_to_16bits
 
-Otherwise (a kernel of no known family, or two splits that fit) the gap is left unattributed,
-with the reason.
+Two more rules read a call's run of kernels: an index fill (``arange`` into a sort's index
+tensor) comes before the sort kernels of its call, and cuBLAS's split-K reduction never starts
+a call. Where several splits still fit, the calls are read by what each launched where it stood
+alone in the same capture (a gap with one extern call, or as many calls as kernels):
+
+    calls:   extern mm (rotary angles)    extern mm (k_proj)
+    replay:  cutlass_simt_sgemm           xmma_gemm_128x64  xmma_gemm_128x64
+    elsewhere, one mm alone launched xmma_gemm_128x64 twice: the split that repeats it is taken
+
+and the kernels so placed say so. Otherwise (a kernel of no known family, or splits that fit
+equally) the gap is left unattributed, with the reason.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -36,6 +47,10 @@ from profiler_core.records import InductorCall, TimelineKernel
 from profiler_core.schema import Tier
 
 DETAIL = "CUDA graph replay: position in the captured graph's launch order (Inductor's call())"
+DETAIL_LEARNED = (DETAIL + "; of the splits of its gap that fit, the one whose calls each launched what the same "
+                  "call launched where it stood alone in this capture")
+_MAX_SPLITS = 20_000  # in-order splits of one gap read one by one; beyond that only a unique fit is taken
+Learned = dict[str, set[tuple[str, ...]]]  # call name -> the kernel runs it launched where it stood alone
 
 
 def _gaps(items: Sequence[str], is_anchor: Sequence[bool]) -> tuple[list[str], list[list[int]]]:
@@ -55,9 +70,13 @@ _ATTENTION = ("sdpa", "flash", "fmha", "attention", "attn", "cudnn::fusion")
 _CONV = ("conv", "fprop", "dgrad", "wgrad", "winograd", "cudnn")
 _GEMM = ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitkreduce")
 _NEUTRAL = ("memset", "memcpy")
-# which calls a kernel family can serve: cuDNN runs a 1x1 convolution as a plain GEMM kernel
-_SERVES = {"attention": ("attention",), "conv": ("conv",), "gemm": ("gemm", "conv")}
+_TOPK = ("topk", "kthvalue", "radixselect")
+# which calls a kernel family can serve: cuDNN runs a 1x1 convolution as a plain GEMM kernel; topk
+# sorts the k values it gathered; a sort fills its index tensor (arange) before sorting
+_SERVES = {"attention": ("attention",), "conv": ("conv",), "gemm": ("gemm", "conv"), "topk": ("topk",),
+           "sort": ("sort", "topk"), "index": ("sort",)}
 _GEMM_CALLS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "scaled_mm"})
+_SORT_CALLS = frozenset({"sort", "argsort", "msort"})
 
 
 def kernel_family(name: str) -> str | None:
@@ -66,9 +85,13 @@ def kernel_family(name: str) -> str | None:
     low = name.lower()
     if any(w in low for w in _NEUTRAL):
         return "neutral"
-    for family, words in (("attention", _ATTENTION), ("conv", _CONV), ("gemm", _GEMM)):
+    for family, words in (("attention", _ATTENTION), ("conv", _CONV), ("gemm", _GEMM), ("topk", _TOPK)):
         if any(w in low for w in words):
             return family
+    if "sort" in low:
+        return "sort"
+    if "with_index" in low and "arange" in low:
+        return "index"
     return None
 
 
@@ -80,9 +103,24 @@ def call_family(name: str) -> str | None:
         return "attention"
     if "convolution" in low:
         return "conv"
-    if any(part.lstrip("_") in _GEMM_CALLS for part in re.split(r"[.:]+", low)):
+    parts = [part.lstrip("_") for part in re.split(r"[.:]+", low)]
+    if any(part in _GEMM_CALLS for part in parts):
         return "gemm"
+    if "topk" in parts:
+        return "topk"
+    if any(part in _SORT_CALLS for part in parts):
+        return "sort"
     return None
+
+
+def _run_fits(kinds: Sequence[str | None], names: Sequence[str], family: str | None) -> bool:
+    """Can one call of ``family`` have launched this run of (non-neutral) kernels, in this order?"""
+    if family is None or any(k is None or family not in _SERVES[k] for k in kinds):
+        return False
+    if "splitkreduce" in names[0].lower():
+        return False  # the reduction follows its GEMM
+    first_other = next((i for i, k in enumerate(kinds) if k != "index"), len(kinds))
+    return "index" not in kinds[first_other:]  # the index fill precedes the sort
 
 
 def _split_by_family(kinds: Sequence[str | None], families: Sequence[str | None]) -> list[int] | None:
@@ -128,18 +166,109 @@ def _split_by_family(kinds: Sequence[str | None], families: Sequence[str | None]
     return out
 
 
-def _match(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall]) -> list[int | None] | None:
-    """For each kernel of the segment, the index of its call in ``calls`` (None: unexplained)."""
+def _learned_split(kinds: Sequence[str | None], names: Sequence[str], families: Sequence[str | None],
+                   call_names: Sequence[str], learned: Learned) -> tuple[list[int], bool] | None:
+    """The call of each non-neutral kernel under the one split of a gap that fits (False), else
+    under the one whose calls best repeat what they launched alone (True); None when neither is
+    unique. Reads every in-order split, so only gaps with few of them come here."""
+    real = [i for i, k in enumerate(kinds) if k != "neutral"]
+    m, n = len(real), len(families)
+    fits: list[list[int]] = []
+    scored: list[tuple[int, list[int]]] = []
+    for cuts in itertools.combinations(range(1, m), n - 1):
+        bounds = (0, *cuts, m)
+        runs = [real[a:b] for a, b in itertools.pairwise(bounds)]
+        fit = score = 0
+        ok = True
+        for c, run in enumerate(runs):
+            family_fit = _run_fits([kinds[i] for i in run], [names[i] for i in run], families[c])
+            alone = tuple(names[i] for i in run) in learned.get(call_names[c], ())
+            fit += family_fit
+            score += alone
+            ok = ok and (family_fit or alone)
+        chosen = [c for c, run in enumerate(runs) for _ in run]
+        if fit == n:
+            fits.append(chosen)
+        if ok:
+            scored.append((score, chosen))
+    if len(fits) == 1:
+        return fits[0], False
+    best = max((sc for sc, _ in scored), default=0)
+    top = [chosen for sc, chosen in scored if sc == best]
+    if best == 0 or len(top) != 1:
+        return None
+    return top[0], True
+
+
+def _with_neutral(kinds: Sequence[str | None], real_calls: Sequence[int]) -> list[int]:
+    """Per kernel of a gap, its call: each real kernel's, and a neutral one the next real kernel's."""
+    out = [0] * len(kinds)
+    real = [i for i, k in enumerate(kinds) if k != "neutral"]
+    for i, c in zip(real, real_calls, strict=True):
+        out[i] = c
+    following = real_calls[-1]
+    for i in reversed(range(len(kinds))):
+        if kinds[i] == "neutral":
+            out[i] = following
+        else:
+            following = out[i]
+    return out
+
+
+def _split_gap(segment: Sequence[TimelineKernel], kg: Sequence[int], calls: Sequence[InductorCall],
+               cg: Sequence[int], learned: Learned | None) -> tuple[list[int], bool] | None:
+    kinds = [kernel_family(segment[ki].name) for ki in kg]
+    families = [call_family(calls[ci].name) for ci in cg]
+    names = [segment[ki].name for ki in kg]
+    real = [i for i, k in enumerate(kinds) if k != "neutral"]
+    if len(real) < len(cg):
+        return None
+    if math.comb(len(real) - 1, len(cg) - 1) > _MAX_SPLITS:
+        split = _split_by_family(kinds, families)
+        return (split, False) if split is not None else None
+    found = _learned_split(kinds, names, families, [calls[ci].name for ci in cg], learned or {})
+    if found is None:
+        return None
+    real_calls, by_learning = found
+    return _with_neutral(kinds, real_calls), by_learning
+
+
+def _anchored(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall]
+              ) -> list[tuple[list[int], list[int]]] | None:
+    """The segment's kernels and the calls paired anchor to anchor: (anchor) pairs then each gap's
+    (kernel indices, call indices); None when the Triton anchors differ."""
     k_anchors, k_gaps = _gaps([k.name for k in segment], [is_generated_kernel_name(k.name) for k in segment])
     c_anchors, c_gaps = _gaps([c.name for c in calls], [c.kind == "triton" for c in calls])
     if k_anchors != c_anchors:
         return None
-    out: list[int | None] = [None] * len(segment)
     anchor_k = [i for i, k in enumerate(segment) if is_generated_kernel_name(k.name)]
     anchor_c = [i for i, c in enumerate(calls) if c.kind == "triton"]
-    for ki, ci in zip(anchor_k, anchor_c, strict=True):
-        out[ki] = ci
-    for kg, cg in zip(k_gaps, c_gaps, strict=True):
+    return [([ki], [ci]) for ki, ci in zip(anchor_k, anchor_c, strict=True)] + list(zip(k_gaps, c_gaps, strict=True))
+
+
+def _alone(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall],
+           pairs: Sequence[tuple[list[int], list[int]]], learned: Learned) -> None:
+    """Record what each extern call launched where its gap leaves no doubt."""
+    for kg, cg in pairs:
+        if len(cg) == 1 and kg and calls[cg[0]].kind != "triton":
+            run = tuple(segment[ki].name for ki in kg if kernel_family(segment[ki].name) != "neutral")
+            if run:
+                learned.setdefault(calls[cg[0]].name, set()).add(run)
+        elif cg and len(cg) == len(kg):
+            for ki, ci in zip(kg, cg, strict=True):
+                if kernel_family(segment[ki].name) != "neutral":
+                    learned.setdefault(calls[ci].name, set()).add((segment[ki].name,))
+
+
+def _match(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall],
+           learned: Learned | None = None, placed_by_learning: set[int] | None = None) -> list[int | None] | None:
+    """For each kernel of the segment, the index of its call in ``calls`` (None: unexplained).
+    ``placed_by_learning`` collects the kernels placed by what their calls launched alone."""
+    pairs = _anchored(segment, calls)
+    if pairs is None:
+        return None
+    out: list[int | None] = [None] * len(segment)
+    for kg, cg in pairs:
         if len(cg) == 1:
             for ki in kg:
                 out[ki] = cg[0]
@@ -147,11 +276,27 @@ def _match(segment: Sequence[TimelineKernel], calls: Sequence[InductorCall]) -> 
             for ki, ci in zip(kg, cg, strict=True):
                 out[ki] = ci
         elif cg and len(kg) > len(cg):
-            split = _split_by_family([kernel_family(segment[ki].name) for ki in kg],
-                                     [call_family(calls[ci].name) for ci in cg])
-            for ki, pick in zip(kg, split or (), strict=False):
+            found = _split_gap(segment, kg, calls, cg, learned)
+            if found is None:
+                continue
+            split, by_learning = found
+            for ki, pick in zip(kg, split, strict=True):
                 out[ki] = cg[pick]
+                if by_learning and placed_by_learning is not None:
+                    placed_by_learning.add(ki)
     return out
+
+
+def with_graph_copies(replay_of: Sequence[int | None], timeline: Sequence[TimelineKernel]) -> list[int | None]:
+    """``replay_of`` with a graph's memset and memcpy nodes joined to their replay: nsys records them
+    with a graph node id and the replay's correlation id but in no Kineto-aligned form, so each takes
+    the replay of a kernel that shares its correlation id (its own ``cudaGraphLaunch``)."""
+    by_corr: dict[int, int] = {}
+    for tk, replay in zip(timeline, replay_of, strict=True):
+        if replay is not None and tk.correlation_id is not None:
+            by_corr.setdefault(tk.correlation_id, replay)
+    return [replay if replay is not None or tk.graph_node_id is None or tk.correlation_id is None
+            else by_corr.get(tk.correlation_id) for tk, replay in zip(timeline, replay_of, strict=True)]
 
 
 def graph_replay_claims(
@@ -166,20 +311,27 @@ def graph_replay_claims(
     for j, replay in enumerate(replay_of):
         if replay is not None:
             segments.setdefault(replay, []).append(j)
+    found: list[tuple[int, list[int], list[TimelineKernel], Sequence[InductorCall]]] = []
+    learned: Learned = {}
     for n, members in enumerate(segments.values()):
         segment = [timeline[j] for j in members]
         for calls in sequences:
-            matched = _match(segment, calls)
-            if matched is None:
+            pairs = _anchored(segment, calls)
+            if pairs is not None:
+                _alone(segment, calls, pairs, learned)
+                found.append((n, members, segment, calls))
+                break
+    for n, members, segment, calls in found:
+        by_learning: set[int] = set()
+        matched = _match(segment, calls, learned, by_learning)
+        for pos, (j, ci) in enumerate(zip(members, matched or (), strict=True)):
+            if ci is None:
                 continue
-            for j, ci in zip(members, matched, strict=True):
-                if ci is None:
-                    continue
-                call = calls[ci]
-                if call.kind == "triton":
-                    prim, fused, _how = resolve(call.name)
-                    out[j] = Claim(Tier.CUDA_GRAPH, prim, ("graph", n, ci), None, None, fused, True, DETAIL)
-                else:
-                    out[j] = Claim(Tier.CUDA_GRAPH, call.name, ("graph", n, ci), None, None, (), True, DETAIL)
-            break
+            call = calls[ci]
+            detail = DETAIL_LEARNED if pos in by_learning else DETAIL
+            if call.kind == "triton":
+                prim, fused, _how = resolve(call.name)
+                out[j] = Claim(Tier.CUDA_GRAPH, prim, ("graph", n, ci), None, None, fused, True, detail)
+            else:
+                out[j] = Claim(Tier.CUDA_GRAPH, call.name, ("graph", n, ci), None, None, (), True, detail)
     return out

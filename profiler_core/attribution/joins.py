@@ -17,7 +17,7 @@ import numpy as np
 
 from profiler_core.attribution.columns import NONE, Interner, column, nth_within, pair_lookup
 from profiler_core.attribution.counter_join import CounterJoin, join_counters, key_warnings
-from profiler_core.attribution.names import choose_name_key
+from profiler_core.attribution.names import choose_name_key, template_arguments
 from profiler_core.attribution.timeline import align_timelines
 from profiler_core.records import CounterRow, TimelineKernel
 from profiler_core.schema import CounterSource
@@ -138,6 +138,8 @@ def _fast_join(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) ->
             if (rcount == np.minimum(k_samples, launches)).all():
                 if len(rcfg_u) != len(ucfg):
                     return None  # configurations the run never measured: holes or an error, named there
+                if names.label != "join_key" and _mixes_instantiations(kernels, kcfg):
+                    return None  # a loose key joined two instantiations: paired per instantiation there
                 return _per_config(kernels, rows, kcfg, rcfg, warnings)
     if m < n and n % m == 0:
         period = m
@@ -156,6 +158,16 @@ def _fast_join(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) ->
     if not (_agree(kg, rg[match]).all() and _agree(kb, rb[match]).all()):
         return None
     return CounterColumns("full", match, np.zeros(n, dtype=np.int8), np.full(n, NONE, dtype=np.int64), warnings)
+
+
+def _mixes_instantiations(kernels: Sequence[TimelineKernel], kcfg: np.ndarray) -> bool:
+    """Does one configuration hold launches of two template instantiations?"""
+    args_of: dict[int, tuple[str, ...]] = {}
+    for cfg, name in set(zip(kcfg.tolist(), (k.name for k in kernels), strict=True)):
+        args = template_arguments(name)
+        if args_of.setdefault(cfg, args) != args:
+            return True
+    return False
 
 
 def _per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], kcfg: np.ndarray,

@@ -165,6 +165,46 @@ def kernel_base_name(name: str) -> str:
     return bare.rsplit("::", 1)[-1].strip() or key
 
 
+_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*::)+")
+_SIMPLE_ARG = re.compile(r"-?\w+")
+
+
+@lru_cache(maxsize=65536)
+def template_arguments(name: str) -> tuple[str, ...]:
+    """The plain template arguments of a kernel (types and numbers, unqualified; nested templates
+    and lambdas left out), which tell two instantiations of one function apart where the tools
+    spell the rest differently::
+
+        void at::cuda::kernelHistogram1D<int, int, long, 1, 2, -1, (at::cuda::...)0, ...>
+            -> (int, int, long, 1, 2, -1, 0)
+        void cuda::kernelHistogram1D<long, long, long, 1, 2, (int)-1, 0, bool ...>
+            -> (long, long, long, 1, 2, -1, 0)
+    """
+    plain = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")  # Kineto's, ncu's
+    key = _QUALIFIER.sub("", kernel_skeleton(plain))
+    start = key.find("<")
+    if start < 0:
+        return ()
+    args: list[str] = []
+    depth, current = 0, list[str]()
+    for ch in key[start + 1:]:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            if depth == 0:
+                args.append("".join(current))
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(current))
+            current = []
+            continue
+        if depth == 0 and ch != ">":
+            current.append(ch)
+    booleans = {"false": "0", "true": "1"}  # one tool prints a bool argument as a number
+    return tuple(booleans.get(a, a) for a in args if _SIMPLE_ARG.fullmatch(a))
+
+
 @lru_cache(maxsize=65536)
 def clean_op_name(name: str) -> str:
     """``aten.addmm`` / ``aten::addmm.default`` / NVTX text -> ``aten::addmm``."""

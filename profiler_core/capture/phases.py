@@ -72,10 +72,12 @@ def nsys_profile_command(nsys: Path, *, report_base: Path, app: Sequence[str]) -
     """nsys limited to the measured region: CUDA + NVTX only, no CPU sampling, no context switches.
 
     ``--capture-range-end=stop`` lets the harness finish after cudaProfilerStop, so it can
-    print its result line (the default would shut it down there).
+    print its result line (the default would shut it down there). ``--cuda-graph-trace=node``
+    records each kernel a CUDA graph replays (nsys's default records a replay as one graph
+    event and no kernels, so a graphed workload's timeline would hold only its eager launches).
     """
     return [str(nsys), "profile", "-t", "cuda,nvtx", "-s", "none", "--cpuctxsw", "none",
-            "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
+            "--cuda-graph-trace=node", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
             "--force-overwrite", "true", "-o", str(report_base), *app]
 
 

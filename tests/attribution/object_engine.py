@@ -36,7 +36,7 @@ from profiler_core.attribution.evidence import (
     ncu_nvtx_claims,
     nsys_enclosure_claims,
 )
-from profiler_core.attribution.graphs import graph_replay_claims
+from profiler_core.attribution.graphs import graph_replay_claims, with_graph_copies
 from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.step_phase import kernel_phases, operator_phase
@@ -144,9 +144,9 @@ def attribute(
         inherited_of[j] = gpu_idx[rep] if rep is not None else None
 
     # The CUDA graph replay (graph id, else the replay call's correlation) that launched each kernel.
-    replay_of = [tk.graph_id if tk.graph_id is not None else (
+    replay_of = with_graph_copies([tk.graph_id if tk.graph_id is not None else (
         kineto_kernels[ki].correlation_id if ki is not None and kineto_kernels[ki].correlation_id in graph_corr
-        else None) for tk, ki in zip(timeline, kineto_index, strict=True)]
+        else None) for tk, ki in zip(timeline, kineto_index, strict=True)], timeline)
     in_graph_of = [r is not None for r in replay_of]
 
     graph_calls = [c for seq in inductor.call_sequences for c in seq] if inductor is not None else []

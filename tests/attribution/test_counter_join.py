@@ -120,3 +120,32 @@ def test_per_config_sampling_of_another_instantiation_is_an_explained_hole() -> 
     assert j.mode == "per-config"
     assert j.source == [CounterSource.MEASURED, CounterSource.MISSING, CounterSource.INHERITED, CounterSource.MEASURED]
     assert "another instantiation" in j.holes[1]
+
+
+def test_two_instantiations_under_one_bare_name_keep_their_own_rows() -> None:
+    # The graphed MoE (H200): CUPTI left CUTLASS's grouped GEMM mangled, so the counter run joins on bare
+    # identifiers, under which the router's kernelHistogram1D<int, ...> (replayed in the graph) and the aux
+    # loss's kernelHistogram1D<long, ...> (eager) share one grid and block. Each launch gets its own
+    # instantiation's row, never the other's (whose NVTX stack named another operator)
+    from pathlib import Path
+
+    from profiler_core.attribution.names import template_arguments
+    from profiler_core.ingest import read_kineto, read_ncu
+
+    run = Path(__file__).resolve().parents[2] / "examples/captures/h200/hf_mixtral_moe_grouped/optimized"
+    kernels = sorted((k for k in read_kineto(run / "kineto.json.gz").kernels if k.kind == "kernel"),
+                     key=lambda k: (k.correlation_id, k.start_ns))
+    rows = read_ncu(run / "counters.csv").rows
+    join = join_counters(kernels, rows)
+    assert join.mode == "per-config" and join.name_key == "base_name"
+    hist = [j for j, k in enumerate(kernels) if "kernelHistogram1D" in k.name]
+    assert len(hist) == 16
+    for j in hist:
+        row = rows[join.row_index[j]]  # type: ignore[index]
+        assert template_arguments(row.name) == template_arguments(kernels[j].name), j
+    first_long = next(j for j in hist if template_arguments(kernels[j].name)[0] == "long")
+    assert join.source[first_long] is CounterSource.MEASURED
+    # every measured launch of the capture carries a row of its own instantiation
+    for j, i in enumerate(join.row_index):
+        if i is not None and template_arguments(rows[i].name) and template_arguments(kernels[j].name):
+            assert template_arguments(rows[i].name) == template_arguments(kernels[j].name), kernels[j].name

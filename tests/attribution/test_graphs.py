@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.attribution.evidence import make_resolver
-from profiler_core.attribution.graphs import _match, graph_replay_claims
+from profiler_core.attribution.graphs import DETAIL_LEARNED, _match, graph_replay_claims
 from profiler_core.ingest import read_inductor
 from profiler_core.records import InductorCall, TimelineKernel
 from profiler_core.schema import Tier
@@ -91,3 +91,96 @@ def test_the_graphed_training_steps_cudnn_attention_backward_is_placed() -> None
     ops = {op.key: op.name for op in profile.operators}
     assert {ops[k.attribution.operator_key] for k in flash} == {ATTN_BWD}
     assert profile.coverage.attributed_time_pct > 99.9 and not profile.unattributed
+
+
+SIMT = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(Params)"
+XMMA = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4"
+
+
+def test_an_ambiguous_gap_is_read_by_what_its_calls_launched_alone() -> None:
+    # two mm calls, three GEMM kernels: two splits fit by family; elsewhere in the same graph one mm
+    # stood alone and launched XMMA twice, so the split that repeats that run is taken, and says so
+    calls = [InductorCall(T, "triton_a"), InductorCall(E, "aten::mm"), InductorCall(E, "aten::mm"),
+             InductorCall(T, "triton_b"), InductorCall(E, "aten::mm"), InductorCall(T, "triton_c")]
+    seg = [_k("triton_a"), _k(SIMT), _k(XMMA), _k(XMMA), _k("triton_b"), _k(XMMA), _k(XMMA), _k("triton_c")]
+    assert _match(seg, calls) == [0, None, None, None, 3, 4, 4, 5]  # nothing learned: left alone
+    claims = graph_replay_claims(seg, [99] * len(seg), [calls], make_resolver({}))
+    assert [c.instance[2] for c in claims] == [0, 1, 2, 2, 3, 4, 4, 5]  # type: ignore[union-attr]
+    learned = [c.detail == DETAIL_LEARNED for c in claims]  # type: ignore[union-attr]
+    assert learned == [False, True, True, True, False, False, False, False]
+    # the evidence decides: where the lone mm launched XMMA once, the split giving the second mm one XMMA
+    other = [_k("triton_a"), _k(SIMT), _k(XMMA), _k(XMMA), _k("triton_b"), _k(XMMA), _k("triton_c")]
+    claims = graph_replay_claims(other, [99] * len(other), [calls], make_resolver({}))
+    assert [c.instance[2] for c in claims[1:4]] == [1, 1, 2]  # type: ignore[union-attr]
+    # and where it launched something else, neither split repeats it: the gap stays unexplained
+    third = [_k("triton_a"), _k(SIMT), _k(XMMA), _k(XMMA), _k("triton_b"), _k("nvjet_other"), _k("triton_c")]
+    claims = graph_replay_claims(third, [99] * len(third), [calls], make_resolver({}))
+    assert [c is None for c in claims[1:4]] == [True, True, True]
+
+
+TOPK = ["void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<...>)",
+        "void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, at::native::GTOp<float, true>>(...)"]
+SORT = ["memcpy32_post", "void (anonymous namespace)::elementwise_kernel_with_index<int, "
+        "at::native::arange_cuda_out(...)::{lambda()#1}::operator()() const::{lambda(long)#1}>(...)",
+        "memcpy32_post", "memcpy32_post",
+        "void at::native::radixSortKVInPlace<-2, -1, 128, 32, long, long, unsigned int>(...)"]
+
+
+def test_a_routers_topk_and_sort_are_split_by_what_a_sort_launches_first() -> None:
+    # MoE routing replayed from a graph: topk gathers then sorts its k values; sort copies, fills its
+    # index tensor, then sorts. The bitonic sort could serve either call by family; the index fill
+    # comes before its own call's sort, which leaves one split
+    calls = [InductorCall(T, "triton_a"), InductorCall(E, "aten::topk"), InductorCall(E, "aten::sort"),
+             InductorCall(T, "triton_b")]
+    seg = [_k("triton_a"), *(_k(n) for n in TOPK + SORT), _k("triton_b")]
+    assert _match(seg, calls) == [0, 1, 1, 2, 2, 2, 2, 2, 3]
+
+
+def test_a_split_k_reduction_never_starts_a_call() -> None:
+    calls = [InductorCall(T, "triton_a"), InductorCall(E, "aten::mm"), InductorCall(E, "aten::mm"),
+             InductorCall(T, "triton_b")]
+    seg = [_k("triton_a"), _k("gemm_x"), _k("gemm_x"), _k("void cublasLt::splitKreduce_kernel<...>"), _k("triton_b")]
+    assert _match(seg, calls) == [0, 1, 2, 2, 3]
+
+
+def test_the_graphed_moes_routing_and_projections_are_placed() -> None:
+    # examples/hf_mixtral_moe.py after moe_grouped_experts + cuda_graphs (H200): every kernel placed;
+    # the layers' q/k projections and rotary GEMM by what the v projection launched alone
+    run = Path(__file__).resolve().parents[2] / "examples/captures/h200/hf_mixtral_moe_grouped/optimized"
+    from profiler_core.attribution import attribute_run
+
+    profile = attribute_run(run)
+    ops = {op.key: op.name for op in profile.operators}
+    named = {k.name.split("<")[0]: ops.get(k.attribution.operator_key or "") for k in profile.kernels
+             if "Sort" in k.name or "TopK" in k.name}
+    assert named == {"void at::native::sbtopk::gatherTopK": "aten::topk",
+                     "void at::native::bitonicSortKVInPlace": "aten::topk",
+                     "void at::native::radixSortKVInPlace": "aten::sort"}
+    learned = [k for k in profile.kernels if any(e.detail == DETAIL_LEARNED for e in k.attribution.evidence)]
+    assert learned and {ops[k.attribution.operator_key] for k in learned} == {"aten::mm"}  # type: ignore[index]
+    assert profile.coverage.attributed_time_pct == 100.0 and not profile.unattributed
+
+
+def test_a_graphed_capture_with_an_nsys_timeline_agrees_and_places_the_graphs_memsets() -> None:
+    # ResNet-18 in reduce-overhead mode on the H200, nsys with --cuda-graph-trace=node: the timeline holds
+    # every replayed kernel (Kineto's launches, in order), and the graph's memset nodes, which nsys
+    # records with the replay's correlation id alone, are placed with the call they precede: cuDNN's
+    # convolutions, and the classifier's addmm (cuBLAS's large-K SGEMM zeroes its output, scales, sums)
+    from profiler_core.attribution import attribute_run
+    from profiler_core.capture.determinism import check_phases, load_phase_launches
+    from profiler_core.ingest import read_nsys
+
+    run = Path(__file__).resolve().parents[1] / "data" / "h200_resnet18_graphed_nsys"
+    found = load_phase_launches(run, kineto="kineto.json.gz", timeline="timeline.sqlite", counters_csv=None)
+    assert len(found.kineto) == len(found.nsys or ()) == 126
+    assert check_phases(found, counter_mode="none") == ["nsys"]
+    timeline = read_nsys(run / "timeline.sqlite").kernels
+    assert sum(k.graph_node_id is not None for k in timeline if k.kind == "kernel") == 124
+    memsets = [k for k in timeline if k.kind == "memset"]
+    assert len(memsets) == 12 and all(k.graph_node_id is not None for k in memsets)
+    profile = attribute_run(run)
+    assert profile.capture.timeline_source == "nsys"
+    ops = {op.key: op.name for op in profile.operators}
+    placed = [ops.get(k.attribution.operator_key or "") for k in profile.kernels if k.name == "CUDA memset"]
+    assert sorted(placed) == ["aten::addmm"] * 2 + ["aten::convolution"] * 10
+    assert profile.coverage.attributed_time_pct == 100.0 and not profile.unattributed

@@ -85,3 +85,19 @@ def test_three_demanglers_meet_on_the_skeleton() -> None:
     assert kernel_skeleton(ADD_NCU) != kernel_skeleton(COPY_NCU)  # distinct kernels stay distinct
     key, label = choose_name_key([COPY_KINETO], [COPY_NSYS, COPY_NCU])
     assert label == "skeleton" and key(COPY_NSYS) == key(COPY_KINETO)
+
+
+def test_template_arguments_meet_across_the_tools_spellings() -> None:
+    from profiler_core.attribution.names import template_arguments
+
+    # ncu (demangled its way) and Kineto spell one instantiation differently; the plain arguments meet
+    ncu = ("void cuda::kernelHistogram1D<long, long, long, 1, 2, (int)-1, 0, bool cuda::CUDA_tensor_histogram"
+           "<long, long, 0>(at::Tensor)::[lambda(long) (instance 2)]>(cuda::detail::TensorInfo<T1, T3>)")
+    kineto = ("void at::cuda::kernelHistogram1D<long, long, long, 1, 2, -1, (at::cuda::CUDAHistogramMemoryType)0, "
+              "at::cuda::CUDA_tensor_histogram<long, long, (at::cuda::CUDAHistogramMemoryType)0>(at::Tensor)"
+              "::{lambda(long)#2}>(at::cuda::detail::TensorInfo<long, long>)")
+    assert template_arguments(ncu) == template_arguments(kineto) == ("long", "long", "long", "1", "2", "-1", "0")
+    assert template_arguments(kineto.replace("<long, long, long,", "<int, int, long,")) != template_arguments(kineto)
+    assert template_arguments("void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)") == \
+        template_arguments("void native::sbtopk::gatherTopK<float, unsigned int, 2, 0>(T1)")
+    assert template_arguments("triton_poi_fused_add_0") == ()

@@ -59,6 +59,7 @@ CONVENTIONS = {
                              "profile takes Inductor's first, the reference counts arange as a fill"),
     },
 }
+CONVENTIONS["hf_mixtral_moe_grouped"] = CONVENTIONS["hf_mixtral_moe"]  # the same model, its experts grouped
 # Captures whose Inductor log the project refuses while the reference reads it (none now: the whole
 # training step's graph, whose optimizer's combo kernels carry an "Unsorted Source Nodes" header,
 # is read since).

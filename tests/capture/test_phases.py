@@ -86,6 +86,7 @@ def test_nsys_profile_is_limited_to_the_measured_region() -> None:
     assert _value(cmd, "-t") == "cuda,nvtx" and _value(cmd, "-s") == "none"
     assert _value(cmd, "--cpuctxsw") == "none" and _value(cmd, "--force-overwrite") == "true"
     assert "--capture-range=cudaProfilerApi" in cmd and "--capture-range-end=stop" in cmd
+    assert "--cuda-graph-trace=node" in cmd  # a graph replay's kernels, not one graph event
     assert _value(cmd, "-o") == "r/timeline"
     assert cmd[-len(APP) :] == APP
 
