@@ -232,7 +232,8 @@ def _judge(state: LoopState, trial: Trial, candidate: Candidate, prof: Profile, 
     assert state.best is not None and state.best_dir is not None
     cmp = compare(state.best, prof)
     trial.kernel_ns, trial.speedup_vs_best = prof.coverage.duration_ns, cmp.speedup
-    kernels = f"profiled kernel time {state.best.coverage.duration_ns} -> {prof.coverage.duration_ns} ns"
+    kernels = (f"profiled kernel time {state.best.coverage.duration_ns / 1e3:.1f} -> "
+               f"{prof.coverage.duration_ns / 1e3:.1f} us")
     if not cmp.comparability.comparable:
         trial.outcome = "not_comparable"
         trial.reason = "; ".join(cmp.comparability.warnings) or "captures are not comparable"
