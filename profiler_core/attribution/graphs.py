@@ -154,16 +154,7 @@ def _split_by_family(kinds: Sequence[str | None], families: Sequence[str | None]
     for j in range(m):
         prev = chosen[-1] if chosen else -1
         chosen.append(next(c for c in options[j] if c in (prev, prev + 1) and count(j + 1, c) >= 1))
-    out = [0] * len(kinds)
-    for i, c in zip(real, chosen, strict=True):
-        out[i] = c
-    following = chosen[-1]
-    for i in reversed(range(len(kinds))):
-        if kinds[i] == "neutral":
-            out[i] = following
-        else:
-            following = out[i]
-    return out
+    return _with_neutral(kinds, chosen)
 
 
 def _learned_split(kinds: Sequence[str | None], names: Sequence[str], families: Sequence[str | None],
