@@ -319,15 +319,56 @@ def _pre_grad_graph(payload: Iterable[str]) -> tuple[list[tuple[str, list[str]]]
     inputs in order (``L_kwargs_input_ids_, L_self_modules_...``)."""
     nodes: list[tuple[str, list[str]]] = []
     inputs: list[str] = []
-    for line in payload:
+    lines = list(payload)
+    attributes = {name for line in lines if _CODE_COMMENT.match(line) for name in _SELF_ATTRIBUTE.findall(line)}
+    for line in lines:
         if not inputs and (signature := _SIGNATURE.match(line)) is not None:
             inputs = _ARGUMENT.findall(signature.group(1))
             continue
         match = _NODE_LINE.match(line)
         if match is None or match.group(1).startswith(("l_self_", "L_")):
             continue  # placeholders: a lifted parameter aliased to its input name
-        nodes.append((match.group(1), list(dict.fromkeys(_MODULE_TOKEN.findall(match.group(2))))))
+        tokens = _MODULE_TOKEN.findall(match.group(2))
+        tokens += [t for flat in _FLAT_TOKEN.findall(match.group(2)) if (t := _flat_token(flat, attributes))]
+        nodes.append((match.group(1), list(dict.fromkeys(tokens))))
     return nodes, inputs
+
+
+_CODE_COMMENT = re.compile(r"^\s*# File: .* code: ")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w*)")
+_FLAT_TOKEN = re.compile(r"\b[lL]__self___(\w+)")
+
+
+def _flat_token(flat: str, attributes: set[str]) -> str | None:
+    """A parameter Dynamo lifted under its flattened attribute path (``l__self___h_0_attn_q_proj_weight``,
+    as a graph with Inductor's freezing names them), as the token the nested form gives
+    (``modules_h_modules_0_modules_attn_modules_q_proj_parameters_weight``); None if it cannot be split.
+
+    Underscores join path segments and sit inside them alike, so the path is read with the attribute
+    names the graph's own code comments call on ``self`` (``self.q_proj(x)``, ``self.attn(...)``),
+    ModuleList indices, and the name before an index (``h`` in ``h_0``, a list the code iterates):
+    the longest module path that leaves a parameter name.
+    """
+    parts = flat.split("_")
+    n = len(parts)
+    # parts consumed -> (segments the code names, fewer segments) and the module segments read so far
+    best: dict[int, tuple[tuple[int, int], list[str]]] = {0: ((0, 0), [])}
+    for i in range(n):
+        if i not in best:
+            continue
+        (named, fewer), path = best[i]
+        for j in range(i + 1, n):  # a segment is parts[i:j]; a parameter name must remain after it
+            segment = "_".join(parts[i:j])
+            known = segment in attributes
+            fits = (known or segment.isdigit()
+                    or (parts[j].isdigit() and not any(part.isdigit() for part in parts[i:j])))
+            score = (named + known, fewer - 1)
+            if fits and (j not in best or score > best[j][0]):
+                best[j] = (score, [*path, segment])
+    end = max((j for j in best if j > 0), default=0)
+    if end == 0:
+        return None
+    return "".join(f"modules_{segment}_" for segment in best[end][1]) + "parameters_" + "_".join(parts[end:])
 
 
 def _input_modules(inputs: list[str], shared: set[str]) -> list[tuple[str | None, bool]]:

@@ -151,3 +151,33 @@ def test_attention_sits_in_its_layer_self_attn() -> None:
     attn = [k for k in profile.kernels if k.name.startswith("fmha_")]
     assert layers == 6 and len(attn) == 2 * layers  # two measured iterations
     assert [k.module_path for k in attn] == [f"model.layers.{i % layers}.self_attn" for i in range(len(attn))]
+
+
+def test_a_frozen_graph_names_its_parameters_flat_and_still_gets_module_paths() -> None:
+    # GPT-2 compiled with Inductor's freezing (H200): the pre-grad graph lifts parameters under flattened
+    # names (`l__self___h_0_attn_q_proj_weight`), whose underscores join path segments and sit inside them
+    # alike; read with the attribute names the graph's code comments call on self (`self.ln_1(x)`), every
+    # kernel gets a module path, and each layer's attention and MLP kernels sit in that layer
+    profile = attribute_run(REPO / "examples" / "captures" / "h200" / "gpt2" / "freezing")
+    total = sum(k.duration_ns for k in profile.kernels)
+    placed = sum(k.duration_ns for k in profile.kernels if k.module_path is not None)
+    assert placed / total > 0.99
+    paths = {k.module_path for k in profile.kernels}
+    assert {f"h.{n}.attn" for n in range(12)} <= paths and {f"h.{n}.mlp" for n in range(12)} <= paths
+    assert not any(p and re.search(r"\bln\.\d", p) for p in paths)  # `ln_1` is one module, not a list `ln`
+
+
+def test_flat_parameter_names_split_on_the_codes_attribute_names() -> None:
+    from profiler_core.ingest.torch_trace import _flat_token, module_of_token
+
+    names = {"attn", "q_proj", "ln_1", "mlp", "c_fc", "bias", "wte"}
+
+    def path(flat: str) -> str | None:
+        token = _flat_token(flat, names)
+        return module_of_token(token) if token else None
+
+    assert path("h_0_attn_q_proj_weight") == "h.0.attn.q_proj"
+    assert path("h_10_ln_1_bias") == "h.10.ln_1"  # an attribute the code names beats a list `ln` indexed 1
+    assert path("h_3_attn_bias") == "h.3.attn"  # a buffer named like an attribute is still the leaf
+    assert path("wte_weight") == "wte"
+    assert path("mystery_weight") is None  # nothing to split on: no path rather than a guess
