@@ -134,10 +134,14 @@ def attribute(
     kin_corr = (column(kineto_kernels, "correlation_id")[np.maximum(kineto_index, 0)]
                 if kineto is not None and kineto_kernels else np.full(n, NONE))
     by_replay = (kineto_index != NONE) & np.isin(kin_corr, np.fromiter(graph_corr, dtype=np.int64))
-    replay_of = with_graph_copies(
-        [int(g) if known else (int(c) if rep else None) for g, known, c, rep in
-         zip(graph_id.tolist(), graph_known.tolist(), kin_corr.tolist(), by_replay.tolist(), strict=True)], timeline)
-    in_graph = np.fromiter((r is not None for r in replay_of), dtype=bool, count=n)
+    in_graph = graph_known | by_replay
+    replay_of: list[int | None] = []
+    if in_graph.any():  # per-kernel records only for a capture with graph replays
+        replay_of = with_graph_copies(
+            [int(g) if known else (int(c) if rep else None) for g, known, c, rep in
+             zip(graph_id.tolist(), graph_known.tolist(), kin_corr.tolist(), by_replay.tolist(), strict=True)],
+            timeline)
+        in_graph = np.fromiter((r is not None for r in replay_of), dtype=bool, count=n)
 
     graph_calls = [c for seq in inductor.call_sequences for c in seq] if inductor is not None else []
     resolve = make_resolver(fusions, extern_classes_of(graph_calls))
