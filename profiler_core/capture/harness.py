@@ -313,6 +313,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sync()
 
     iteration_ms: list[float] = []
+    # the iterations' host time (region_ms) and GPU time by CUDA events (gpu_ms), taken inside each
+    # phase's profiler once it runs, the same in every phase: what a profiler adds per iteration
+    # shows against the plain run (benchmarks/bench_overhead.py); measured_ms also holds its start/stop
+    events = _region_events(device)
     start = time.perf_counter()
     if phase is HarnessPhase.KINETO:
         from torch.profiler import ProfilerActivity, profile
@@ -326,9 +330,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         seen = ModuleOrder(model) if eager_modules else None
         with profile(activities=activities, record_shapes=True, with_stack=eager_modules,
                      with_modules=eager_modules) as prof, seen or contextlib.nullcontext():
+            inner = _record_start(events)
             for _ in range(args.iters):
                 guarded("the measured iterations")
+            _record_end(events)
             sync()
+            region_ms = (time.perf_counter() - inner) * 1e3
         total_ms = (time.perf_counter() - start) * 1e3
         if args.out is None:
             raise WorkloadError("phase kineto needs --out TRACE.json")
@@ -350,22 +357,52 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         torch.cuda.profiler.start()
         try:
             with torch.autograd.profiler.emit_nvtx(record_shapes=True):
+                inner = _record_start(events)
                 for _ in range(args.iters):
                     guarded("the measured iterations")
+                _record_end(events)
                 sync()
+                region_ms = (time.perf_counter() - inner) * 1e3
         finally:
             torch.cuda.profiler.stop()
         total_ms = (time.perf_counter() - start) * 1e3
     else:
+        inner = _record_start(events)
         for _ in range(args.iters):
             t0 = time.perf_counter()
             guarded("the measured iterations")
             sync()
             iteration_ms.append((time.perf_counter() - t0) * 1e3)
+        _record_end(events)
+        sync()
         total_ms = (time.perf_counter() - start) * 1e3
-    result.update(measured_ms=total_ms, iteration_ms=iteration_ms, device_info=_device_info(device),
-                  versions=_versions())
+        region_ms = (time.perf_counter() - inner) * 1e3
+    result.update(measured_ms=total_ms, region_ms=region_ms, iteration_ms=iteration_ms,
+                  device_info=_device_info(device), versions=_versions())
+    if events is not None:  # under ncu the region is replayed: its gpu_ms says nothing there
+        result["gpu_ms"] = events[0].elapsed_time(events[1])
     return result
+
+
+def _region_events(device: str) -> tuple[Any, Any] | None:
+    """Two timing CUDA events (start, end) for the measured region; None off CUDA."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+
+def _record_start(events: tuple[Any, Any] | None) -> float:
+    """Start timing the iterations (inside the phase's profiler, once it runs): host clock and event."""
+    if events is not None:
+        events[0].record()
+    return time.perf_counter()
+
+
+def _record_end(events: tuple[Any, Any] | None) -> None:
+    if events is not None:
+        events[1].record()
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from profiler_core.capture import phases
 from profiler_core.capture.clocks import locked_clocks
 from profiler_core.capture.config import ClockPolicy, HarnessPhase
+from profiler_core.capture.harness import parse_result
 from profiler_core.capture.nsys_import import import_failure_hint
 from profiler_core.capture.runner import ProcessResult, failure_summary
 from profiler_core.errors import ToolFailedError
@@ -90,6 +91,8 @@ def _profile(cap: CaptureSession, command: list[str]) -> PhaseRecord | None:
         _fall_back(cap, f"nsys profile failed (exit {result.returncode}: {failure_summary(result)})"
                         f"{_hint(cap, result)}")
         return None
+    # what the harness measured under nsys (wall and GPU time of the region), for overhead figures
+    record.harness = parse_result(result.stdout_path.read_text(errors="replace"))
     return record
 
 

@@ -42,6 +42,12 @@ def test_capture_tiny_attention_for_real(joinable: Path, tmp_path: Path) -> None
         assert m.timeline_source == "nsys", m.warnings
         assert m.determinism.passed and m.determinism.compared == ["nsys", "ncu"]
     assert m.determinism.kernels == m.phase("kineto").harness["kernels"] > 0
+    # the iterations' GPU time by CUDA events, for the overhead benchmark: within their host time, which
+    # lies within the whole region's (that also holds the profiler's start and stop)
+    records = [m.phase("kineto")] + ([] if nsys_failed else [m.phase("timeline")])
+    for record in records:
+        h = record.harness
+        assert h is not None and 0 < h["gpu_ms"] <= h["region_ms"] * 1.01 <= h["measured_ms"] * 1.01, record.name
     assert m.gpu.chip and m.gpu.sm_count and m.versions.ncu and m.versions.torch
     # the 20 headline counters, and FLOP counters for the roofline as far as this ncu offers them
     headline = ncu_names_for_chip(m.gpu.chip).items()

@@ -111,6 +111,9 @@ def test_plain_phase_on_cpu_reports_the_measured_iterations(
     assert result is not None and json.loads(out.strip().splitlines()[-1]) == result
     assert (result["phase"], result["warmup"], result["iters"]) == ("plain", 1, 3)
     assert len(result["iteration_ms"]) == 3 and result["measured_ms"] >= sum(result["iteration_ms"]) * 0.5
+    # the iterations alone (region_ms) lie within the region; no CUDA events off the GPU
+    assert sum(result["iteration_ms"]) <= result["region_ms"] <= result["measured_ms"]
+    assert "gpu_ms" not in result
     assert result["versions"]["torch"] and result["device_info"] == {"device": "cpu"}
 
 
