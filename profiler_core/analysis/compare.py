@@ -166,9 +166,9 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
                 t: Thresholds) -> list[ClassRow]:
     b_by: dict[OperatorClass, list[Kernel]] = defaultdict(list)
     o_by: dict[OperatorClass, list[Kernel]] = defaultdict(list)
-    for k in bv.profile.kernels:
+    for k in bv.kernels:
         b_by[bv.kernel_class(k)].append(k)
-    for k in ov.profile.kernels:
+    for k in ov.kernels:
         o_by[ov.kernel_class(k)].append(k)
     rows = [ClassRow(op_class=c, **_time_row(b_by.get(c, []), o_by.get(c, []), bv, ov, scale, t))
             for c in OperatorClass if c in b_by or c in o_by]
@@ -213,7 +213,7 @@ def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
     def tally(view: ProfileView) -> tuple[Counter[str], Counter[str], dict[str, Kernel]]:
         count, dur = Counter[str](), Counter[str]()
         first: dict[str, Kernel] = {}
-        for k in view.profile.kernels:
+        for k in view.kernels:
             name = kernel_identity(k.name)
             count[name] += 1
             dur[name] += k.duration_ns
@@ -230,9 +230,9 @@ def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
 
 def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) -> list[OverheadRow]:
     """Overhead kernels in opt beyond the baseline's count of the same name (priced at their mean)."""
-    base_count = Counter(kernel_identity(k.name) for k in bv.profile.kernels)
+    base_count = Counter(kernel_identity(k.name) for k in bv.kernels)
     by_name: dict[str, list[Kernel]] = defaultdict(list)
-    for k in ov.profile.kernels:
+    for k in ov.kernels:
         by_name[kernel_identity(k.name)].append(k)
     per_kind: dict[OverheadKind, list[tuple[str, int, float]]] = defaultdict(list)
     for name, ks in by_name.items():

@@ -179,7 +179,7 @@ def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwar
     growing = sum(1 for a, b in zip(kv, kv[1:], strict=False) if b == a + 1) >= per_iter - 1
     if not growing and not prefill:
         return None  # one-token queries against a fixed key and no prompt: not a generate() loop
-    kernels = sorted(view.profile.kernels, key=lambda k: k.start_ns)
+    kernels = sorted(view.kernels, key=lambda k: k.start_ns)
     busy, span = busy_and_span_ns(kernels)
     decode_start = [f[0].start_ns for f in decode]
     prefill_ns, decode_ns, decode_busy, decode_kernels = _split(kernels, prefill, decode_start)

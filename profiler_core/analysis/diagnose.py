@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 from profiler_core.analysis.findings import Finding, FindingKind, FindingsReport
 from profiler_core.analysis.profile_view import ProfileView
-from profiler_core.analysis.roofline import roofline as roofline_of
 from profiler_core.analysis.rules import RuleContext, registered_rules
 from profiler_core.analysis.rules_roofline import tighten_gain_bounds
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -51,7 +50,7 @@ def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
         findings.extend(f for f in spec.function(ctx)
                         if f.evidence.share_pct >= thresholds.min_finding_share_pct or spec.always_reported)
     if roofline:
-        tighten_gain_bounds(findings, roofline_of(profile, measured_roofs=True), view.total_ns)
+        tighten_gain_bounds(findings, view.measured_roofline, view.total_ns)
     findings.sort(key=lambda f: (-f.gain_bound_pct, _KIND_ORDER[f.kind], f.rule_id))
     warnings = list(profile.warnings)
     if not profile.kernels:
@@ -60,8 +59,8 @@ def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
         workload=profile.capture.workload,
         gpu_name=profile.capture.gpu_name,
         total_kernel_ns=view.total_ns,
-        kernel_count=len(profile.kernels),
-        operator_count=len(profile.operators),
+        kernel_count=len(view.kernels),
+        operator_count=len(view.operators),
         attributed_pct=round(view.share_pct(view.total_ns - view.unattributed_ns), 3),
         unattributed_pct=round(view.share_pct(view.unattributed_ns), 3),
         rules_run=selected,

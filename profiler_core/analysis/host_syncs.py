@@ -94,7 +94,7 @@ def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
     found = HostSyncs(iterations=max(view.profile.capture.measured_iterations or 1, 1),
                       compiled=any(op.execution_context is ExecutionContext.COMPILED_GRAPH for op in ops))
     seen_ops: set[str] = set()
-    for k in view.profile.kernels:
+    for k in view.kernels:
         if not is_device_to_host(k):
             continue
         op = view.kernel_operator.get(k.id)

@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from profiler_core.analysis.findings import FindingEvidence
-from profiler_core.attribution.aggregate import aggregate_samples
+from profiler_core.attribution.aggregate import FIELDS, aggregate_arrays, aggregate_samples, counter_matrix
 from profiler_core.attribution.operator_class import classify_operator
+from profiler_core.metrics.catalog import CATALOG
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
+
+if TYPE_CHECKING:
+    from profiler_core.analysis.roofline import Roofline
 
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]
 # Classes whose kernels do the operator's real work; a lighter kernel under them is an epilogue.
@@ -72,8 +79,12 @@ class ProfileView:
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
-        self.kernels_by_id: dict[int, Kernel] = {k.id: k for k in profile.kernels}
-        self.operators_by_key: dict[str, Operator] = {op.key: op for op in profile.operators}
+        # A large profile holds its kernels and operators as tables whose every iteration builds the
+        # models afresh; the rules walk them many times, so they are built here once.
+        self.kernels: list[Kernel] = list(profile.kernels)
+        self.operators: list[Operator] = list(profile.operators)
+        self.kernels_by_id: dict[int, Kernel] = {k.id: k for k in self.kernels}
+        self.operators_by_key: dict[str, Operator] = {op.key: op for op in self.operators}
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
         self._kernels_of: dict[str, list[Kernel]] = {}
         self._counters_of: dict[str, dict[str, float | None]] = {}
@@ -84,13 +95,20 @@ class ProfileView:
     @cached_property
     def total_ns(self) -> int:
         """Profiled kernel time: the sum of every kernel's timeline duration."""
-        if self.profile.kernels:
-            return sum(k.duration_ns for k in self.profile.kernels)
+        if self.kernels:
+            return sum(k.duration_ns for k in self.kernels)
         return self.profile.coverage.duration_ns
 
     def share_pct(self, duration_ns: float) -> float:
         """``duration_ns`` as a share of profiled kernel time."""
         return pct(duration_ns, self.total_ns)
+
+    @cached_property
+    def measured_roofline(self) -> Roofline:
+        """The profile's roofline on measured roofs, built once from the view's models."""
+        from profiler_core.analysis.roofline import roofline
+
+        return roofline(self.profile, measured_roofs=True, kernels=self.kernels, operators=self.operators)
 
     # -- operators
     @cached_property
@@ -98,7 +116,7 @@ class ProfileView:
         """Operators in launch order (first kernel start); kernel-less ones keep their list position."""
         keyed: list[tuple[int, int, Operator]] = []
         last_start = -1
-        for index, op in enumerate(self.profile.operators):
+        for index, op in enumerate(self.operators):
             starts = [self.kernels_by_id[i].start_ns for i in op.kernel_ids if i in self.kernels_by_id]
             start = min(starts) if starts else last_start
             last_start = start
@@ -150,7 +168,7 @@ class ProfileView:
         The denominator of "X% of all GEMM time": a cuDNN RNN's cell kernels or a Triton
         epilogue are not GEMM time, whoever launched them.
         """
-        ks = self.profile.kernels if kernels is None else kernels
+        ks = self.kernels if kernels is None else kernels
         return sum(k.duration_ns for k in ks if self.kernel_name_class(k) is OperatorClass.GEMM)
 
     def kernels_of(self, op: Operator) -> list[Kernel]:
@@ -170,20 +188,48 @@ class ProfileView:
         """The operator's aggregated counters (recomputed from kernels when they carry counters)."""
         cached = self._counters_of.get(op.key)
         if cached is None:
-            ks = [k for k in self.kernels_of(op) if k.counters]
-            cached = kernel_counters(ks) if ks else dict(op.metrics)
+            cached = self._all_op_counters.get(op.key)
+            if cached is None:  # an operator not among the profile's, or one whose kernels carry no counters
+                ks = [k for k in self.kernels_of(op) if k.counters]
+                cached = kernel_counters(ks) if ks else dict(op.metrics)
             self._counters_of[op.key] = cached
         return cached
+
+    @cached_property
+    def _all_op_counters(self) -> dict[str, dict[str, float | None]]:
+        """Every operator's counters from its kernels, aggregated for all operators at once.
+
+        The same figures as :func:`kernel_counters` over each operator's kernels (the aggregation
+        works per group, in the kernels' order), at one vectorised pass instead of one per operator.
+        """
+        ops = [op for op in self.operators if op.key not in self._counters_of]
+        groups = [[k for k in self.kernels_of(op) if k.counters] for op in ops]
+        rows = sorted({k.id: k for g in groups for k in g}.values(), key=lambda k: k.id)
+        if not rows:
+            return {}
+        row_of = {k.id: i for i, k in enumerate(rows)}
+        matrix = counter_matrix(rows)
+        durations = np.array([k.duration_ns for k in rows], dtype=float)
+        kept = [(op, g) for op, g in zip(ops, groups, strict=True) if g]
+        idx = np.fromiter((row_of[k.id] for _, g in kept for k in g), dtype=np.int64)
+        grp = np.repeat(np.arange(len(kept)), [len(g) for _, g in kept])
+        agg = aggregate_arrays(matrix, durations, idx, grp, len(kept))
+        out: dict[str, dict[str, float | None]] = {}
+        for i, (op, g) in enumerate(kept):
+            named = {f for k in g for f in k.counters}
+            metrics, _ = agg.group(i, CATALOG)
+            out[op.key] = {f: metrics[f] for f in FIELDS if f in named}
+        return out
 
     # -- kernels
     @cached_property
     def kernel_operator(self) -> dict[int, Operator]:
         """Kernel id -> its operator (attributed kernels only)."""
         out: dict[int, Operator] = {}
-        for op in self.profile.operators:
+        for op in self.operators:
             for kid in op.kernel_ids:
                 out[kid] = op
-        for k in self.profile.kernels:
+        for k in self.kernels:
             key = k.attribution.operator_key
             if k.id not in out and key in self.operators_by_key:
                 out[k.id] = self.operators_by_key[key]
@@ -203,12 +249,12 @@ class ProfileView:
     @cached_property
     def unattributed_kernels(self) -> list[Kernel]:
         """Kernels no operator owns, in timeline order."""
-        return [k for k in self.profile.kernels if self.is_unattributed(k)]
+        return [k for k in self.kernels if self.is_unattributed(k)]
 
     @cached_property
     def unattributed_ns(self) -> int:
         """Kernel time no operator owns (from the unattributed list when kernels are absent)."""
-        if self.profile.kernels:
+        if self.kernels:
             return sum(k.duration_ns for k in self.unattributed_kernels)
         return sum(u.duration_ns for u in self.profile.unattributed)
 

@@ -32,7 +32,7 @@ from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.metrics.flop_counters import MeasuredFlops, measured_flops
 from profiler_core.metrics.flop_model import modelled_flops
 from profiler_core.metrics.peaks import ChipPeaks, peaks_for_gpu
-from profiler_core.schema import Operator, Profile
+from profiler_core.schema import Kernel, Operator, Profile
 
 DISAGREEMENT = 0.25  # |measured / modelled - 1| above this is flagged
 FAR_BELOW = 0.10  # fraction of roofline under which an operator is "far below both roofs"
@@ -111,16 +111,21 @@ class Roofline:
         return {r.key: r for r in self.operators}
 
 
-def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks | None = None) -> Roofline:
-    """Every operator's roofline position against ``chip`` (default: the profile's GPU)."""
+def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks | None = None,
+             kernels: Sequence[Kernel] | None = None, operators: Sequence[Operator] | None = None) -> Roofline:
+    """Every operator's roofline position against ``chip`` (default: the profile's GPU).
+
+    ``kernels`` and ``operators``: the profile's, already built as models (a ProfileView holds them),
+    so a large profile's tables are not turned into models again.
+    """
     peaks = chip or peaks_for_gpu(profile.capture.gpu_name)
     warnings: list[str] = []
     if peaks is None:
         warnings.append(f"no roofs known for GPU {profile.capture.gpu_name!r}: FLOPs and intensity only "
                         "(metrics/peaks.py lists the chips with roofs)")
-    kernels = profile.kernels
+    kernels = profile.kernels if kernels is None else kernels
     rows = [_operator(op, [kernels[i].name for i in op.kernel_ids if i < len(kernels)], peaks, measured_roofs)
-            for op in profile.operators if op.duration_ns > 0]
+            for op in (profile.operators if operators is None else operators) if op.duration_ns > 0]
     flagged = [r for r in rows if r.disagreement is not None]
     if flagged:
         warnings.append(f"{len(flagged)} operators' measured FLOPs differ from the shape model by more than "

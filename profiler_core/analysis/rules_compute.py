@@ -176,7 +176,7 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         loop_ops.extend(ops)
         facts.append(f"{len(durations)} GEMM launches of one shape (M={rows if rows is not None else '?'}), "
                      f"median {statistics.median(durations) / 1000:.1f} us, {split_k} split-K kernels")
-    rnn_kernels = [k for k in view.profile.kernels if _opaque_rnn(ctx, k)]
+    rnn_kernels = [k for k in view.kernels if _opaque_rnn(ctx, k)]
     rnn_ns = sum(k.duration_ns for k in rnn_kernels)
     opaque = view.share_pct(rnn_ns) >= t.rnn_opaque_min_pct
     if opaque:
@@ -204,7 +204,7 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         expected_shifts = None
         idle = [idle_inside_pct(view.kernels_of(op)) for op in rnn_ops.values()]
         if idle and min(idle) > t.launch_latency_idle_pct:
-            step_idle = view_idle_ns(view.profile.kernels)
+            step_idle = view_idle_ns(view.kernels)
             inside = sum(view_idle_ns(view.kernels_of(op)) for op in rnn_ops.values())
             low, high = round(min(idle)), round(max(idle))
             spread = f"{low}%" if low == high else f"{low}-{high}%"

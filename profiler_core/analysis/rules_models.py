@@ -78,7 +78,7 @@ def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
 @rule("layout_transposition")
 def layout_transposition(ctx: RuleContext) -> list[Finding]:
     """Layout-conversion kernels around convolutions, or convolutions writing NCHW."""
-    layout = [k for k in ctx.view.profile.kernels if _LAYOUT.search(k.name)]
+    layout = [k for k in ctx.view.kernels if _LAYOUT.search(k.name)]
     nchw_convs = [k for op in ctx.ops if _is_conv(ctx, op) for k in ctx.view.kernels_of(op)
                   if _NCHW_OUTPUT.search(k.name)]
     layout_ns = sum(k.duration_ns for k in layout)

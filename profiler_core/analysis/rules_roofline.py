@@ -18,7 +18,7 @@ the table has them (what a kernel can attain).
 from __future__ import annotations
 
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.roofline import FAR_BELOW, Roofline, roofline
+from profiler_core.analysis.roofline import FAR_BELOW, Roofline
 from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.transformations import Transformation
 
@@ -34,7 +34,7 @@ ROOFLINE_RULE = "far_below_roofline"
 @rule(ROOFLINE_RULE, needs_roofline=True)
 def far_below_roofline(ctx: RuleContext) -> list[Finding]:
     """Operators under ``FAR_BELOW`` of their attainable roofline: latency/occupancy-bound."""
-    roof = roofline(ctx.view.profile, measured_roofs=True)
+    roof = ctx.view.measured_roofline
     rows = [r for r in roof.operators if r.far_below_roofs and r.dram_bytes]
     if not rows or roof.chip is None:
         return []

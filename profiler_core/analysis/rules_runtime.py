@@ -76,7 +76,7 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
 def launch_bound(ctx: RuleContext) -> list[Finding]:
     """Most kernels are shorter than a launch, or launch-sized gaps fill much of the timeline."""
     t, view = ctx.thresholds, ctx.view
-    kernels = [k for k in view.profile.kernels if k.kind == "kernel"]
+    kernels = [k for k in view.kernels if k.kind == "kernel"]
     if len(kernels) < t.launch_bound_min_kernels:
         return []
     if (view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES:
@@ -245,7 +245,7 @@ def high_unattributed(ctx: RuleContext) -> list[Finding]:
 def counters_missing(ctx: RuleContext) -> list[Finding]:
     """Kernel time without hardware counters: every counter-based rule is blind there."""
     view = ctx.view
-    kernels = [k for k in view.profile.kernels
+    kernels = [k for k in view.kernels
                if k.counter_source is CounterSource.MISSING or not k.counters]
     share = view.share_pct(sum(k.duration_ns for k in kernels))
     if not kernels or share < ctx.thresholds.counters_missing_pct:

@@ -94,7 +94,7 @@ def decode_loop(ctx: RuleContext) -> list[Finding]:
                  "of the step"),
         bottleneck=bottleneck,
         ops=list(loop.ops),
-        kernels=sorted(ctx.view.profile.kernels, key=lambda k: k.start_ns),
+        kernels=sorted(ctx.view.kernels, key=lambda k: k.start_ns),
         transformation=transformation,
         facts=[*decode_figures(loop), cache_text,
                "the per-token GEMMs (M = batch) are the decode loop, not a recurrent network"

@@ -24,7 +24,7 @@ from profiler_core.transformations import Transformation
 def host_bound(ctx: RuleContext) -> list[Finding]:
     """The GPU idles for most of the measured step: the host (Python, dispatch, launches) sets the pace."""
     view, t = ctx.view, ctx.thresholds
-    kernels = view.profile.kernels
+    kernels = view.kernels
     if len(kernels) < 2:
         return []
     busy_ns, span_ns = busy_and_span_ns(kernels)
