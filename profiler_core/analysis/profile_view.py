@@ -48,6 +48,32 @@ def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = 
     return aggregate_samples(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
+def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collection[str] | None = None,
+                         ) -> list[dict[str, float | None]]:
+    """:func:`kernel_counters` of each set, aggregated in one pass (each set is its own group, its
+    kernels in their given order, so every figure is the one a call per set gives)."""
+    sets = [[k for k in ks if k.counters] for ks in kernel_sets]
+    rows = {k.id: k for ks in sets for k in ks}
+    if not rows:
+        return [{} for _ in sets]
+    ordered = list(rows.values())
+    row_of = {kid: i for i, kid in enumerate(rows)}
+    matrix = counter_matrix(ordered)
+    durations = np.array([k.duration_ns for k in ordered], dtype=float)
+    idx = np.fromiter((row_of[k.id] for ks in sets for k in ks), dtype=np.int64)
+    grp = np.repeat(np.arange(len(sets)), [len(ks) for ks in sets])
+    agg = aggregate_arrays(matrix, durations, idx, grp, len(sets))
+    out: list[dict[str, float | None]] = []
+    for i, ks in enumerate(sets):
+        named = {f for k in ks for f in k.counters}
+        if not ks:
+            out.append({})
+            continue
+        metrics, _ = agg.group(i, CATALOG)
+        out.append({f: metrics[f] for f in FIELDS if f in named and (fields is None or f in fields)})
+    return out
+
+
 def busy_and_span_ns(kernels: Iterable[Kernel]) -> tuple[int, int]:
     """(time any kernel runs, first start to last end) over ``kernels``, in ns."""
     busy = span_start = 0
@@ -197,29 +223,10 @@ class ProfileView:
 
     @cached_property
     def _all_op_counters(self) -> dict[str, dict[str, float | None]]:
-        """Every operator's counters from its kernels, aggregated for all operators at once.
-
-        The same figures as :func:`kernel_counters` over each operator's kernels (the aggregation
-        works per group, in the kernels' order), at one vectorised pass instead of one per operator.
-        """
+        """Every operator's counters from its kernels, aggregated for all operators at once."""
         ops = [op for op in self.operators if op.key not in self._counters_of]
-        groups = [[k for k in self.kernels_of(op) if k.counters] for op in ops]
-        rows = sorted({k.id: k for g in groups for k in g}.values(), key=lambda k: k.id)
-        if not rows:
-            return {}
-        row_of = {k.id: i for i, k in enumerate(rows)}
-        matrix = counter_matrix(rows)
-        durations = np.array([k.duration_ns for k in rows], dtype=float)
-        kept = [(op, g) for op, g in zip(ops, groups, strict=True) if g]
-        idx = np.fromiter((row_of[k.id] for _, g in kept for k in g), dtype=np.int64)
-        grp = np.repeat(np.arange(len(kept)), [len(g) for _, g in kept])
-        agg = aggregate_arrays(matrix, durations, idx, grp, len(kept))
-        out: dict[str, dict[str, float | None]] = {}
-        for i, (op, g) in enumerate(kept):
-            named = {f for k in g for f in k.counters}
-            metrics, _ = agg.group(i, CATALOG)
-            out[op.key] = {f: metrics[f] for f in FIELDS if f in named}
-        return out
+        sets = [[k for k in self.kernels_of(op) if k.counters] for op in ops]
+        return {op.key: c for op, ks, c in zip(ops, sets, kernel_counters_many(sets), strict=True) if ks}
 
     # -- kernels
     @cached_property
@@ -270,6 +277,15 @@ class ProfileView:
         if wanted is not None:
             counters = {f: counters.get(f) for f in wanted}
         return {f: (round(v, 4) if v is not None else None) for f, v in counters.items()}
+
+    def counters_of_many(self, kernel_sets: Sequence[Sequence[Kernel]], fields: Sequence[str],
+                         ) -> list[dict[str, float | None]]:
+        """:meth:`counters_of` for each of ``kernel_sets`` (with ``fields``), in one vectorised pass."""
+        wanted = list(fields)
+        out = []
+        for counters in kernel_counters_many([[k for k in ks if k.counters] for ks in kernel_sets], wanted):
+            out.append({f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted})
+        return out
 
     def evidence(self, kernels: Sequence[Kernel], *, operator_count: int = 0,
                  facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,

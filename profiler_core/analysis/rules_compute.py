@@ -87,9 +87,9 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     groups = parallel_projection_groups(ctx.view, ctx.ops, min_size=t.min_parallel_projections,
                                         max_size=t.max_parallel_projections)
     chosen, facts, sizes = [], [], Counter[int]()
-    for group in groups:
-        ops = [ctx.ops[i] for i in group]
-        agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _GEMM_FIELDS)
+    op_groups = [[ctx.ops[i] for i in group] for group in groups]
+    aggregates = ctx.view.counters_of_many([ctx.view.kernels_of_ops(ops) for ops in op_groups], _GEMM_FIELDS)
+    for ops, agg in zip(op_groups, aggregates, strict=True):
         occupancy = counter(agg, "achieved_occupancy_pct")
         if occupancy is None or occupancy >= t.low_occupancy_pct:
             continue

@@ -1,0 +1,34 @@
+"""The view's one-pass counter aggregation gives exactly what one aggregation per set gives."""
+
+from __future__ import annotations
+
+import random
+
+from profiler_core.analysis.profile_view import ProfileView, kernel_counters
+from tests.analysis.real_profiles import joinable_profile, pair_profile
+
+FIELDS = ("achieved_occupancy_pct", "tensor_core_active_pct", "dram_bytes_read", "executed_instructions")
+
+
+def test_every_operators_counters_match_a_per_operator_aggregation() -> None:
+    for profile in (pair_profile("base"), joinable_profile()):
+        view = ProfileView(profile)
+        compared = 0
+        for op in view.operators:
+            ks = [k for k in view.kernels_of(op) if k.counters]
+            if not ks:
+                continue
+            assert view.op_counters(op) == kernel_counters(ks), op.key
+            compared += 1
+        assert compared > 10
+
+
+def test_counters_of_many_matches_counters_of_per_set() -> None:
+    view = ProfileView(pair_profile("base"))
+    rng = random.Random(0)
+    sets = [rng.sample(view.kernels, rng.randint(1, 12)) for _ in range(100)] + [[]]
+    many = view.counters_of_many(sets, FIELDS)
+    assert len(many) == len(sets)
+    for ks, got in zip(sets, many, strict=True):
+        assert got == view.counters_of(ks, FIELDS)
+    assert any(v is not None for got in many for v in got.values())
