@@ -73,6 +73,7 @@ def parse_torch_trace(lines: Iterable[str], origin: str, into: TraceContents | N
             reader.finish()
             reader.start(match.group(1))
     reader.finish()
+    reader.enclose()
     return contents
 
 
@@ -95,6 +96,40 @@ class _TraceReader:
         # compile -> post-grad node -> the nodes and inputs it reads (the latest graph; the forward's kept)
         self.graph_args: dict[tuple[Any, ...], dict[str, tuple[str, ...]]] = {}
         self.forward_args: dict[tuple[Any, ...], dict[str, tuple[str, ...]]] = {}
+        self.stacks: dict[Any, tuple[tuple[Any, Any, Any], ...]] = {}  # frame -> the stack dynamo compiled it at
+        self.frame_calls: dict[Any, list[int]] = defaultdict(list)  # frame -> its calls' indices in call_modules
+
+    def _add_call(self, handle: str, module: str | None) -> None:
+        self.frame_calls[self.compile_key[1]].append(len(self.contents.call_modules))
+        self.contents.call_modules.append((handle, module))
+
+    def enclose(self) -> None:
+        """A compiled frame whose graph names no module takes the module whose forward called it.
+
+        A function a model's forward calls (transformers' ``ForCausalLMLoss``, called through
+        ``self.loss_function``) compiles as a frame of its own after a graph break; its graph holds
+        no module. The frame dynamo compiled it from inside is the compiled ``forward`` whose stack,
+        less that forward itself, begins its own stack (the forward's frame is not listed: it runs
+        compiled code). Its calls take that forward's own module: ``self`` of the forward's frame,
+        the root its module paths are written from (``""``; a tied ``lm_head`` that reads
+        ``transformer.wte``'s weight keeps the common prefix of its calls from saying so).
+        """
+        calls = self.contents.call_modules
+        placed = {f: [m for i in idx if (m := calls[i][1]) is not None] for f, idx in self.frame_calls.items()}
+        for frame, idx in self.frame_calls.items():
+            stack = self.stacks.get(frame)
+            if stack is None or placed[frame]:
+                continue
+            called = False
+            for other, modules in placed.items():
+                outer = self.stacks.get(other)
+                if other == frame or not modules or outer is None or outer[-1][2] != "forward":
+                    continue
+                caller = outer[:-1]
+                called = called or (len(caller) < len(stack) and stack[:len(caller)] == caller)
+            if called:
+                for i in idx:
+                    calls[i] = (calls[i][0], "")
 
     def start(self, envelope_text: str) -> None:
         self.contents.envelopes += 1
@@ -104,6 +139,10 @@ class _TraceReader:
             return  # a damaged envelope we would not have used anyway
         if not isinstance(envelope, dict):
             return
+        started = envelope.get("dynamo_start")
+        if isinstance(started, dict) and isinstance(started.get("stack"), list):
+            self.stacks.setdefault(envelope.get("frame_id"), tuple(
+                (f.get("filename"), f.get("line"), f.get("name")) for f in started["stack"] if isinstance(f, dict)))
         artifact = envelope.get("artifact")
         kind = artifact.get("name") if isinstance(artifact, dict) else None
         if kind is None and _OUTPUT_CODE in envelope:
@@ -184,7 +223,7 @@ class _TraceReader:
                 pre = [p for node in kernel_to_post[handle] for p in post_to_pre.get(node, ())]
                 own = [p for p in pre if p not in shared]
                 paths = [modules[p] for p in (own or pre) if p in modules]
-                self.contents.call_modules.append((handle, common_module(paths) if paths else None))
+                self._add_call(handle, common_module(paths) if paths else None)
 
     def _modules_from_inputs(self) -> None:
         """Each call of the compile's latest generated code placed by the graph inputs it reads.
@@ -246,7 +285,8 @@ class _TraceReader:
                 mine = {name for name in reads if name.startswith("buf")}
                 placed[i] = next((placed[j] for j in range(i + 1, len(sites))
                                   if placed[j] is not None and mine & set(sites[j][1])), None)
-        self.contents.call_modules.extend((handle, module) for (handle, _), module in zip(sites, placed, strict=True))
+        for (handle, _), module in zip(sites, placed, strict=True):
+            self._add_call(handle, module)
 
     def _stack_traces(self, data: dict[str, Any]) -> None:
         handles = self.last_handles.get(self.compile_key, {})
