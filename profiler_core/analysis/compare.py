@@ -20,7 +20,7 @@ from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_op
 from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
 from profiler_core.analysis.counter_format import Direction, direction, shift_text
 from profiler_core.analysis.findings import FindingsReport
-from profiler_core.analysis.profile_view import ProfileView, kernel_counters, pct
+from profiler_core.analysis.profile_view import ProfileView, kernel_counters, kernel_counters_many, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.metrics.catalog import COUNTER_FIELDS
@@ -149,7 +149,10 @@ def _counter_deltas(base: dict[str, float | None], opt: dict[str, float | None],
 
 
 def _time_row(b_ks: Sequence[Kernel], o_ks: Sequence[Kernel], bv: ProfileView, ov: ProfileView,
-              scale: tuple[float, float], t: Thresholds) -> dict:
+              scale: tuple[float, float], t: Thresholds,
+              counters: tuple[dict[str, float | None], dict[str, float | None]] | None = None) -> dict:
+    """One row's times and counter deltas (``counters``: both sides' aggregates, when already taken)."""
+    b_c, o_c = counters if counters is not None else (kernel_counters(b_ks), kernel_counters(o_ks))
     b_ns = round(sum(k.duration_ns for k in b_ks) * scale[0])
     o_ns = round(sum(k.duration_ns for k in o_ks) * scale[1])
     return {
@@ -158,7 +161,7 @@ def _time_row(b_ks: Sequence[Kernel], o_ks: Sequence[Kernel], bv: ProfileView, o
         "base_share_pct": round(bv.share_pct(sum(k.duration_ns for k in b_ks)), 3),
         "opt_share_pct": round(ov.share_pct(sum(k.duration_ns for k in o_ks)), 3),
         "base_kernels": len(b_ks), "opt_kernels": len(o_ks),
-        "counters": _counter_deltas(kernel_counters(b_ks), kernel_counters(o_ks), t),
+        "counters": _counter_deltas(b_c, o_c, t),
     }
 
 
@@ -178,9 +181,13 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
 def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
                    scale: tuple[float, float], t: Thresholds) -> list[OperatorRow]:
     rows = []
-    for g in groups:
-        b_ops = [bv.operators_by_key[k] for k in g.base_keys]
-        o_ops = [ov.operators_by_key[k] for k in g.opt_keys]
+    sides = [([bv.operators_by_key[k] for k in g.base_keys], [ov.operators_by_key[k] for k in g.opt_keys])
+             for g in groups]
+    b_sets = [bv.kernels_of_ops(b_ops) for b_ops, _ in sides]
+    o_sets = [ov.kernels_of_ops(o_ops) for _, o_ops in sides]
+    # every row's counters in one vectorised pass per side (the figures of one aggregation per row)
+    b_counters, o_counters = kernel_counters_many(b_sets), kernel_counters_many(o_sets)
+    for i, (g, (b_ops, o_ops)) in enumerate(zip(groups, sides, strict=True)):
         first = (b_ops or o_ops)[0]
         cls = (bv if b_ops else ov).op_class(first)
         if len(b_ops) == 1 and len(o_ops) == 1 and b_ops[0].key == o_ops[0].key:
@@ -190,7 +197,7 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
         rows.append(OperatorRow(
             label=label, op_class=cls, method=g.method, base_keys=list(g.base_keys),
             opt_keys=list(g.opt_keys),
-            **_time_row(bv.kernels_of_ops(b_ops), ov.kernels_of_ops(o_ops), bv, ov, scale, t)))
+            **_time_row(b_sets[i], o_sets[i], bv, ov, scale, t, (b_counters[i], o_counters[i]))))
     return rows
 
 
