@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import StrEnum
@@ -98,9 +98,9 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
     groups: list[_Group] = []
     # Name and role together: Inductor may file a bias epilogue under "aten::addmm" in one profile
     # while "aten::addmm" is a real GEMM in the other; those must not pair by name.
-    names = SequenceMatcher(None, [(call_name(o.name), r) for o, r in zip(a_ops, a_roles, strict=True)],
-                            [(call_name(o.name), r) for o, r in zip(b_ops, b_roles, strict=True)], autojunk=False)
-    for tag, i1, i2, j1, j2 in names.get_opcodes():
+    opcodes = _opcodes([(call_name(o.name), r) for o, r in zip(a_ops, a_roles, strict=True)],
+                       [(call_name(o.name), r) for o, r in zip(b_ops, b_roles, strict=True)])
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 same_key = a_ops[i].key == b_ops[j].key
@@ -123,6 +123,30 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
             method = AlignMethod.ONLY_OPT
         out.append(AlignedGroup(tuple(a_ops[i].key for i in g.base), tuple(b_ops[j].key for j in g.opt),
                                 method))
+    return out
+
+
+def _opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes between ``a`` and ``b``, the common head and tail paired as they stand.
+
+    SequenceMatcher (no autojunk: a model's repeated operators are its structure) costs time
+    quadratic in the repeats of each name; two captures of one model share most of their
+    sequence, so only the stretch between the common head and tail goes through it.
+    """
+    n = min(len(a), len(b))
+    head = 0
+    while head < n and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    a_mid, b_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    out: list[tuple[str, int, int, int, int]] = [("equal", 0, head, 0, head)] if head else []
+    if a_mid or b_mid:
+        middle = SequenceMatcher(None, a_mid, b_mid, autojunk=False).get_opcodes()
+        out.extend((tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle)
+    if tail:
+        out.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
     return out
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from profiler_core.analysis import AlignMethod, ProfileView, align_operators
+from profiler_core.analysis.alignment import _opcodes
 from profiler_core.schema import ExecutionContext, Profile
 from tests.analysis.profile_builder import ProfileBuilder, k
 from tests.analysis.real_profiles import pair_profile
@@ -124,3 +129,18 @@ def test_new_operator_is_only_in_the_optimized_profile() -> None:
         ((), ("aten::_to_copy#0",), AlignMethod.ONLY_OPT),
         (("aten::mm#0",), ("aten::mm#0",), AlignMethod.KEY),
     ]
+
+
+@given(st.lists(st.sampled_from("abcd"), max_size=30), st.lists(st.sampled_from("abcd"), max_size=30))
+def test_opcodes_cover_both_sequences_with_true_equal_blocks(a: list[str], b: list[str]) -> None:
+    ops = _opcodes(a, b)
+    i = j = 0
+    for tag, i1, i2, j1, j2 in ops:
+        assert (i1, j1) == (i, j)  # contiguous, in order
+        if tag == "equal":
+            assert a[i1:i2] == b[j1:j2]
+        i, j = i2, j2
+    assert (i, j) == (len(a), len(b))
+    # where the two share no head or tail, it is difflib's answer exactly
+    if not a or not b or (a[0] != b[0] and a[-1] != b[-1]):
+        assert ops == SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
