@@ -292,7 +292,7 @@ def compare(base: Profile, opt: Profile, *, thresholds: Thresholds = DEFAULT_THR
     from profiler_core.analysis.diagnose import diagnose  # local: diagnose imports the rule modules
 
     t = thresholds
-    bv, ov = ProfileView(base), ProfileView(opt)
+    bv, ov = ProfileView.of(base), ProfileView.of(opt)
     b_scale, o_scale, per_iteration = _scale(base, opt)
     scale = (b_scale, o_scale)
     b_total, o_total = round(bv.total_ns * b_scale), round(ov.total_ns * o_scale)

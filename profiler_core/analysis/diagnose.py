@@ -42,7 +42,7 @@ def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
         raise ProfilerError(f"rule {needing[0]} needs the roofline: leave roofline on, or drop the rule")
     if not roofline:
         selected = [r for r in selected if not specs[r].needs_roofline]
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     ctx = RuleContext(view=view, thresholds=thresholds)
     findings: list[Finding] = []
     for rule_id in selected:

@@ -7,8 +7,10 @@ kernel's operator and class, total profiled kernel time, and evidence for any se
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -100,8 +102,36 @@ def idle_inside_pct(kernels: Iterable[Kernel]) -> float:
     return pct(span - busy, span)
 
 
+_SHARED: ContextVar[dict[int, ProfileView] | None] = ContextVar("oprof_shared_views", default=None)
+
+
+@contextlib.contextmanager
+def shared_views() -> Iterator[None]:
+    """While active, :meth:`ProfileView.of` builds one view per profile and hands it to every caller.
+
+    One report diagnoses, compares and renders the same profiles several times over; a large
+    profile's view (its models, its indexes) is built once for all of them, and let go on exit.
+    """
+    token = _SHARED.set({} if _SHARED.get() is None else _SHARED.get())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 class ProfileView:
     """Indexes over a Profile; the profile itself is never modified."""
+
+    @classmethod
+    def of(cls, profile: Profile) -> ProfileView:
+        """The view of ``profile``: the shared one inside :func:`shared_views`, else a new one."""
+        shared = _SHARED.get()
+        if shared is None:
+            return cls(profile)
+        view = shared.get(id(profile))
+        if view is None or view.profile is not profile:
+            view = shared[id(profile)] = cls(profile)
+        return view
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile

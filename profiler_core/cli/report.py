@@ -32,7 +32,14 @@ def report_command(
     top_k_alias: Annotated[int | None, typer.Option("--top-k", min=1, hidden=True)] = None,  # the old spelling
 ) -> None:
     """Report a profile: where the time went, why, and (with --baseline) what changed."""
-    top_k = top_k_alias or top
+    from profiler_core.analysis.profile_view import shared_views
+
+    with shared_views():  # one view per profile for every stage below
+        _report(profile, baseline, html, markdown, perfetto, summary, as_json, top_k_alias or top)
+
+
+def _report(profile: Path, baseline: Path | None, html: Path | None, markdown: Path | None,
+            perfetto: Path | None, summary: bool, as_json: bool, top_k: int) -> None:
     prof = api.load_profile(profile)
     base = api.load_profile(baseline) if baseline is not None else None
     rep = api.report(prof, baseline=base, base_label=str(baseline), opt_label=str(profile))

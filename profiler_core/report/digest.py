@@ -174,7 +174,7 @@ def findings_owner(findings: object, *profiles: Profile | None) -> Profile | Non
     """Which of ``profiles`` a findings report was diagnosed from (by kernel count and kernel time)."""
     for p in profiles:
         if p is not None and getattr(findings, "kernel_count", None) == len(p.kernels) and getattr(
-                findings, "total_kernel_ns", None) == ProfileView(p).total_ns:
+                findings, "total_kernel_ns", None) == ProfileView.of(p).total_ns:
             return p
     return None
 
@@ -186,7 +186,7 @@ def not_shown(shown: int, total: int, what: str) -> str:
 
 def headline(profile: Profile) -> dict[str, str | int | float | None]:
     """Workload, GPU, iterations and totals, as reports print them at the top."""
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     cap = profile.capture
     return {
         "workload": cap.workload, "gpu": cap.gpu_name, "chip": cap.chip,

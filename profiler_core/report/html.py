@@ -69,7 +69,7 @@ def comparison_html(c: Comparison, *, top_k: int = 15, end_to_end: EndToEnd | No
 
 def profile_html(profile: Profile, *, top_k: int = 12, heading: str = "Where the time went") -> str:
     """The single-profile section: class and tier charts, top operators with their counters."""
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     classes = time_by_class(view)
     tiers = coverage_by_tier(view)
     top = top_operators(view, top_k)
@@ -141,7 +141,7 @@ def render_html(profile: Profile | None = None, *, findings: FindingsReport | No
     if profile is not None and baseline is None:
         # with a baseline, each section states its own profile's counts; the header only what both share
         counts = {"kernels": len(profile.kernels), "operators": len(profile.operators),
-                  "total_ns": ProfileView(profile).total_ns}
+                  "total_ns": ProfileView.of(profile).total_ns}
     sections: list[str] = []
     if comparison is not None:
         sections.append(comparison_html(comparison, end_to_end=end_to_end))

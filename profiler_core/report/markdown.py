@@ -127,7 +127,7 @@ def findings_markdown(report: FindingsReport, heading: str = "Findings") -> list
 
 def profile_markdown(profile: Profile, *, top_k: int = 10, heading: str = "Profile") -> list[str]:
     """The lines of a single-profile section: headline, coverage, time by class, top operators."""
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     cap = profile.capture
     lines = [f"## {heading}: {md(cap.workload or 'workload')}", "",
              f"{md(cap.gpu_name or 'GPU ?')} ({md(cap.chip or '?')}), {len(profile.kernels)} kernels, "

@@ -164,7 +164,7 @@ def _host_events(host: HostTimeline, kernels: list[Kernel], t0: int, window: tup
 
 def export_perfetto(profile: Profile, *, host: HostTimeline | None = None) -> dict[str, Any]:
     """A Chrome trace dict of the attributed timeline (see the module docstring)."""
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     kernels = sorted(profile.kernels, key=lambda k: (k.device, k.stream, k.start_ns))
     t0 = min((k.start_ns for k in kernels), default=0)
     if host is not None:  # the first launch comes before the first kernel: time starts there

@@ -45,7 +45,7 @@ def compact_summary(profile: Profile, *, top_k: int = 10, findings: FindingsRepo
         from profiler_core.analysis.diagnose import diagnose
 
         findings = diagnose(profile)
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     cap = profile.capture
     summary: dict[str, Any] = {
         "workload": _clip(cap.workload, 80), "gpu": cap.gpu_name, "chip": cap.chip,

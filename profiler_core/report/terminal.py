@@ -97,7 +97,7 @@ def comparison_renderables(c: Comparison, *, top_k: int = 10,
 
 def profile_renderables(profile: Profile, *, top_k: int = 10) -> list[RenderableType]:
     """Coverage, time by class and the top operators with their key counters."""
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     cap = profile.capture
     out: list[RenderableType] = []
     if (w := warnings_renderable(list(profile.warnings))) is not None:

@@ -32,7 +32,7 @@ NO_PHASE = "no phase"
 
 def phase_kernel_ns(profile: Profile) -> dict[str, int]:
     """Kernel time (ns) of each phase of the step, and of kernels with none; empty for an inference profile."""
-    view = ProfileView(profile)
+    view = ProfileView.of(profile)
     by_phase: Counter[str] = Counter()
     for op in profile.operators:
         by_phase[op.phase or NO_PHASE] += view.op_duration_ns(op)
@@ -70,7 +70,7 @@ def build_training_view(baseline: Profile, kept: list[tuple[str, Profile]]) -> T
         return None
     view = TrainingView([PhaseRow("baseline", first)])
     for name, profile in kept:
-        now = phase_kernel_ns(profile) or {NO_PHASE: ProfileView(profile).total_ns}
+        now = phase_kernel_ns(profile) or {NO_PHASE: ProfileView.of(profile).total_ns}
         view.rows.append(PhaseRow(f"+ {name}", now, _moved(view.rows[-1].phase_ns, now)))
     return view
 

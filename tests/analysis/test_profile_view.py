@@ -32,3 +32,16 @@ def test_counters_of_many_matches_counters_of_per_set() -> None:
     for ks, got in zip(sets, many, strict=True):
         assert got == view.counters_of(ks, FIELDS)
     assert any(v is not None for got in many for v in got.values())
+
+
+def test_shared_views_build_one_view_per_profile_and_only_while_active() -> None:
+    from profiler_core.analysis.profile_view import shared_views
+
+    base, opt = pair_profile("base"), pair_profile("opt")
+    assert ProfileView.of(base) is not ProfileView.of(base)
+    with shared_views():
+        view = ProfileView.of(base)
+        assert ProfileView.of(base) is view and ProfileView.of(opt) is not view
+        with shared_views():  # nested: the same views
+            assert ProfileView.of(base) is view
+    assert ProfileView.of(base) is not view
