@@ -248,7 +248,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         walltime: WallTimeArg = None,
     ) -> ReportResult:
         """A self-contained HTML report, and a compact summary of the profile for reading here."""
-        with tool_errors(ws):
+        from profiler_core.analysis.profile_view import shared_views
+
+        with tool_errors(ws), shared_views():  # one view per profile for diagnose, compare and the renderers
             path, prof = load_profile(ws, profile)
             out = ws.output_file(html or sibling(path, "report.html"), kind="report")
             findings = findings_file = None
