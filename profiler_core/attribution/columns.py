@@ -47,6 +47,18 @@ class Interner:
         return len(self.values)
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` for a 1-D array, by sort and mask: NumPy 2.4's plain ``np.unique`` takes a
+    hashing path that is ~40x slower on a million int64 values (0.6 s against 0.015 s)."""
+    flat = np.sort(np.asarray(a).ravel())
+    if flat.size == 0:
+        return flat
+    keep = np.empty(flat.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+    return flat[keep]
+
+
 def column(records: Sequence[object], attr: str, none: int = NONE) -> np.ndarray:
     """One integer attribute of every record (int64; ``none`` where it is None)."""
     get = attrgetter(attr)

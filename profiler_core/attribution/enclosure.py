@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, column, last_index_of
+from profiler_core.attribution.columns import NONE, Interner, column, last_index_of, sorted_unique
 from profiler_core.attribution.evidence import (
     _COMPILED_MARKERS,
     _claim_from_stack,
@@ -52,7 +52,7 @@ def nsys_enclosure_columns(kernel_corr: np.ndarray, runtime_calls: Sequence[Runt
     kept = np.flatnonzero(kept_text[text_code] & (r_end > r_start))
     if not len(kept):
         return out
-    kept_codes = np.unique(text_code[kept])
+    kept_codes = sorted_unique(text_code[kept])
     markers = _compiled_markers(texts.values[c] for c in kept_codes.tolist())
     is_marker = np.array([t.startswith(markers) for t in texts.values], dtype=bool)
     is_op = np.array([p is not None for p in parsed], dtype=bool)
@@ -66,7 +66,7 @@ def nsys_enclosure_columns(kernel_corr: np.ndarray, runtime_calls: Sequence[Runt
     q_tid = column(runtime_calls, "tid", 0)[launch[has_launch]]
     q_t = column(runtime_calls, "start_ns", 0)[launch[has_launch]]
     op_table = _op_table(texts.values, parsed, resolve, vocab)
-    for tid in np.unique(r_tid[kept]).tolist():
+    for tid in sorted_unique(r_tid[kept]).tolist():
         qi = np.flatnonzero(q_tid == tid)
         if not len(qi):
             continue

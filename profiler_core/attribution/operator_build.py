@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from profiler_core.attribution.aggregate import aggregate_arrays, specs_with_flops
-from profiler_core.attribution.columns import NONE, Interner, group_first_seen, nth_within
+from profiler_core.attribution.columns import NONE, Interner, group_first_seen, nth_within, sorted_unique
 from profiler_core.attribution.dedup import MAX_SEARCH_OPS, _best_tandem_repeat
 from profiler_core.attribution.evidence import EXTERN_CLASSES
 from profiler_core.attribution.joins import INHERITED, MISSING
@@ -181,7 +181,7 @@ def _union_per_group(item_codes: np.ndarray, grp: np.ndarray, n_groups: int, ite
     if not n_groups:
         return result
     span = len(item_values) + 1
-    pairs = np.unique(grp * span + item_codes)
+    pairs = sorted_unique(grp * span + item_codes)
     pg, pc = pairs // span, pairs % span
     counts = np.bincount(pg, minlength=n_groups)
     single = counts[pg] == 1
@@ -255,7 +255,7 @@ def mark_repeated_layers(ops: OperatorTable, table: KernelTable, padded: np.ndar
     dups = np.flatnonzero(rep != NONE)
     if not len(dups):
         return
-    ops.layer_role[np.unique(rep[dups])] = 1
+    ops.layer_role[sorted_unique(rep[dups])] = 1
     ops.layer_role[dups] = 2
     ops.inherited_from[dups] = rep[dups]
     # counters: a duplicate's kernel the counter run skipped takes its representative's, kernel by kernel
@@ -270,7 +270,7 @@ def mark_repeated_layers(ops: OperatorTable, table: KernelTable, padded: np.ndar
     table.counter_row[kd] = table.counter_row[kr]
     table.counter_source[kd] = INHERITED
     table.inherited_from[kd] = np.where(table.inherited_from[kr] != NONE, table.inherited_from[kr], kr)
-    changed = np.unique(table.operator[kd])
+    changed = sorted_unique(table.operator[kd])
     members = np.concatenate([ops.members[ops.offsets[g]:ops.offsets[g + 1]] for g in changed.tolist()])
     grp = np.repeat(np.arange(len(changed)), counts[changed])
     rows = np.where(table.counter_row != NONE, table.counter_row, len(padded) - 1)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE
+from profiler_core.attribution.columns import NONE, sorted_unique
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.errors import SchemaError
 from profiler_core.physical_checks import dram_bytes_columns, dram_problem
@@ -77,7 +77,7 @@ def table_references(profile: Profile) -> None:
     j = _first(t.end_ns < t.start_ns)
     if j is not None:
         raise SchemaError(f"kernel {j} ends ({int(t.end_ns[j])} ns) before it starts ({int(t.start_ns[j])} ns)")
-    used = np.unique(t.operator[t.operator != NONE])
+    used = sorted_unique(t.operator[t.operator != NONE])
     if len(used):
         names = pa.array([t.operator_keys[g] for g in used.tolist()], type=pa.string())
         bad = _first(~pc.is_in(names, value_set=ops.keys).to_numpy(zero_copy_only=False))

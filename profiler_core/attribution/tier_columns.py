@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from profiler_core.attribution.collective import collective_operator
-from profiler_core.attribution.columns import NONE, Interner, column, first_index_of
+from profiler_core.attribution.columns import NONE, Interner, column, first_index_of, sorted_unique
 from profiler_core.attribution.evidence import Claim, _compiled_markers, _innermost_op, _Resolver
 from profiler_core.attribution.names import clean_op_name, is_generated_kernel_name, is_operator_name
 from profiler_core.records import CounterRow, CpuOp, FusionRecord, TimelineKernel
@@ -159,7 +159,7 @@ def _inside_compiled(cpu_ops: Sequence[CpuOp], names: Interner, name_code: np.nd
     end = column(cpu_ops, "end_ns", 0)
     spans = np.flatnonzero(is_marker)
     q_tid, q_t = tid[ops_sel], start[ops_sel]
-    for t in np.unique(tid[spans]).tolist():
+    for t in sorted_unique(tid[spans]).tolist():
         s = spans[tid[spans] == t]
         order = np.lexsort((end[s], start[s]))
         starts, ends = start[s][order], end[s][order]
