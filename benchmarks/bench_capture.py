@@ -25,7 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,34 +36,55 @@ from profiler_core.capture import phases  # noqa: E402
 from profiler_core.capture.config import CaptureConfig, CompileMode, HarnessPhase  # noqa: E402
 from profiler_core.capture.harness import parse_result  # noqa: E402
 from profiler_core.capture.pipeline import capture  # noqa: E402
-from profiler_core.capture.runner import run_process  # noqa: E402
+from profiler_core.capture.runner import ProcessResult, failure_summary, run_process  # noqa: E402
 from profiler_core.errors import ProfilerError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WORKLOADS = [REPO / "examples" / name for name in ("gpt2.py", "sdpa_attention.py", "lstm_encoder.py")]
 
 
-def plain_runs(workload: Path, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    """Two plain harness runs sharing a fresh Inductor cache: cold (compiles), then warm."""
+def plain_harness_runs(workload: Path, args: argparse.Namespace, work: Path, labels: Iterable[str],
+                       ) -> Iterator[tuple[str, ProcessResult, dict[str, Any] | None, Path]]:
+    """Plain harness runs of ``workload``, one per label, sharing a fresh Inductor cache (the first
+    compiles): (label, process, the harness's result line, its log directory) each."""
     cache = Path(tempfile.mkdtemp(prefix="oprof-bench-cache-", dir=work))
     env = phases.phase_env(os.environ, inductor_cache=cache, pythonpath=REPO)
     command = phases.harness_command(
         [sys.executable, "-m", "profiler_core.capture.harness"], workload=workload, phase=HarnessPhase.PLAIN,
         compile_mode=CompileMode(args.compile_mode), warmup=args.warmup, iters=args.iters, device="cuda",
         seed=0)
+    try:
+        for label in labels:
+            logs = work / f"plain-{workload.stem}-{label}"
+            result = run_process(command, stdout_path=logs / "stdout.log", stderr_path=logs / "stderr.log",
+                                 env=env, timeout_s=args.phase_timeout, label=f"plain {label}")
+            yield label, result, parse_result((logs / "stdout.log").read_text(errors="replace")), logs
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def plain_runs(workload: Path, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Two plain harness runs sharing a fresh Inductor cache: cold (compiles), then warm."""
     out: dict[str, Any] = {}
-    for label in ("cold", "warm"):
-        logs = work / f"plain-{workload.stem}-{label}"
-        result = run_process(command, stdout_path=logs / "stdout.log", stderr_path=logs / "stderr.log",
-                             env=env, timeout_s=args.phase_timeout, label=f"plain {label}")
-        data = parse_result((logs / "stdout.log").read_text()) or {}
+    for label, result, data, logs in plain_harness_runs(workload, args, work, ("cold", "warm")):
         out[f"{label}_s"] = round(result.duration_s, 2)
-        out[f"{label}_measured_ms"] = data.get("measured_ms")
+        out[f"{label}_measured_ms"] = (data or {}).get("measured_ms")
         if result.returncode != 0:
-            out["error"] = f"plain {label} run exited {result.returncode}; see {logs}"
+            out["error"] = f"plain {label} run exited {result.returncode}: {failure_summary(result)} (logs: {logs})"
             break
-    shutil.rmtree(cache, ignore_errors=True)
     return out
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, workloads: list[Path], warmup: int, iters: int,
+                         phase_timeout: float) -> None:
+    """The options every capture benchmark takes: workloads, JSON output, compile mode, iterations, work dir."""
+    parser.add_argument("workloads", nargs="*", type=Path, default=workloads)
+    parser.add_argument("--json-out", type=Path, required=True, help="where the figures go (JSON)")
+    parser.add_argument("--compile-mode", default="default")
+    parser.add_argument("--warmup", type=int, default=warmup)
+    parser.add_argument("--iters", type=int, default=iters)
+    parser.add_argument("--phase-timeout", type=float, default=phase_timeout)
+    parser.add_argument("--work-dir", type=Path, help="keep run directories here (default: temp, removed)")
 
 
 def one_capture(workload: Path, label: str, config: CaptureConfig) -> dict[str, Any]:
@@ -146,13 +167,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workloads", nargs="*", type=Path, default=DEFAULT_WORKLOADS)
-    parser.add_argument("--json-out", type=Path, required=True, help="where the figures go (JSON)")
-    parser.add_argument("--compile-mode", default="default")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=2)
-    parser.add_argument("--phase-timeout", type=float, default=1800.0)
-    parser.add_argument("--work-dir", type=Path, help="keep run directories here (default: temp, removed)")
+    add_common_arguments(parser, workloads=DEFAULT_WORKLOADS, warmup=2, iters=2, phase_timeout=1800.0)
     parser.add_argument("--skip-floor", action="store_true")
     parser.add_argument("--skip-full", action="store_true")
     parser.add_argument("--skip-dedup", action="store_true")

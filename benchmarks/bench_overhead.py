@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -36,13 +35,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other benchmarks, for what they share
+
+from bench_capture import add_common_arguments, plain_harness_runs  # noqa: E402
 
 from profiler_core.atomic_write import write_text_atomic  # noqa: E402
-from profiler_core.capture import phases  # noqa: E402
-from profiler_core.capture.config import CaptureConfig, CompileMode, HarnessPhase  # noqa: E402
-from profiler_core.capture.harness import parse_result  # noqa: E402
+from profiler_core.capture.config import CaptureConfig  # noqa: E402
 from profiler_core.capture.pipeline import capture  # noqa: E402
-from profiler_core.capture.runner import run_process  # noqa: E402
+from profiler_core.capture.runner import failure_summary  # noqa: E402
 from profiler_core.errors import ProfilerError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,22 +54,12 @@ BUDGET_PROCESS = 3.0  # a phase's whole process, x the plain process
 
 def plain_runs(workload: Path, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """One cold plain run, then ``args.reps`` warm ones, sharing a fresh Inductor cache."""
-    cache = Path(tempfile.mkdtemp(prefix="oprof-overhead-cache-", dir=work))
-    env = phases.phase_env(os.environ, inductor_cache=cache, pythonpath=REPO)
-    command = phases.harness_command(
-        [sys.executable, "-m", "profiler_core.capture.harness"], workload=workload, phase=HarnessPhase.PLAIN,
-        compile_mode=CompileMode(args.compile_mode), warmup=args.warmup, iters=args.iters, device="cuda", seed=0)
     runs: list[dict[str, Any]] = []
-    for i in range(1 + args.reps):
-        label = "cold" if i == 0 else f"warm{i}"
-        logs = work / f"plain-{workload.stem}-{label}"
-        result = run_process(command, stdout_path=logs / "stdout.log", stderr_path=logs / "stderr.log",
-                             env=env, timeout_s=args.phase_timeout, label=f"plain {label}")
-        data = parse_result((logs / "stdout.log").read_text(errors="replace"))
+    labels = ["cold", *(f"warm{i}" for i in range(1, 1 + args.reps))]
+    for label, result, data, logs in plain_harness_runs(workload, args, work, labels):
         if result.returncode != 0 or data is None:
-            return {"error": f"plain {label} run exited {result.returncode}; see {logs}"}
+            return {"error": f"plain {label} run exited {result.returncode}: {failure_summary(result)} (logs: {logs})"}
         runs.append({"process_s": result.duration_s, "wall_ms": data["region_ms"], "gpu_ms": data.get("gpu_ms")})
-    shutil.rmtree(cache, ignore_errors=True)
     warm = runs[1:] or runs
     return {
         "cold_process_s": round(runs[0]["process_s"], 2),
@@ -169,14 +159,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workloads", nargs="*", type=Path, default=DEFAULT_WORKLOADS)
-    parser.add_argument("--json-out", type=Path, required=True, help="where the figures go (JSON)")
-    parser.add_argument("--compile-mode", default="default")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--iters", type=int, default=10)
+    add_common_arguments(parser, workloads=DEFAULT_WORKLOADS, warmup=3, iters=10, phase_timeout=1200.0)
     parser.add_argument("--reps", type=int, default=2, help="warm plain runs (their median is the floor)")
-    parser.add_argument("--phase-timeout", type=float, default=1200.0)
-    parser.add_argument("--work-dir", type=Path, help="keep run directories here (default: temp, removed)")
     args = parser.parse_args(argv)
     missing = [str(w) for w in args.workloads if not w.is_file()]
     if missing:
