@@ -67,10 +67,10 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
     agg = aggregate_arrays(matrix, durations, idx, grp, len(sets))
     out: list[dict[str, float | None]] = []
     for i, ks in enumerate(sets):
-        named = {f for k in ks for f in k.counters}
         if not ks:
             out.append({})
             continue
+        named = {f for k in ks for f in k.counters}
         metrics, _ = agg.group(i, CATALOG)
         out.append({f: metrics[f] for f in FIELDS if f in named and (fields is None or f in fields)})
     return out
@@ -255,8 +255,9 @@ class ProfileView:
     def _all_op_counters(self) -> dict[str, dict[str, float | None]]:
         """Every operator's counters from its kernels, aggregated for all operators at once."""
         ops = [op for op in self.operators if op.key not in self._counters_of]
-        sets = [[k for k in self.kernels_of(op) if k.counters] for op in ops]
-        return {op.key: c for op, ks, c in zip(ops, sets, kernel_counters_many(sets), strict=True) if ks}
+        sets = [self.kernels_of(op) for op in ops]
+        return {op.key: c for op, ks, c in zip(ops, sets, kernel_counters_many(sets), strict=True)
+                if any(k.counters for k in ks)}
 
     # -- kernels
     @cached_property
@@ -313,7 +314,7 @@ class ProfileView:
         """:meth:`counters_of` for each of ``kernel_sets`` (with ``fields``), in one vectorised pass."""
         wanted = list(fields)
         out = []
-        for counters in kernel_counters_many([[k for k in ks if k.counters] for ks in kernel_sets], wanted):
+        for counters in kernel_counters_many(kernel_sets, wanted):
             out.append({f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted})
         return out
 
