@@ -206,7 +206,8 @@ def _apply(state: LoopState, trial: Trial, run_dir: Path, cfg: OptimizeConfig) -
     return plan
 
 
-GRAPH_PASSES = frozenset({"cuda_graphs", "whole_step_cuda_graphs"})  # they remove gaps, not kernels
+# they remove gaps, not kernels
+GRAPH_PASSES = frozenset({"cuda_graphs", "whole_step_cuda_graphs", "step_graph_capture"})
 
 
 def _on_timeline(state: LoopState, candidate: Candidate) -> bool:

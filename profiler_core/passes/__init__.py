@@ -8,7 +8,8 @@ Passes act at three levels of the torch.compile pipeline and compose:
     Level 2  post_grad        Inductor post-grad ATen passes with a stable uuid() (cast_cancellation)
     Level 3  inductor_config  Inductor settings (tf32, freezing, cuda_graphs, inductor_compile), and
                               compiling the optimizer's step or the whole training step
-                              (compiled_optimizer_step, whole_step_cuda_graphs)
+                              (compiled_optimizer_step, whole_step_cuda_graphs), or recording it
+                              as one CUDA graph (step_graph_capture)
 
 Each pass checks its own legality and ends APPLIED or NOT APPLIED with the reason, and a
 record of what it changed. No plan is reported without validation: the transformed model
@@ -29,6 +30,7 @@ from profiler_core.passes import (  # noqa: F401  (importing registers the built
     rnn_reroute,
     sdpa,
     static_kv_cache,
+    step_graph,
     tf32,
     training_step,
 )

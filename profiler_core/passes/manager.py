@@ -264,6 +264,24 @@ def apply_passes(
     return compiled, record
 
 
+def _drop_superseded(planned: list[_Planned]) -> list[_Planned]:
+    """Each pass another applied pass supersedes turned NOT APPLIED, naming the one that replaces it."""
+    by = {name: p.spec.name for p in planned if p.effect.applied for name in p.effect.supersedes}
+    return [_Planned(p.spec, PassEffect.not_applied(
+                f"superseded by {by[p.spec.name]}, which graphs the step its own way", **dict(p.effect.details)),
+                p.requested_by)
+            if p.effect.applied and p.spec.name in by else p for p in planned]
+
+
+def _without_cudagraphs(mode: str, notes: list[str]) -> str:
+    """The compile mode less its CUDA graphs, for a plan whose step is recorded as one graph."""
+    plain = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(mode, mode)
+    if plain != mode:
+        notes.append(f"compile mode '{mode}' runs as '{plain}': the step is recorded as one CUDA graph, "
+                     "inside which Inductor's own graphs cannot be")
+    return plain
+
+
 def _plan_step(step: Step, active: Sequence[PassEffect], optimizers: Sequence[Any], backend: PlanBackend) -> Step:
     """The step the plan runs: the passes' wrappers around ``step``, optimizers and step compiled as asked."""
     compile_step = any(e.compile_step for e in active)
@@ -325,7 +343,10 @@ def apply_passes_to_step(
                  "contributes" if effect.applied else "NOT APPLIED",
                  f" - {effect.reason}" if effect.reason else "")
         planned.append(_Planned(spec, effect, requested_by))
+    planned = _drop_superseded(planned)
     active = [p.effect for p in planned if p.effect.applied]
+    if any(e.captures_step for e in active):
+        mode = _without_cudagraphs(mode, notes)
     compiler = next((e.compiler for e in reversed(active) if e.compiler), compiler)
     effect_modes = [e.compile_mode for e in active if e.compile_mode]
     if mode == "default" and effect_modes:
@@ -333,6 +354,8 @@ def apply_passes_to_step(
     config: dict[str, Any] = {}
     for effect in active:
         config.update(effect.inductor_config)
+    if any(e.captures_step for e in active):
+        config["triton.cudagraphs"] = False  # the step is one recorded graph; Inductor must not graph inside it
     backend = PlanBackend(
         rewrites=[(p.spec.name, p.effect.graph_rewrite) for p in planned
                   if p.effect.applied and p.effect.graph_rewrite is not None],

@@ -14,7 +14,8 @@ bf16_autocast            (Level 1) runs the step under ``torch.autocast(dtype=to
 
 Each pass has an applicability check beside it, ``<pass>_applicable(ctx) -> str | None``
 (None: applicable; else why not), which the pass itself consults first; ``APPLICABILITY``
-maps each pass name to its check (fused_optimizer's lives beside it in compile_step.py).
+maps each pass name to its check (fused_optimizer's lives beside it in compile_step.py,
+step_graph_capture's in step_graph.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from profiler_core.passes.compile_step import fused_optimizer_applicable
 from profiler_core.passes.contract import PassContext, PassEffect, Step
 from profiler_core.passes.inductor_config import check_cudagraphs
 from profiler_core.passes.registry import PassLevel, register_pass
+from profiler_core.passes.step_graph import step_graph_capture_applicable
 
 Applicability = Callable[[PassContext], "str | None"]
 
@@ -77,7 +79,7 @@ def whole_step_cuda_graphs_applicable(ctx: PassContext) -> str | None:
     order=31,
     aliases=("step_cuda_graphs", "whole_step_reduce_overhead"),
     applicable=whole_step_cuda_graphs_applicable,
-    suggests=("bf16_autocast",),
+    suggests=("bf16_autocast", "step_graph_capture"),
 )
 def whole_step_cuda_graphs(ctx: PassContext) -> PassEffect:
     """Compile the whole training step in mode reduce-overhead: its regions replay as CUDA graphs."""
@@ -147,6 +149,7 @@ def bf16_autocast(ctx: PassContext) -> PassEffect:
 
 APPLICABILITY: dict[str, Applicability] = {
     "fused_optimizer": fused_optimizer_applicable,
+    "step_graph_capture": step_graph_capture_applicable,
     "compiled_optimizer_step": compiled_optimizer_step_applicable,
     "whole_step_cuda_graphs": whole_step_cuda_graphs_applicable,
     "bf16_autocast": bf16_autocast_applicable,

@@ -37,6 +37,7 @@ BUILT_IN = {
     "channels_last": PassLevel.DYNAMO_FX, "fused_optimizer": PassLevel.DYNAMO_FX,
     "inductor_compile": PassLevel.INDUCTOR_CONFIG, "bf16_autocast": PassLevel.DYNAMO_FX,
     "compiled_optimizer_step": PassLevel.INDUCTOR_CONFIG, "whole_step_cuda_graphs": PassLevel.INDUCTOR_CONFIG,
+    "step_graph_capture": PassLevel.INDUCTOR_CONFIG,
 }
 
 

@@ -34,7 +34,7 @@ def test_applicability_checks_say_why_not() -> None:
     opt = torch.optim.AdamW(model.parameters())
     train = PassContext(model=model, inputs=(), device="cpu", optimizers=(opt,))
     assert set(APPLICABILITY) == {"fused_optimizer", "compiled_optimizer_step", "whole_step_cuda_graphs",
-                                  "bf16_autocast"}
+                                  "step_graph_capture", "bf16_autocast"}
     assert APPLICABILITY["compiled_optimizer_step"](train) is None
     assert APPLICABILITY["fused_optimizer"](train) is None
     assert bf16_autocast_applicable(train) is None
