@@ -18,8 +18,9 @@ graph that holds its addresses; they are switched to ``capturable=True`` and, wh
 ``fused=True``: one kernel per update), or SGD without momentum (no state); no learning-rate
 scheduler steps them (a graph bakes a float learning rate in). What is checked while warming
 up: the step starts its gradients afresh (``zero_grad``), since a replay recomputes them from
-None; a step that synchronises with the host (``.item()``, data-dependent shapes, MoE routing
-read on the host) cannot be recorded, and the pass fails naming that.
+None, and it never waits for the GPU on the host (one warm-up step runs with CUDA's sync debug
+mode set to "error"): a step that does (``.item()``, data-dependent shapes, MoE routing read on
+the host) cannot be recorded, and the pass fails naming that before any recording starts.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from profiler_core.passes.contract import PassContext, PassEffect, Step
 from profiler_core.passes.registry import PassLevel, register_pass
 from profiler_core.passes.step_run import base_module
 
-WARMUP_STEPS = 3  # side-stream steps before recording (PyTorch's whole-network example uses 3)
+WARMUP_STEPS = 3  # side-stream steps before recording (PyTorch's whole-network example uses 3; the checks need 3)
 _ZERO_STATE = ("Adam", "AdamW")  # optimizers whose per-parameter state starts as zeros (step included)
 
 
@@ -157,9 +158,11 @@ class GraphedStep:
         side.wait_stream(torch.cuda.current_stream())
         with _hooks_silenced(self.optimizers):
             with torch.cuda.stream(side):
-                for i in range(self.warmup):
+                for i in range(max(self.warmup, 3)):
                     if i == 1:
                         self._check_fresh_gradients(model, inputs, params)
+                    elif i == 2:
+                        self._check_no_host_sync(model, inputs)
                     else:
                         self.step(model, inputs)
             torch.cuda.current_stream().wait_stream(side)
@@ -167,10 +170,12 @@ class GraphedStep:
             for p in params:
                 p.grad = None
             graph = torch.cuda.CUDAGraph()
+            stream = torch.cuda.current_stream()
             try:
                 with torch.cuda.graph(graph):
                     self._outputs = self.step(model, inputs)
             except Exception as err:
+                torch.cuda.set_stream(stream)  # a failed capture leaves its side stream current
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise PassError(
                     f"step_graph_capture: the step cannot be recorded as one CUDA graph ({type(err).__name__}: "
@@ -214,6 +219,24 @@ class GraphedStep:
             raise PassError("step_graph_capture: the step adds to the gradients left by the previous one (no "
                             "zero_grad before backward), which a recorded graph cannot repeat; zero the "
                             "gradients in the step, or use whole_step_cuda_graphs")
+
+    def _check_no_host_sync(self, model: Any, inputs: tuple[Any, ...]) -> None:
+        """Run one warm-up step with CUDA's synchronising calls made errors: a step that waits for the
+        GPU (``.item()``, a device-to-host copy, data-dependent shapes) cannot be recorded, and
+        finding that during a recording would leave the process's CUDA random-number state stuck in
+        capture mode."""
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            self.step(model, inputs)
+        except RuntimeError as err:
+            if "synchronizing" not in str(err):
+                raise
+            raise PassError("step_graph_capture: the step waits for the GPU on the host (a synchronising CUDA call: "
+                            ".item(), a device-to-host copy, data-dependent shapes), which a CUDA graph cannot "
+                            "record; use whole_step_cuda_graphs, which graphs what it can") from err
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
 
     # -------------------------------------------------------------- every call
 
