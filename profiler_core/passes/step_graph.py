@@ -64,8 +64,9 @@ def _schedulers_of(optimizers: tuple[Any, ...]) -> list[str]:
     import gc
 
     ids = {id(o) for o in optimizers}
-    return [type(s).__name__ for s in gc.get_objects()
-            if isinstance(s, torch.optim.lr_scheduler.LRScheduler) and id(getattr(s, "optimizer", None)) in ids]
+    scheduler = torch.optim.lr_scheduler.LRScheduler
+    return [type(s).__name__ for s in gc.get_objects()  # type(), not isinstance: no __class__ lookups
+            if issubclass(type(s), scheduler) and id(getattr(s, "optimizer", None)) in ids]
 
 
 def step_graph_capture_applicable(ctx: PassContext) -> str | None:
