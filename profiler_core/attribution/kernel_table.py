@@ -98,9 +98,66 @@ class KernelTable(Sequence[Kernel]):
     def __iter__(self) -> Iterator[Kernel]:
         return (self.model(j) for j in range(len(self)))
 
+    MODEL_BLOCK = 4096  # kernels whose columns are turned into Python values at a time
+
     def models(self) -> list[Kernel]:
-        """Every kernel as the ``Kernel`` model profile.json lists."""
-        return [self.model(j) for j in range(len(self))]
+        """Every kernel as the ``Kernel`` model profile.json lists (what :meth:`model` builds, by blocks:
+        each block's columns become Python values once, not one array access per field and kernel)."""
+        out: list[Kernel] = []
+        for lo in range(0, len(self), self.MODEL_BLOCK):
+            out.extend(self._model_block(lo, min(len(self), lo + self.MODEL_BLOCK)))
+        return out
+
+    def _model_block(self, lo: int, hi: int) -> list[Kernel]:
+        s, dims, fused, keys = self.strings.values, self.dims, self.fused, self.operator_keys
+        fields = self.counter_fields
+
+        def col(a: np.ndarray) -> list[Any]:
+            return a[lo:hi].tolist()
+
+        def opt(a: np.ndarray) -> list[int | None]:
+            return [None if v == NONE else v for v in a[lo:hi].tolist()]
+
+        rows = col(self.counter_row)
+        used = sorted({r for r in rows if r != NONE}) if self.have_counters else []
+        values = dict(zip(used, self.counter_values[used].tolist(), strict=True)) if used else {}
+        starts, ends = col(self.start_ns), col(self.end_ns)
+        evidence = [(t, col(ev.has), col(ev.operator), opt(ev.op_id), col(ev.detail))
+                    for t, ev in zip(TIER_ORDER, self.evidence, strict=True)]
+        graph_ids, known = col(self.graph_id), col(self.graph_id_known)
+        out: list[Kernel] = []
+        for i, (name, short, kind, stream, device, g, b, regs, smem, dsmem, source, ncu, inh, op, tier, agree,
+                reason, fw, lib, mod) in enumerate(zip(
+                    col(self.name), col(self.short_name), col(self.kind), col(self.stream), col(self.device),
+                    col(self.grid), col(self.block), opt(self.registers_per_thread), opt(self.static_smem_bytes),
+                    opt(self.dynamic_smem_bytes), col(self.counter_source), opt(self.ncu_id),
+                    opt(self.inherited_from), col(self.operator), col(self.tier), col(self.tiers_agree),
+                    col(self.reason), col(self.fused_with), col(self.library), col(self.module_path), strict=True)):
+            ri = rows[i]
+            if not self.have_counters:
+                counters: dict[str, float | None] = {}
+            elif ri == NONE:
+                counters = dict.fromkeys(fields)
+            else:
+                counters = {f: (None if v != v else v) for f, v in zip(fields, values[ri], strict=True)}
+            level = TIERS[tier]
+            attribution = construct_trusted(Attribution, {
+                "operator_key": None if op == NONE else keys[op], "tier": level,
+                "confidence": TIER_CONFIDENCE[level],
+                "evidence": [construct_trusted(Evidence, {"tier": t, "operator": s[ops[i]], "op_id": ids[i],
+                                                          "detail": s[details[i]]})
+                             for t, has, ops, ids, details in evidence if has[i]],
+                "tiers_agree": None if agree == NONE else bool(agree), "reason": s[reason]})
+            out.append(construct_trusted(Kernel, {
+                "id": lo + i, "name": s[name], "short_name": s[short], "kind": s[kind], "stream": stream,
+                "device": device, "start_ns": starts[i], "end_ns": ends[i], "duration_ns": ends[i] - starts[i],
+                "grid": None if g == NONE else dims[g], "block": None if b == NONE else dims[b],
+                "registers_per_thread": regs, "static_smem_bytes": smem, "dynamic_smem_bytes": dsmem,
+                "counters": counters, "counter_source": SOURCES[source], "ncu_id": ncu, "inherited_from": inh,
+                "attribution": attribution, "fused_with": list(fused[fw]),
+                "graph_id": graph_ids[i] if known[i] else None, "library": s[lib], "module_path": s[mod],
+            }))
+        return out
 
     def model(self, j: int) -> Kernel:
         """Kernel ``j`` as the model profile.json lists (built without validation: every value is typed)."""

@@ -8,7 +8,6 @@ profile.json from :meth:`OperatorTable.record` without building a model per oper
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -119,5 +118,5 @@ class OperatorTable(Sequence[Operator]):
 
 
 def _listify(value: tuple | list) -> list:
-    """Input shapes as JSON lists (tuples from the parsers)."""
-    return json.loads(json.dumps(value))
+    """Input shapes as JSON lists (tuples from the parsers), nested lists copied."""
+    return [_listify(v) if isinstance(v, tuple | list) else v for v in value]

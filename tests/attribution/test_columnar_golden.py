@@ -193,3 +193,16 @@ def test_a_columnar_profile_dumps_as_rows_or_names_the_fix(written: Path, monkey
     monkeypatch.setattr(schema, "EMIT_MAX_KERNELS", 10)
     with pytest.raises(SchemaError, match=r"too many for one JSON document.*profile\.kernels\.parquet"):
         back.model_dump_json()
+
+
+def test_the_table_builds_the_same_models_by_blocks_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = next(r for r in RUNS if r.parent.name == "hf_gpt2_train" and r.name == "optimized")
+    table = engine.attribute(**_inputs(run), columnar_above=0).kernels
+    assert isinstance(table, KernelTable) and len(table) > 100
+    monkeypatch.setattr(KernelTable, "MODEL_BLOCK", 7)  # many blocks, a short last one
+    by_blocks = table.models()
+    one_by_one = [table.model(j) for j in range(len(table))]
+    assert [k.id for k in by_blocks] == list(range(len(table)))
+    dump = [k.model_dump(mode="json") for k in one_by_one]
+    assert [k.model_dump(mode="json") for k in by_blocks] == dump
+    assert sum(bool(k["counters"]) for k in dump) > 0 and sum(bool(k["attribution"]["evidence"]) for k in dump) > 0
