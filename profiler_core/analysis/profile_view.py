@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -119,6 +119,11 @@ def shared_views() -> Iterator[None]:
         _SHARED.reset(token)
 
 
+def _models(rows: Any) -> list[Any]:
+    """The models of a profile's kernels or operators: a table builds them by blocks (``models()``)."""
+    return rows.models() if hasattr(rows, "models") else list(rows)
+
+
 class ProfileView:
     """Indexes over a Profile; the profile itself is never modified."""
 
@@ -137,8 +142,8 @@ class ProfileView:
         self.profile = profile
         # A large profile holds its kernels and operators as tables whose every iteration builds the
         # models afresh; the rules walk them many times, so they are built here once.
-        self.kernels: list[Kernel] = list(profile.kernels)
-        self.operators: list[Operator] = list(profile.operators)
+        self.kernels: list[Kernel] = _models(profile.kernels)
+        self.operators: list[Operator] = _models(profile.operators)
         self.kernels_by_id: dict[int, Kernel] = {k.id: k for k in self.kernels}
         self.operators_by_key: dict[str, Operator] = {op.key: op for op in self.operators}
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
