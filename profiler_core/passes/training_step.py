@@ -132,7 +132,7 @@ def autocast_step(step: Step, device_type: str) -> Step:
     order=91,
     aliases=("autocast_bf16", "amp_bf16"),
     applicable=bf16_autocast_applicable,
-    suggests=("whole_step_cuda_graphs", "fused_optimizer"),
+    suggests=("step_graph_capture", "whole_step_cuda_graphs", "fused_optimizer"),
 )
 def bf16_autocast(ctx: PassContext) -> PassEffect:
     """Run the training step under bf16 autocast; parameters and optimizer state stay float32."""

@@ -69,6 +69,7 @@ def test_it_supersedes_the_reduce_overhead_step_and_turns_inductor_graphs_off() 
     assert _without_cudagraphs("max-autotune", notes) == "max-autotune-no-cudagraphs"
     assert _without_cudagraphs("default", notes) == "default" and len(notes) == 2
     assert "step_graph_capture" in theirs.suggests  # tried once the reduce-overhead step is kept
+    assert get_pass("bf16_autocast").suggests[:2] == ("step_graph_capture", "whole_step_cuda_graphs")
 
 
 # ---------------------------------------------------------------------------------- on the GPU
