@@ -149,6 +149,9 @@ def run_trial(state: LoopState, candidate: Candidate, cfg: OptimizeConfig) -> Tr
         trial.outcome, trial.reason = "no_pass", f"no graph pass implements '{t}' (finding {candidate.finding})"
         return trial
     why = applicability_after_kept(state, spec.name)
+    by = next((k for k in state.kept if spec.name in get_pass(k).supersedes), None)
+    if why is None and by is not None:
+        why = f"{by}, kept, supersedes it"
     if why is not None:
         trial.outcome, trial.reason = "skipped", f"cannot apply, not tried: {why}"
         return trial

@@ -13,8 +13,8 @@ A pass for a training step may also act on the step itself: change the optimizer
 ``ctx.optimizers`` in place (every optimizer that updates the model's parameters, wherever
 the workload keeps it), wrap the step function (``step_transform``), or have the plan compile
 the optimizers' ``step`` (``compile_optimizer``) or the whole step (``compile_step``) with the
-plan's backend, or record the step as one CUDA graph itself (``captures_step``; it then
-``supersedes`` the passes that graph the step another way).
+plan's backend, or record the step as one CUDA graph itself (``captures_step``; such a pass
+is registered as superseding the passes that graph the step another way).
 
 The manager does the ceremony (ordering, logging, APPLIED / NOT APPLIED, wrapping failures).
 A Level-1 rewrite decides legality per graph: it returns ``GraphChange(applied=False,
@@ -115,7 +115,6 @@ class PassEffect:
     compile_optimizer: bool = False  # compile each optimizer's step() with the plan's backend
     compile_step: bool = False  # compile the whole step (forward, backward, optimizer) with the plan's backend
     captures_step: bool = False  # step_transform records the step as one CUDA graph: the plan adds none of its own
-    supersedes: tuple[str, ...] = ()  # passes this one replaces when both are asked for (they are NOT APPLIED)
 
     @classmethod
     def not_applied(cls, reason: str, **details: Any) -> PassEffect:

@@ -266,7 +266,7 @@ def apply_passes(
 
 def _drop_superseded(planned: list[_Planned]) -> list[_Planned]:
     """Each pass another applied pass supersedes turned NOT APPLIED, naming the one that replaces it."""
-    by = {name: p.spec.name for p in planned if p.effect.applied for name in p.effect.supersedes}
+    by = {name: p.spec.name for p in planned if p.effect.applied for name in p.spec.supersedes}
     return [_Planned(p.spec, PassEffect.not_applied(
                 f"superseded by {by[p.spec.name]}, which graphs the step its own way", **dict(p.effect.details)),
                 p.requested_by)

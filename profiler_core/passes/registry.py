@@ -63,6 +63,7 @@ class PassSpec:
     inference_only: bool = False  # never tried on a model in train mode (freezing, conv-BN folding)
     applicable: Applicability | None = None  # None: assumed applicable (the pass decides when it runs)
     suggests: tuple[str, ...] = ()  # passes worth trying on top once this one is kept (bf16 -> cuda_graphs)
+    supersedes: tuple[str, ...] = ()  # passes this one replaces: asked for together, they are NOT APPLIED
 
     def cannot_apply(self, ctx: PassContext) -> str | None:
         """Why this pass cannot apply to ``ctx``'s model, or None when it may (train mode, then its hook)."""
@@ -94,12 +95,14 @@ def register_pass(
     inference_only: bool = False,
     applicable: Applicability | None = None,
     suggests: tuple[str, ...] = (),
+    supersedes: tuple[str, ...] = (),
 ) -> Callable[[PassFunction], PassFunction]:
     """Decorator: register ``fn`` as the pass ``name`` (description defaults to its docstring).
 
     ``applicable(ctx)``: None when the pass can apply to ``ctx.model``, else the reason it cannot
     (no module of the kind it rewrites, a precision already in place); a pass that cannot apply
     costs an optimize loop no trial. ``suggests``: passes to try on top once this one is kept.
+    ``supersedes``: passes this one replaces (the plan drops them; the loop does not try them on top).
     """
 
     def decorate(fn: PassFunction) -> PassFunction:
@@ -117,6 +120,7 @@ def register_pass(
             order=order, structural=structural, source=source,
             aliases=tuple(normalize_name(a) for a in aliases), inference_only=inference_only,
             applicable=applicable, suggests=tuple(normalize_name(n) for n in suggests),
+            supersedes=tuple(normalize_name(n) for n in supersedes),
         )
         for alias in _REGISTRY[key].aliases:
             _ALIASES[alias] = key

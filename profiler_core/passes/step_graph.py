@@ -285,6 +285,7 @@ def graph_whole_step(step: Step, optimizers: tuple[torch.optim.Optimizer, ...]) 
     order=32,
     aliases=("whole_step_graph", "one_graph_step"),
     applicable=step_graph_capture_applicable,
+    supersedes=("whole_step_cuda_graphs",),
 )
 def step_graph_capture(ctx: PassContext) -> PassEffect:
     """Record the whole training step (forward, backward, optimizer update) as one CUDA graph and replay it."""
@@ -300,7 +301,7 @@ def step_graph_capture(ctx: PassContext) -> PassEffect:
             switched[f"{i}:{type(opt).__name__}"] = f"{now}, capturable"
     return PassEffect(
         step_transform=functools.partial(graph_whole_step, optimizers=tuple(ctx.optimizers)),
-        captures_step=True, supersedes=("whole_step_cuda_graphs",),
+        captures_step=True,
         details={"scope": "forward, loss, backward and optimizer step in one CUDA graph",
                  "warmup_steps": WARMUP_STEPS, "optimizers": switched},
     )

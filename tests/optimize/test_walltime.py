@@ -225,6 +225,18 @@ def test_a_host_bound_refusal_queues_the_graph_pass() -> None:
     assert state.suggested == []  # the graphs are kept already
 
 
+def test_a_pass_a_kept_one_supersedes_is_skipped_at_no_cost(tmp_path: Path) -> None:
+    from profiler_core.optimize.result import OptimizeResult
+    from profiler_core.optimize.state import Candidate
+
+    state = trial_mod.LoopState.__new__(trial_mod.LoopState)
+    state.kept, state.cannot_apply, state.tried = ["bf16_autocast", "step_graph_capture"], {}, 0
+    state.result = OptimizeResult(workload="w.py", created_at="now", run_dir=".")
+    trial = trial_mod.run_trial(state, Candidate("whole_step_cuda_graphs", "kept:bf16_autocast"), None)  # type: ignore[arg-type]
+    assert trial.outcome == "skipped" and state.tried == 0
+    assert trial.reason == "cannot apply, not tried: step_graph_capture, kept, supersedes it"
+
+
 
 def test_a_graph_pass_refused_on_wall_time_is_timed_again_and_pooled(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: None) -> None:

@@ -56,7 +56,8 @@ def test_a_learning_rate_scheduler_is_refused_by_name() -> None:
 
 def test_it_supersedes_the_reduce_overhead_step_and_turns_inductor_graphs_off() -> None:
     ours, theirs = get_pass("step_graph_capture"), get_pass("whole_step_cuda_graphs")
-    mine = PassEffect(captures_step=True, supersedes=("whole_step_cuda_graphs",))
+    mine = PassEffect(captures_step=True)
+    assert ours.supersedes == ("whole_step_cuda_graphs",)
     other = PassEffect(compile_step=True, compile_mode="reduce-overhead", details={"scope": "step"})
     planned = _drop_superseded([_Planned(theirs, other, ("kept",)), _Planned(ours, mine, ("argument",))])
     assert not planned[0].effect.applied and planned[1].effect.applied
