@@ -408,6 +408,13 @@ def test_a_training_step_recorded_as_one_graph_is_kept_and_says_which_kernels_it
     assert [p["name"] for p in plan["passes"] if p["status"] == "APPLIED"] == ["bf16_autocast", "step_graph_capture"]
     roles = [c["role"] for c in plan["validation"]["outputs"]]
     assert roles.count("gradient") == roles.count("parameter") > 50  # every gradient and update compared
+    # the recipe a user writes instead, timed again beside the plan on the same machine (the run's own
+    # yardstick was cut): both validated against float64, the plan's slowest decile under the recipe's fastest
+    again = json.loads((CAPTURES / "hf_gpt2_train_step_graph" / "yardstick_retimed.json").read_text())
+    recipe, plan_wall = again["recipe"], again["plan"]
+    assert recipe["recipe"] == "bf16_compile_reduce_overhead" and recipe["validation"]["passed"]
+    assert recipe["iterations"] == plan_wall["iterations"] == 30
+    assert plan_wall["p90_ms"] < recipe["p10_ms"] and plan_wall["median_ms"] < recipe["median_ms"]
     # the graph was recorded before the measured region and holds eager autograd and optimizer kernels
     # besides Inductor's: those it cannot place are left unattributed, each with the reason
     prof = profiles["hf_gpt2_train_step_graph/optimized"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -227,7 +228,9 @@ class GraphedStep:
         finding that during a recording would leave the process's CUDA random-number state stuck in
         capture mode."""
         previous = torch.cuda.get_sync_debug_mode()
-        torch.cuda.set_sync_debug_mode("error")
+        with warnings.catch_warnings():  # "a prototype feature": what it catches is enough to refuse early
+            warnings.simplefilter("ignore", UserWarning)
+            torch.cuda.set_sync_debug_mode("error")
         try:
             self.step(model, inputs)
         except RuntimeError as err:
