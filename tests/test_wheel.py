@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-MAX_WHEEL_BYTES = 18_000_000  # the captures are ~15.5 MB compressed; anything past this is an accident
+MAX_WHEEL_BYTES = 21_000_000  # the captures are ~19 MB compressed (13 runs); anything past this is an accident
 
 
 @pytest.fixture(scope="module")
