@@ -345,7 +345,8 @@ def apply_passes_to_step(
         planned.append(_Planned(spec, effect, requested_by))
     planned = _drop_superseded(planned)
     active = [p.effect for p in planned if p.effect.applied]
-    if any(e.captures_step for e in active):
+    captures_step = any(e.captures_step for e in active)
+    if captures_step:
         mode = _without_cudagraphs(mode, notes)
     compiler = next((e.compiler for e in reversed(active) if e.compiler), compiler)
     effect_modes = [e.compile_mode for e in active if e.compile_mode]
@@ -354,7 +355,7 @@ def apply_passes_to_step(
     config: dict[str, Any] = {}
     for effect in active:
         config.update(effect.inductor_config)
-    if any(e.captures_step for e in active):
+    if captures_step:
         config["triton.cudagraphs"] = False  # the step is one recorded graph; Inductor must not graph inside it
     backend = PlanBackend(
         rewrites=[(p.spec.name, p.effect.graph_rewrite) for p in planned
