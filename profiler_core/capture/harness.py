@@ -97,7 +97,9 @@ class ModuleOrder:
         cls = type(module).__name__
         index = self.count.get(cls, 0)
         self.count[cls] = index + 1
-        self.order.append((cls, index, self.paths.get(key, f"<unnamed {cls}>")))
+        inner = getattr(module, "_orig_mod", None)  # torch.compile's wrapper is called as the model
+        path = self.paths.get(key, self.paths.get(id(inner)) if inner is not None else None)
+        self.order.append((cls, index, f"<unnamed {cls}>" if path is None else path))
 
     def __enter__(self) -> ModuleOrder:
         from torch.nn.modules.module import register_module_forward_pre_hook
@@ -111,6 +113,47 @@ class ModuleOrder:
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({"modules": [list(row) for row in self.order]}) + "\n")
+
+
+def _module_tracing(mode: CompileMode, model: Any) -> str | None:
+    """How the Kineto phase learns the module of eager code, decided after the warm-up.
+
+    * ``"eager"``: Dynamo saw no frame (eager mode, or a compiled model whose step never calls it:
+      ``model.generate(...)`` on a compiled model runs the plain module's ``__call__``): the Python
+      tracer and :class:`ModuleOrder`'s global hook, as in eager mode;
+    * ``"breaks"``: Dynamo ran and left code to run eagerly (a graph break, or a frame it gave up
+      on at once, as at a cuDNN LSTM): the Python tracer only. A global module hook would be new
+      code under Dynamo's frame hook (it would inspect and compile it inside the measured region)
+      and would enter compiled frames' guards, so the module map names only the classes the model
+      holds once (:func:`write_single_instance_map`);
+    * ``None``: whole graphs; Inductor's provenance places every kernel.
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    if mode is CompileMode.EAGER:
+        return "eager"
+    from torch._dynamo.utils import counters
+
+    if not counters["frames"].get("total", 0):
+        return "eager"
+    compiled = counters["stats"].get("unique_graphs", 0) or counters["frames"].get("ok", 0)
+    return "breaks" if not compiled or any(counters["graph_break"].values()) else None
+
+
+def write_single_instance_map(model: Any, path: Path) -> None:
+    """``modules.json`` for a traced run without the global hook: the tracer labels a module call
+    ``<Class>_<n>`` in first-call order, which only a class the model holds once fixes (``LSTM_0``
+    is ``lstm``); the others' calls keep no path rather than a guess. The model itself is also
+    called through ``torch.compile``'s wrapper (``OptimizedModule_0``)."""
+    by_class: dict[str, list[str]] = {}
+    for name, module in model.named_modules():
+        by_class.setdefault(type(module).__name__, []).append(name)
+    rows = [[cls, 0, names[0]] for cls, names in by_class.items() if len(names) == 1]
+    if "OptimizedModule" not in by_class:
+        rows.append(["OptimizedModule", 0, ""])
+    path.write_text(json.dumps({"modules": rows}) + "\n")
 
 
 def _seed(seed: int) -> None:
@@ -291,6 +334,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model, inputs = _placed(wl.model, wl.inputs, device)
     if rank is not None:
         model = _distributed_model(wl, model, device, path)
+    plain = model
     model = compile_model(model, mode, path)
     sync = _synchronizer(device)
 
@@ -326,10 +370,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             activities.append(ProfilerActivity.CUDA)
         # eager code: the Python tracer records every nn.Module call (module_map names them); a
         # compiled graph's module paths come from Inductor's provenance instead
-        eager_modules = mode is CompileMode.EAGER and isinstance(model, torch.nn.Module)
-        seen = ModuleOrder(model) if eager_modules else None
-        with profile(activities=activities, record_shapes=True, with_stack=eager_modules,
-                     with_modules=eager_modules) as prof, seen or contextlib.nullcontext():
+        tracing = _module_tracing(mode, plain)
+        seen = ModuleOrder(plain) if tracing == "eager" else None
+        with profile(activities=activities, record_shapes=True, with_stack=tracing is not None,
+                     with_modules=tracing is not None) as prof, seen or contextlib.nullcontext():
             inner = _record_start(events)
             for _ in range(args.iters):
                 guarded("the measured iterations")
@@ -344,6 +388,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         prof.export_chrome_trace(str(out))
         if seen is not None:
             seen.write(out.with_name(MODULE_MAP_NAME))
+        elif tracing == "breaks":
+            write_single_instance_map(plain, out.with_name(MODULE_MAP_NAME))
         kernels = _count_kernels(out)
         result["kernels"] = kernels
         if device.startswith("cuda") and kernels == 0:

@@ -154,3 +154,34 @@ def test_cudnn_attention_of_a_compiled_graph_carries_the_module_of_its_aten_call
     total = sum(k.duration_ns for k in prof.kernels)
     assert sum(k.duration_ns for k in attention) > 0.25 * total
     assert sum(k.duration_ns for k in prof.kernels if k.module_path is not None) >= 0.98 * total
+
+
+LSTM_BREAK = DATA / "h200_lstm_graph_break"
+
+
+def _raw_kernel_modules(run: Path) -> Counter:
+    """Reference from the raw Kineto records, without the project's readers: each kernel's launch
+    (its correlation id, a runtime or driver call) lies inside ``nn.Module: <label>`` calls on its
+    thread; the innermost one, named by modules.json, is its module. Counted per module path (None:
+    no module call open)."""
+    events = json.loads(gzip.decompress((run / "kineto.json.gz").read_bytes()))["traceEvents"]
+    names = {f"{c}_{i}": p for c, i, p in json.loads((run / "modules.json").read_text())["modules"]}
+    launches = {e["args"]["correlation"]: e for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    spans = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+    found: Counter = Counter()
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches[k["args"]["correlation"]]
+        open_calls = [s for s in spans if s["tid"] == launch["tid"] and s["ts"] <= launch["ts"] <= s["ts"] + s["dur"]]
+        inner = min(open_calls, key=lambda s: s["dur"], default=None)
+        found[names.get(inner["name"].removeprefix("nn.Module: ")) if inner else None] += 1
+    return found
+
+
+def test_a_model_dynamo_gave_up_on_keeps_its_module_paths() -> None:
+    # compile mode default, but Dynamo runs the LSTM eagerly: the harness traced its module calls
+    profile = attribute_run(LSTM_BREAK)
+    got = Counter(k.module_path for k in profile.kernels)
+    reference = _raw_kernel_modules(LSTM_BREAK)
+    assert got == reference
+    assert set(got) == {"lstm", "head"} and got["lstm"] > 1000  # cuDNN's RNN kernels, then the head's GEMM

@@ -182,3 +182,71 @@ def test_workload_error_line_survives_tool_prefixes() -> None:
     text = "==PROF== x\n[nsys] oprof-workload-error: w.py: raised KeyError\n"
     assert harness.workload_error_line(text) == "w.py: raised KeyError"
     assert harness.workload_error_line("clean\n") is None
+
+
+BREAKS = """
+import torch
+from torch import nn
+
+class Break(nn.Module):
+    @torch._dynamo.disable  # Dynamo breaks the graph here and runs the call eagerly, as for an LSTM
+    def forward(self, x):
+        return torch.relu(x)
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.gate, self.c = nn.Linear(8, 8), nn.Linear(8, 8), Break(), nn.Linear(8, 8)
+    def forward(self, x):
+        return self.c(self.gate(self.b(self.a(x))))
+
+    def run(self, x):  # a generate()-like entry point: calls the plain module, never the compiled one
+        return self(x)
+
+def get_model_and_inputs(device="cuda"):
+    torch.manual_seed(0)
+    return Model().to(device).eval(), (torch.randn(4, 8, device=device),)
+"""
+
+
+def _kineto_child(tmp_path: Path, text: str, name: str) -> tuple[list[dict], dict | None]:
+    """The kineto phase, compile mode default, in a fresh interpreter (Dynamo's counters are
+    per process): the trace's module spans and the module map, if written."""
+    path = _workload(tmp_path, text, name)
+    out = tmp_path / name.removesuffix(".py") / "kineto.json"
+    done = subprocess.run([sys.executable, "-m", "profiler_core.capture.harness", "--workload", str(path),
+                           "--phase", "kineto", "--device", "cpu", "--compile-mode", "default",
+                           "--warmup", "1", "--iters", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = json.loads(out.read_text())["traceEvents"]
+    spans = [e for e in events if str(e.get("name", "")).startswith("nn.Module: ")]
+    mapped = out.with_name("modules.json")
+    return spans, json.loads(mapped.read_text()) if mapped.exists() else None
+
+
+@pytest.mark.slow  # three fresh interpreters compiling a model: ~30 s
+def test_compiled_runs_trace_the_modules_that_run_eagerly(tmp_path: Path) -> None:
+    from profiler_core.attribution.modules import ModuleSpans, read_module_map
+    from profiler_core.ingest.kineto_events import collect_events
+
+    # a graph break: the Python tracer on; the map names only the classes the model holds once
+    spans, mapped = _kineto_child(tmp_path, BREAKS, "breaks.py")
+    assert mapped == {"modules": [["Model", 0, ""], ["Break", 0, "gate"], ["OptimizedModule", 0, ""]]}
+    assert {s["name"] for s in spans} >= {"nn.Module: Break_0", "nn.Module: OptimizedModule_0"}
+    run = tmp_path / "breaks"
+    events = collect_events(run / "kineto.json", json.loads((run / "kineto.json").read_text())["traceEvents"], 0)
+    tracer = ModuleSpans(events.module_spans, read_module_map(run / "modules.json"))
+    relu = [op for op in events.cpu_ops if op.name == "aten::relu"]
+    assert relu and {tracer.op_path(op) for op in relu} == {"gate"}  # the eager op between the graphs
+
+    # a step that never calls the compiled module: eager in fact, so the eager map (every module)
+    eager = BREAKS + "\n\ndef step(model, inputs):\n    return model.run(*inputs)\n"
+    spans, mapped = _kineto_child(tmp_path, eager, "uncompiled.py")
+    assert mapped is not None and ["Linear", 2, "c"] in mapped["modules"]
+    assert "nn.Module: Linear_2" in {s["name"] for s in spans}
+
+    # whole graphs: Inductor's provenance places every kernel, no tracer
+    whole = BREAKS.replace("@torch._dynamo.disable", "")
+    spans, mapped = _kineto_child(tmp_path, whole, "whole.py")
+    assert spans == [] and mapped is None
