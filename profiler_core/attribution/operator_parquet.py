@@ -189,6 +189,35 @@ class OperatorColumns(Sequence[Operator]):
     def __iter__(self) -> Iterator[Operator]:
         return (self.model(g) for g in range(self.n))
 
+    def models(self) -> list[Operator]:
+        """Every operator's model, as :meth:`model` builds one, from columns turned into Python values
+        once (an analysis that reads every operator; :meth:`model` is the random access)."""
+        def strs(col: _Strings) -> list[Any]:
+            values = col.values
+            return [None if c == NONE else values[c] for c in col.codes.tolist()]
+
+        keys, inherited = self.keys.to_pylist(), self.inherited_from.to_pylist()
+        names, shapes, classes, contexts = strs(self.name), strs(self.shapes), strs(self.op_class), strs(self.context)
+        fused_with, sources, reasons = strs(self.fused_with), strs(self.source_nodes), strs(self.reasons)
+        confidence, library, roles = strs(self.confidence), strs(self.library), strs(self.layer_role)
+        modules, phases = strs(self.module_path), strs(self.phase)
+        call_index, op_ids, fused = self.call_index.tolist(), self.op_id.tolist(), self.is_fused.tolist()
+        offsets, members = self.offsets.tolist(), self.members.tolist()
+        counts, durations = self.kernel_count.tolist(), self.duration_ns.tolist()
+        fields = self.metric_fields
+        rows = self.metrics.tolist()
+        return [construct_trusted(Operator, {
+            "key": keys[g], "name": names[g], "call_index": call_index[g],
+            "op_id": None if op_ids[g] == NONE else op_ids[g], "input_shapes": shapes[g],
+            "op_class": classes[g], "execution_context": contexts[g], "is_fused": bool(fused[g]),
+            "fused_with": list(fused_with[g]), "source_nodes": list(sources[g]),
+            "kernel_ids": members[offsets[g]:offsets[g + 1]],
+            "kernel_count": counts[g], "duration_ns": durations[g],
+            "metrics": dict(zip(fields, [None if v != v else v for v in rows[g]], strict=True)),
+            "metric_null_reasons": dict(reasons[g]), "confidence": confidence[g], "library": library[g],
+            "layer_role": roles[g], "inherited_from": inherited[g], "module_path": modules[g], "phase": phases[g],
+        }) for g in range(self.n)]
+
     def _metrics(self, g: int) -> dict[str, float | None]:
         lo, rows = self._block
         if not lo <= g < lo + len(rows):

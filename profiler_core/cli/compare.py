@@ -58,38 +58,41 @@ def compare_command(
     """
     if gate is not None and (why := _unmatched_runs(base, opt)) is not None:
         _finish_gate(not_comparable(gate, why))
-    try:
-        done = api.compare_paths(base, opt, force=force, force_option="--force")
-    except ComparabilityError as err:
-        if gate is None:
-            raise
-        _finish_gate(not_comparable(gate, str(err)))
-    if done.ranks is not None:
-        ranks_gate = None if gate is None else judge_ranks(done.ranks.max_delta_pct, done.ranks.per_rank, gate)
-        _render_ranks(done.ranks, as_json=as_json, fail_if_slower=fail_if_slower, gate=ranks_gate)
-        return
-    result, opt_profile, e2e = done.comparison, done.opt, done.end_to_end
-    if result is None or opt_profile is None:
-        return  # compare_paths gives either the ranks or both of these
-    if markdown is not None:
-        write_output(markdown, render_markdown(comparison=result, end_to_end=e2e))
-    if html is not None:
-        write_output(html, render_html(opt_profile, comparison=result, end_to_end=e2e))
-    outcome = None if gate is None else judge(result, e2e, gate)
-    if as_json:
-        emit_json({**result.model_dump(mode="json"), "end_to_end": verdict_fields(result, e2e),
-                   **({"gate": outcome.as_dict()} if outcome is not None else {})})
-        if (w := warnings_renderable(result.warnings)) is not None:
-            err_console.print(w)
-    else:
-        for item in comparison_renderables(result, end_to_end=e2e):
-            out_console.print(item)
-    if fail_if_slower is not None and result.delta_pct > fail_if_slower:
-        err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
-                          f"(limit {fail_if_slower:g}%)")
-        raise typer.Exit(GATE_EXIT_CODE)
-    if outcome is not None:
-        _finish_gate(outcome)
+    from profiler_core.analysis.profile_view import shared_views
+
+    with shared_views():  # compare, the baseline's diagnosis and the reports read one view per profile
+        try:
+            done = api.compare_paths(base, opt, force=force, force_option="--force")
+        except ComparabilityError as err:
+            if gate is None:
+                raise
+            _finish_gate(not_comparable(gate, str(err)))
+        if done.ranks is not None:
+            ranks_gate = None if gate is None else judge_ranks(done.ranks.max_delta_pct, done.ranks.per_rank, gate)
+            _render_ranks(done.ranks, as_json=as_json, fail_if_slower=fail_if_slower, gate=ranks_gate)
+            return
+        result, opt_profile, e2e = done.comparison, done.opt, done.end_to_end
+        if result is None or opt_profile is None:
+            return  # compare_paths gives either the ranks or both of these
+        if markdown is not None:
+            write_output(markdown, render_markdown(comparison=result, end_to_end=e2e))
+        if html is not None:
+            write_output(html, render_html(opt_profile, comparison=result, end_to_end=e2e))
+        outcome = None if gate is None else judge(result, e2e, gate)
+        if as_json:
+            emit_json({**result.model_dump(mode="json"), "end_to_end": verdict_fields(result, e2e),
+                       **({"gate": outcome.as_dict()} if outcome is not None else {})})
+            if (w := warnings_renderable(result.warnings)) is not None:
+                err_console.print(w)
+        else:
+            for item in comparison_renderables(result, end_to_end=e2e):
+                out_console.print(item)
+        if fail_if_slower is not None and result.delta_pct > fail_if_slower:
+            err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
+                              f"(limit {fail_if_slower:g}%)")
+            raise typer.Exit(GATE_EXIT_CODE)
+        if outcome is not None:
+            _finish_gate(outcome)
 
 
 def _unmatched_runs(base: Path, opt: Path) -> str | None:

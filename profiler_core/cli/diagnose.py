@@ -27,14 +27,18 @@ def diagnose_command(
     ] = True,
 ) -> None:
     """Map the profile's measured symptoms to bottlenecks and the transformations they license."""
+    from profiler_core.analysis.profile_view import shared_views
+
     prof = api.load_profile(profile)
-    report = api.diagnose_profile(prof, threshold_overrides=threshold, roofline=roofline)
-    if out is not None:
-        write_output(out, report.model_dump_json(indent=1))
-    if as_json:
-        emit_json(report)
-        return
-    for item in [*profile_renderables(prof, top_k=5), *findings_renderables(report)]:
+    with shared_views():  # the rules and the summary read one view of the profile
+        report = api.diagnose_profile(prof, threshold_overrides=threshold, roofline=roofline)
+        if out is not None:
+            write_output(out, report.model_dump_json(indent=1))
+        if as_json:
+            emit_json(report)
+            return
+        renderables = [*profile_renderables(prof, top_k=5), *findings_renderables(report)]
+    for item in renderables:
         out_console.print(item)
     if out is not None:
         out_console.print(f"findings written to {out}", markup=False)

@@ -98,7 +98,7 @@ def bottleneck_label(op_class: OperatorClass, counters: dict[str, float | None],
 def time_by_class(view: ProfileView) -> list[Share]:
     """Kernel time per operator class (unattributed kernels by their name), largest first."""
     by: dict[OperatorClass, int] = defaultdict(int)
-    for k in view.profile.kernels:
+    for k in view.kernels:  # the view's models, built once (a large profile's table builds them per access)
         by[view.kernel_class(k)] += k.duration_ns
     return sorted((Share(c.value, ns, view.share_pct(ns)) for c, ns in by.items()),
                   key=lambda s: -s.duration_ns)
@@ -107,7 +107,7 @@ def time_by_class(view: ProfileView) -> list[Share]:
 def coverage_by_tier(view: ProfileView) -> list[Share]:
     """Kernel time per attribution tier, in the tiers' order of trust."""
     by: dict[str, int] = defaultdict(int)
-    for k in view.profile.kernels:
+    for k in view.kernels:
         by[Tier.UNATTRIBUTED.value if view.is_unattributed(k) else k.attribution.tier.value] += k.duration_ns
     if not view.profile.kernels:
         by.update({t: c.duration_ns for t, c in view.profile.coverage.by_tier.items()})
@@ -116,7 +116,7 @@ def coverage_by_tier(view: ProfileView) -> list[Share]:
 
 def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESHOLDS) -> list[OperatorLine]:
     """The ``k`` operators with the most kernel time, with their key counters."""
-    ops = sorted(view.profile.operators, key=lambda op: -view.op_duration_ns(op))[:k]
+    ops = sorted(view.operators, key=lambda op: -view.op_duration_ns(op))[:k]
     lines = []
     for op in ops:
         counters = view.op_counters(op)

@@ -206,3 +206,15 @@ def test_the_table_builds_the_same_models_by_blocks_as_one_by_one(monkeypatch: p
     dump = [k.model_dump(mode="json") for k in one_by_one]
     assert [k.model_dump(mode="json") for k in by_blocks] == dump
     assert sum(bool(k["counters"]) for k in dump) > 0 and sum(bool(k["attribution"]["evidence"]) for k in dump) > 0
+
+
+def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: Path) -> None:
+    from profiler_core.attribution.operator_parquet import OperatorColumns
+
+    ops = read_profile(written).operators
+    assert isinstance(ops, OperatorColumns) and len(ops) > 100
+    at_once = [op.model_dump(mode="json") for op in ops.models()]
+    one_by_one = [ops.model(g).model_dump(mode="json") for g in range(len(ops))]
+    assert at_once == one_by_one
+    assert sum(bool(op["metrics"]) for op in at_once) > 0
+    assert sum(bool(op["kernel_ids"]) for op in at_once) > 0
