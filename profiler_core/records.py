@@ -159,6 +159,9 @@ class KinetoTrace:
     runtime_calls: list[RuntimeCall]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     module_spans: list[ModuleSpan] = field(default_factory=list)  # with_stack traces only
+    # with_stack traces: calls of the Python functions the reader was asked for (the model's own
+    # methods, ``generate``), each named as the tracer names it: ``file.py(line): name``
+    python_calls: list[ModuleSpan] = field(default_factory=list)
     # CUPTI range profiler traces: the counters its ranges carry, and what to say about them
     range_counters: NcuReport | None = None
     notes: tuple[str, ...] = ()

@@ -50,15 +50,56 @@ def read_module_map(path: str | os.PathLike[str]) -> dict[str, str]:
             "in eager mode: re-capture, or delete it to attribute without module paths") from err
 
 
-class ModuleSpans:
-    """Innermost module call open at a time on a thread (the Python tracer's spans)."""
+def read_module_methods(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """``modules.json``'s ``methods``: the model's own methods as ``(file, name)`` (none in older maps)."""
+    p = Path(path)
+    try:
+        data = json.loads(read_input(p, what="module map", max_bytes=256 * 1024 * 1024))
+        return [(str(file), str(name)) for file, name in data.get("methods", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ArtifactFormatError(
+            f"{p}: not a module map ({type(err).__name__}: {err}); the capture writes it beside kineto.json "
+            "in eager mode: re-capture, or delete it to attribute without module paths") from err
 
-    def __init__(self, spans: Sequence[ModuleSpan], names: Mapping[str, str] | None = None) -> None:
+
+def _tracer_function(name: str) -> tuple[str, str]:
+    """The Python tracer's ``transformers/generation/utils.py(2394): generate`` as (file, function)."""
+    where, _, function = name.rpartition("): ")
+    return where.rpartition("(")[0], function
+
+
+def model_calls(calls: Sequence[ModuleSpan], methods: Sequence[tuple[str, str]]) -> list[ModuleSpan]:
+    """The traced calls that are calls of the model's own methods: same function name, and the
+    tracer's (shortened) file name ends the method's file."""
+    files: dict[str, list[str]] = defaultdict(list)
+    for file, name in methods:
+        files[name].append(file.replace(os.sep, "/"))
+    found = []
+    for call in calls:
+        file, function = _tracer_function(call.name)
+        if file and any(f == file or f.endswith("/" + file) for f in files.get(function, ())):
+            found.append(call)
+    return found
+
+
+class ModuleSpans:
+    """Innermost module call open at a time on a thread (the Python tracer's spans).
+
+    ``model_calls``: calls of the model's own methods (``generate``); a time inside one of them and
+    outside every module call is the model's own work, path ``""``.
+    """
+
+    def __init__(self, spans: Sequence[ModuleSpan], names: Mapping[str, str] | None = None,
+                 model_calls: Sequence[ModuleSpan] = ()) -> None:
         self.names = names or {}
         self.by_tid: dict[int, list[ModuleSpan]] = defaultdict(list)
         for span in sorted(spans, key=lambda s: (s.start_ns, -s.end_ns)):
             self.by_tid[span.tid].append(span)
         self.starts = {tid: [s.start_ns for s in items] for tid, items in self.by_tid.items()}
+        self.model_calls: dict[int, list[ModuleSpan]] = defaultdict(list)
+        for call in sorted(model_calls, key=lambda s: (s.start_ns, -s.end_ns)):
+            self.model_calls[call.tid].append(call)
+        self.model_starts = {tid: [s.start_ns for s in items] for tid, items in self.model_calls.items()}
 
     def __bool__(self) -> bool:
         return bool(self.by_tid)
@@ -66,12 +107,10 @@ class ModuleSpans:
     def path_at(self, tid: int, t_ns: int) -> str | None:
         """The module path at ``t_ns`` on ``tid``: mapped name of the innermost open call, else the chain."""
         items = self.by_tid.get(tid)
-        if not items:
-            return None
-        i = bisect.bisect_right(self.starts[tid], t_ns)
-        chain = [s for s in items[max(0, i - 512):i] if s.end_ns >= t_ns]  # enclosing calls, outermost first
+        i = bisect.bisect_right(self.starts[tid], t_ns) if items else 0
+        chain = [s for s in items[max(0, i - 512):i] if s.end_ns >= t_ns] if items else []  # outermost first
         if not chain:
-            return None
+            return "" if self._in_model_call(tid, t_ns) else None
         inner = chain[-1].name
         if inner in self.names:
             return self.names[inner]
@@ -79,13 +118,21 @@ class ModuleSpans:
             return None  # a module the map does not know: not a guess
         return ".".join(s.name for s in chain[1:]) if len(chain) > 1 else ""  # labels below the root
 
+    def _in_model_call(self, tid: int, t_ns: int) -> bool:
+        calls = self.model_calls.get(tid)
+        if not calls:
+            return False
+        i = bisect.bisect_right(self.model_starts[tid], t_ns)
+        return any(c.end_ns >= t_ns for c in calls[max(0, i - 64):i])
+
     def op_path(self, op: CpuOp) -> str | None:
         return self.path_at(op.tid, op.start_ns)
 
 
 def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
                         inductor: InductorArtifacts | None = None,
-                        module_map: Mapping[str, str] | None = None) -> int:
+                        module_map: Mapping[str, str] | None = None,
+                        methods: Sequence[tuple[str, str]] = ()) -> int:
     """Fill ``module_path`` on kernels and operators in place; returns how many kernels got one.
 
     A large profile's kernels and operators are columns (attribution/kernel_table.py): their
@@ -93,7 +140,8 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
     """
     kernels = _KernelFacts.of(profile)
     paths: list[str | None] = [None] * len(kernels.kinds)
-    spans = ModuleSpans(kineto.module_spans, module_map) if kineto is not None and kineto.module_spans else None
+    spans = (ModuleSpans(kineto.module_spans, module_map, model_calls(kineto.python_calls, methods))
+             if kineto is not None and kineto.module_spans else None)
     calls = _cpu_calls(kineto) if kineto is not None else {}
     launches = [calls.get(op_id) if op_id is not None else None for op_id in kernels.t1_op_id]
     if spans is not None:

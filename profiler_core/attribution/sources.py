@@ -95,7 +95,10 @@ def attribute_files(
 
     if kineto is None and nsys is None:
         raise AttributionError("no timeline given: pass --kineto TRACE.json and/or --nsys EXPORT.sqlite")
-    kineto_trace = read_kineto(kineto) if kineto else None
+    from profiler_core.attribution.modules import read_module_methods
+
+    methods = read_module_methods(modules) if modules else []
+    kineto_trace = read_kineto(kineto, python_functions=frozenset(name for _, name in methods)) if kineto else None
     nsys_timeline = read_nsys(nsys) if nsys else None
     timeline = kineto_trace if kineto_trace is not None else nsys_timeline
     if manifest is not None and root is not None and timeline is not None:
@@ -124,7 +127,7 @@ def attribute_files(
     from profiler_core.attribution.modules import assign_module_paths, read_module_map
 
     assign_module_paths(profile, kineto=kineto_trace, inductor=ind,
-                        module_map=read_module_map(modules) if modules else None)
+                        module_map=read_module_map(modules) if modules else None, methods=methods)
     if note:
         if not any(k.name.startswith("triton_") for k in profile.kernels):
             # nothing was lost: the run launched no Inductor-generated kernel to map

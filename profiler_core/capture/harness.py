@@ -79,10 +79,12 @@ class ModuleOrder:
     of that class in first-call order; recording the same order with a global forward pre-hook
     turns each label into the module's path in the model (``h.3.attn``)::
 
-        {"modules": [["GPT2", 0, ""], ["Block", 0, "h.0"], ["LayerNorm", 0, "h.0.ln_1"], ...]}
+        {"modules": [["GPT2", 0, ""], ["Block", 0, "h.0"], ["LayerNorm", 0, "h.0.ln_1"], ...],
+         "methods": [[".../transformers/generation/utils.py", "generate"], ...]}
     """
 
     def __init__(self, model: Any) -> None:
+        self.model = model
         self.paths = {id(m): name for name, m in model.named_modules()}
         self.order: list[tuple[str, int, str]] = []
         self.count: dict[str, int] = {}
@@ -112,7 +114,26 @@ class ModuleOrder:
             self.handle.remove()
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps({"modules": [list(row) for row in self.order]}) + "\n")
+        path.write_text(json.dumps({"modules": [list(row) for row in self.order],
+                                    "methods": self.methods}) + "\n")
+
+    @property
+    def methods(self) -> list[list[str]]:
+        """The model's own methods outside torch (``GenerationMixin.generate``), as ``[file, name]``:
+        work a step runs inside one of them but outside every module call (``generate()``'s token
+        selection) belongs to the model itself."""
+        import inspect
+
+        found: dict[tuple[str, str], None] = {}
+        for cls in type(self.model).__mro__:
+            if cls is object or cls.__module__.split(".")[0] == "torch":
+                continue
+            for name, value in vars(cls).items():
+                fn = inspect.unwrap(value.__func__ if isinstance(value, (classmethod, staticmethod)) else value)
+                code = getattr(fn, "__code__", None)
+                if code is not None and name != "forward" and not name.startswith("__"):
+                    found[(code.co_filename, code.co_name)] = None
+        return [list(key) for key in found]
 
 
 def _module_tracing(mode: CompileMode, model: Any) -> str | None:

@@ -69,17 +69,18 @@ def _ijson_backend() -> Any:
 _IJSON = _ijson_backend()
 
 
-def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
-    """Read a torch.profiler trace (``.json`` or ``.json.gz``) into kernels, cpu ops and runtime calls."""
+def read_kineto(path: str | os.PathLike[str], *, python_functions: frozenset[str] = frozenset()) -> KinetoTrace:
+    """Read a torch.profiler trace (``.json`` or ``.json.gz``) into kernels, cpu ops and runtime calls
+    (and, from a ``with_stack`` trace, the calls of the Python functions named in ``python_functions``)."""
     path = Path(path)
     compressed = _is_gzip(path)
     try:
         with gc_paused():
             if _uncompressed_bytes(path, compressed) < STREAM_THRESHOLD_BYTES:
                 metadata, events = _load_whole(path, compressed)
-                found = collect_events(path, events, _base_time_ns(path, metadata))
+                found = collect_events(path, events, _base_time_ns(path, metadata), python_functions)
             else:
-                metadata, found = _read_streamed(path, compressed)
+                metadata, found = _read_streamed(path, compressed, python_functions)
     except _DECODE_ERRORS as err:
         raise ArtifactFormatError(
             f"{path}: not a readable JSON trace ({type(err).__name__}: {' '.join(str(err).split())}); "
@@ -102,6 +103,7 @@ def read_kineto(path: str | os.PathLike[str]) -> KinetoTrace:
         runtime_calls=sorted(found.runtime_calls, key=attrgetter("start_ns")),
         metadata=metadata,
         module_spans=sorted(found.module_spans, key=attrgetter("start_ns")),
+        python_calls=sorted(found.python_calls, key=attrgetter("start_ns")),
         range_counters=ranges.counters if ranges else None,
         notes=ranges.notes if ranges else (),
     )
@@ -157,7 +159,8 @@ def _load_whole(path: Path, compressed: bool) -> tuple[dict[str, Any], list[Any]
     return {k: v for k, v in doc.items() if k in METADATA_KEYS}, events
 
 
-def _read_streamed(path: Path, compressed: bool) -> tuple[dict[str, Any], EventRecords]:
+def _read_streamed(path: Path, compressed: bool,
+                  python_functions: frozenset[str] = frozenset()) -> tuple[dict[str, Any], EventRecords]:
     """Framed blocks with orjson when the layout allows it, else ijson; memory stays bounded."""
     if kineto_stream.FRAME_BYTES:
         try:
@@ -165,7 +168,7 @@ def _read_streamed(path: Path, compressed: bool) -> tuple[dict[str, Any], EventR
                 metadata, blocks = kineto_stream.framed_batches(f, kineto_stream.FRAME_BYTES, METADATA_KEYS)
                 if "baseTimeNanoseconds" in metadata:
                     base_ns = _base_time_ns(path, metadata)
-                    return metadata, collect_events(path, chain.from_iterable(blocks), base_ns)
+                    return metadata, collect_events(path, chain.from_iterable(blocks), base_ns, python_functions)
         except kineto_stream.NotFramable:
             pass  # start over with the token-level reader, which also names what is wrong
     with _open(path, compressed) as f:
@@ -181,7 +184,8 @@ def _read_streamed(path: Path, compressed: bool) -> tuple[dict[str, Any], EventR
         if base is not None:
             metadata["baseTimeNanoseconds"] = base
     batches = kineto_stream.ijson_batches(_IJSON, lambda: _open(path, compressed))
-    return metadata, collect_events(path, chain.from_iterable(batches), _base_time_ns(path, metadata))
+    return metadata, collect_events(path, chain.from_iterable(batches), _base_time_ns(path, metadata),
+                                    python_functions)
 
 
 def _base_time_ns(path: Path, metadata: Mapping[str, Any]) -> int:

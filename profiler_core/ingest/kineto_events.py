@@ -57,12 +57,15 @@ class EventRecords:
     cpu_ops: list[CpuOp] = field(default_factory=list)
     runtime_calls: list[RuntimeCall] = field(default_factory=list)
     module_spans: list[ModuleSpan] = field(default_factory=list)
+    python_calls: list[ModuleSpan] = field(default_factory=list)
     profiler_ranges: list[ProfilerRange] = field(default_factory=list)  # CUPTI range profiler kernels
     event_count: int = 0
 
 
-def collect_events(path: Path, events: Iterable[Any], base_ns: int) -> EventRecords:
-    """Convert the kernel, cpu_op/user_annotation and cuda_runtime/driver events of a trace."""
+def collect_events(path: Path, events: Iterable[Any], base_ns: int,
+                   python_functions: frozenset[str] = frozenset()) -> EventRecords:
+    """Convert the kernel, cpu_op/user_annotation and cuda_runtime/driver events of a trace, and the
+    calls of the Python functions named in ``python_functions`` (``generate``)."""
     found = EventRecords()
     kernels, cpu_ops, runtime_calls = found.kernels, found.cpu_ops, found.runtime_calls
     index = -1
@@ -78,8 +81,12 @@ def collect_events(path: Path, events: Iterable[Any], base_ns: int) -> EventReco
                 cpu_ops.append(_cpu_op(event, category, base_ns))
             elif category in _RUNTIME_CATEGORIES:
                 runtime_calls.append(_runtime_call(event, base_ns))
-            elif category == "python_function" and event["name"].startswith(_MODULE_PREFIX):
-                found.module_spans.append(_module_span(event, base_ns))
+            elif category == "python_function":
+                name = event["name"]
+                if name.startswith(_MODULE_PREFIX):
+                    found.module_spans.append(_module_span(event, base_ns))
+                elif python_functions and name.rpartition("): ")[2] in python_functions:
+                    found.python_calls.append(_python_call(event, base_ns))
             elif category == RANGE_CATEGORY:
                 found.profiler_ranges.append(range_event(event, base_ns, us_to_ns))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError, ArithmeticError) as err:
@@ -140,6 +147,14 @@ def _runtime_call(event: dict[str, Any], base_ns: int) -> RuntimeCall:
 
 def _module_span(event: dict[str, Any], base_ns: int) -> ModuleSpan:
     name, tid = event["name"][len(_MODULE_PREFIX):], event["tid"]
+    if type(tid) is not int:
+        _integers(name=name, tid=tid)
+    start_ns = base_ns + us_to_ns(event["ts"])
+    return ModuleSpan(name, start_ns, start_ns + us_to_ns(event["dur"]), tid)
+
+
+def _python_call(event: dict[str, Any], base_ns: int) -> ModuleSpan:
+    name, tid = event["name"], event["tid"]
     if type(tid) is not int:
         _integers(name=name, tid=tid)
     start_ns = base_ns + us_to_ns(event["ts"])

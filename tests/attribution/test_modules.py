@@ -185,3 +185,54 @@ def test_a_model_dynamo_gave_up_on_keeps_its_module_paths() -> None:
     reference = _raw_kernel_modules(LSTM_BREAK)
     assert got == reference
     assert set(got) == {"lstm", "head"} and got["lstm"] > 1000  # cuDNN's RNN kernels, then the head's GEMM
+
+
+LLAMA_GENERATE = DATA / "h200_llama_generate_small"
+
+
+def _raw_generate_modules(run: Path) -> Counter:
+    """Reference from the raw records, without the project's readers: a kernel's launch inside an
+    ``nn.Module`` call takes the innermost one's path (modules.json); a launch outside every module
+    call but inside a call of one of the model's methods listed in modules.json (the tracer names it
+    ``<file tail>(<line>): <name>``) is the model's own, ``""``; else None."""
+    events = json.loads(gzip.decompress((run / "kineto.json.gz").read_bytes()))["traceEvents"]
+    mapped = json.loads((run / "modules.json").read_text())
+    names = {f"{c}_{i}": p for c, i, p in mapped["modules"]}
+    methods = {(file, name) for file, name in mapped["methods"]}
+    launches = {e["args"]["correlation"]: e for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    spans = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+
+    def is_method(label: str) -> bool:
+        where, _, fn = label.rpartition("): ")
+        tail = where.rpartition("(")[0]
+        return any(name == fn and file.endswith("/" + tail) for file, name in methods)
+
+    calls = [e for e in events if e.get("cat") == "python_function" and "): " in e["name"] and is_method(e["name"])]
+    found: Counter = Counter()
+    for k in (e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")):
+        launch = launches.get(k["args"].get("correlation"))
+        if launch is None:
+            found["no launch"] += 1
+            continue
+
+        def inside(s: dict, t: float = launch["ts"], tid: int = launch["tid"]) -> bool:
+            return s["tid"] == tid and s["ts"] <= t <= s["ts"] + s["dur"]
+
+        inner = min((s for s in spans if inside(s)), key=lambda s: s["dur"], default=None)
+        if inner is not None:
+            found[names.get(inner["name"].removeprefix("nn.Module: "))] += 1
+        else:
+            found["" if any(inside(c) for c in calls) else None] += 1
+    return found
+
+
+def test_generate_token_selection_is_the_models_own_work() -> None:
+    # compile mode default, but generate() calls the plain module: traced as eager code
+    profile = attribute_run(LLAMA_GENERATE)
+    got = Counter(k.module_path for k in profile.kernels)
+    reference = _raw_generate_modules(LLAMA_GENERATE)
+    assert "no launch" not in reference and got == reference
+    assert got[""] > 100 and sum(n for p, n in got.items() if p and p.startswith("model.layers.")) > 500
+    placed = sum(k.duration_ns for k in profile.kernels if k.module_path is not None)
+    assert placed >= 0.95 * sum(k.duration_ns for k in profile.kernels)

@@ -250,3 +250,52 @@ def test_compiled_runs_trace_the_modules_that_run_eagerly(tmp_path: Path) -> Non
     whole = BREAKS.replace("@torch._dynamo.disable", "")
     spans, mapped = _kineto_child(tmp_path, whole, "whole.py")
     assert spans == [] and mapped is None
+
+
+DECODE = """
+import torch
+from torch import nn
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+    def forward(self, x):
+        return self.proj(x)
+
+    @torch.no_grad()
+    def generate(self, x, steps=3):  # a generate()-like loop: token choice outside every module call
+        for _ in range(steps):
+            x = torch.nn.functional.one_hot(self(x).argmax(-1), 8).float()
+        return x
+
+def get_model_and_inputs(device="cuda"):
+    torch.manual_seed(0)
+    return Decoder().to(device).eval(), (torch.randn(4, 8, device=device),)
+
+def step(model, inputs):
+    return model.generate(*inputs)
+"""
+
+
+@pytest.mark.slow  # torch.profiler start-up: a few seconds
+def test_work_in_the_models_own_methods_outside_its_modules_is_the_models(tmp_path: Path) -> None:
+    from profiler_core.attribution.modules import ModuleSpans, model_calls, read_module_map, read_module_methods
+    from profiler_core.ingest.kineto_events import collect_events
+
+    path = _workload(tmp_path, DECODE)
+    out = tmp_path / "run" / "kineto.json"
+    assert harness.main(["--workload", str(path), "--phase", "kineto", "--device", "cpu", "--compile-mode",
+                         "eager", "--warmup", "1", "--iters", "1", "--out", str(out)]) == 0
+    methods = read_module_methods(out.with_name("modules.json"))
+    assert (str(path), "generate") in methods and not any(name == "forward" for _, name in methods)
+    # a CPU trace has no kernels: its events are collected as the reader does, less its kernel checks
+    events = json.loads(out.read_text())["traceEvents"]
+    found = collect_events(out, events, 0, frozenset(name for _, name in methods))
+    assert found.python_calls and all(c.name.endswith("): generate") for c in found.python_calls)
+    spans = ModuleSpans(found.module_spans, read_module_map(out.with_name("modules.json")),
+                        model_calls(found.python_calls, methods))
+    where = {op.name: spans.op_path(op) for op in found.cpu_ops if op.name in ("aten::argmax", "aten::linear")}
+    assert where == {"aten::argmax": "", "aten::linear": "proj"}
+    without = ModuleSpans(found.module_spans, read_module_map(out.with_name("modules.json")))
+    assert {without.op_path(op) for op in found.cpu_ops if op.name == "aten::argmax"} == {None}
