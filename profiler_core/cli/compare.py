@@ -87,12 +87,16 @@ def compare_command(
         else:
             for item in comparison_renderables(result, end_to_end=e2e):
                 out_console.print(item)
-        if fail_if_slower is not None and result.delta_pct > fail_if_slower:
-            err_console.print(f"[bold red]FAIL[/]: {result.delta_pct:.1f}% slower than the baseline "
-                              f"(limit {fail_if_slower:g}%)")
-            raise typer.Exit(GATE_EXIT_CODE)
-        if outcome is not None:
-            _finish_gate(outcome)
+        _finish(fail_if_slower, result.delta_pct, "{:.1f}% slower than the baseline", outcome)
+
+
+def _finish(fail_if_slower: float | None, delta_pct: float, what: str, gate: GateResult | None) -> None:
+    """Exit 1 past ``--fail-if-slower`` (``what`` formats the delta), else with the gate's code, if any."""
+    if fail_if_slower is not None and delta_pct > fail_if_slower:
+        err_console.print(f"[bold red]FAIL[/]: {what.format(delta_pct)} (limit {fail_if_slower:g}%)")
+        raise typer.Exit(GATE_EXIT_CODE)
+    if gate is not None:
+        _finish_gate(gate)
 
 
 def _unmatched_runs(base: Path, opt: Path) -> str | None:
@@ -129,9 +133,4 @@ def _render_ranks(result: MultiRankComparison, *, as_json: bool, fail_if_slower:
             f"spread {result.base_spread_ns / 1e3:.1f} -> {result.opt_spread_ns / 1e3:.1f} us")
     for w in result.warnings:
         err_console.print(f"[yellow]warning:[/] {w}")
-    if fail_if_slower is not None and result.max_delta_pct > fail_if_slower:
-        err_console.print(f"[bold red]FAIL[/]: slowest rank {result.max_delta_pct:.1f}% slower "
-                          f"(limit {fail_if_slower:g}%)")
-        raise typer.Exit(GATE_EXIT_CODE)
-    if gate is not None:
-        _finish_gate(gate)
+    _finish(fail_if_slower, result.max_delta_pct, "slowest rank {:.1f}% slower", gate)
