@@ -143,6 +143,10 @@ def test_cli_attribute_and_compare_multi_rank(tmp_path):
     cmp = runner.invoke(app, ["compare", str(base), str(opt), "--json"])
     assert cmp.exit_code == 0, cmp.output
     assert json.loads(cmp.stdout)["base_slowest_rank"] == 1
+    # the other way round the slowest rank is 100% slower: --fail-if-slower fails it, by name
+    worse = runner.invoke(app, ["compare", str(opt), str(base), "--fail-if-slower", "10"])
+    assert worse.exit_code == 1 and "FAIL: slowest rank 100.0% slower (limit 10%)" in worse.stderr
+    assert runner.invoke(app, ["compare", str(opt), str(base), "--fail-if-slower", "150"]).exit_code == 0
 
 
 def test_single_run_reader_points_at_the_ranks(tmp_path):
