@@ -126,12 +126,17 @@ class ModuleOrder:
 
         found: dict[tuple[str, str], None] = {}
         for cls in type(self.model).__mro__:
-            if cls is object or cls.__module__.split(".")[0] == "torch":
+            if cls is object or str(getattr(cls, "__module__", "")).split(".")[0] == "torch":
                 continue
             for name, value in vars(cls).items():
-                fn = inspect.unwrap(value.__func__ if isinstance(value, (classmethod, staticmethod)) else value)
-                code = getattr(fn, "__code__", None)
-                if code is not None and name != "forward" and not name.startswith("__"):
+                if name == "forward" or name.startswith("__"):
+                    continue
+                try:  # a class attribute is anything: only plain functions, unwrapped, are kept
+                    fn = inspect.unwrap(value.__func__ if isinstance(value, (classmethod, staticmethod)) else value)
+                    code = getattr(fn, "__code__", None)
+                except Exception:  # noqa: BLE001 - an odd descriptor is not a method to list
+                    continue
+                if code is not None:
                     found[(code.co_filename, code.co_name)] = None
         return [list(key) for key in found]
 
