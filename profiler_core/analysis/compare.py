@@ -186,7 +186,8 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
     b_sets = [bv.kernels_of_ops(b_ops) for b_ops, _ in sides]
     o_sets = [ov.kernels_of_ops(o_ops) for _, o_ops in sides]
     # every row's counters in one vectorised pass per side (the figures of one aggregation per row)
-    b_counters, o_counters = kernel_counters_many(b_sets), kernel_counters_many(o_sets)
+    b_counters = kernel_counters_many(b_sets, table=bv.counter_rows)
+    o_counters = kernel_counters_many(o_sets, table=ov.counter_rows)
     for i, (g, (b_ops, o_ops)) in enumerate(zip(groups, sides, strict=True)):
         first = (b_ops or o_ops)[0]
         cls = (bv if b_ops else ov).op_class(first)
@@ -273,7 +274,8 @@ def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: Prof
         b_ops = [bv.operators_by_key[k] for k in f.operators if k in bv.operators_by_key]
         o_ops = [ov.operators_by_key[k] for key in f.operators for k in sorted(opt_of.get(key, ()))
                  if k in ov.operators_by_key]
-        b_agg, o_agg = kernel_counters(bv.kernels_of_ops(b_ops)), kernel_counters(ov.kernels_of_ops(o_ops))
+        b_agg = kernel_counters_many([bv.kernels_of_ops(b_ops)], table=bv.counter_rows)[0]
+        o_agg = kernel_counters_many([ov.kernels_of_ops(o_ops)], table=ov.counter_rows)[0]
         for field, expected in f.expected_shifts.items():
             b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)
             observed = direction(field, b, o, same_abs=t.counter_same_abs,

@@ -50,19 +50,50 @@ def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = 
     return aggregate_samples(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
+class CounterRows:
+    """Every kernel's counters as one matrix, built once per view: the rows of any set of its kernels.
+
+    The rules aggregate the counters of many overlapping sets (a finding's kernels, every
+    operator's); reading each kernel's counters dict once, not once per set, is the saving.
+    """
+
+    def __init__(self, kernels: Sequence[Kernel]) -> None:
+        self.kernels = [k for k in kernels if k.counters]
+        self.row_of = {k.id: i for i, k in enumerate(self.kernels)}
+        self.matrix = counter_matrix(self.kernels)
+        self.durations = np.array([k.duration_ns for k in self.kernels], dtype=float)
+
+    def rows(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
+        """The rows of ``kernels`` (each carrying counters), or None when one is not this table's."""
+        out = np.empty(len(kernels), dtype=np.int64)
+        row_of, mine = self.row_of, self.kernels
+        for j, k in enumerate(kernels):
+            i = row_of.get(k.id)
+            if i is None or mine[i] is not k:
+                return None
+            out[j] = i
+        return out
+
+
 def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collection[str] | None = None,
-                         ) -> list[dict[str, float | None]]:
+                         table: CounterRows | None = None) -> list[dict[str, float | None]]:
     """:func:`kernel_counters` of each set, aggregated in one pass (each set is its own group, its
-    kernels in their given order, so every figure is the one a call per set gives)."""
+    kernels in their given order, so every figure is the one a call per set gives). ``table``: the
+    view's counters of every kernel, read instead of the kernels' dicts when it holds them all."""
     sets = [[k for k in ks if k.counters] for ks in kernel_sets]
-    rows = {k.id: k for ks in sets for k in ks}
-    if not rows:
+    flat = [k for ks in sets for k in ks]
+    if not flat:
         return [{} for _ in sets]
-    ordered = list(rows.values())
-    row_of = {kid: i for i, kid in enumerate(rows)}
-    matrix = counter_matrix(ordered)
-    durations = np.array([k.duration_ns for k in ordered], dtype=float)
-    idx = np.fromiter((row_of[k.id] for ks in sets for k in ks), dtype=np.int64)
+    idx = table.rows(flat) if table is not None else None
+    if table is not None and idx is not None:
+        matrix, durations = table.matrix, table.durations
+    else:
+        rows = {k.id: k for k in flat}
+        ordered = list(rows.values())
+        row_of = {kid: i for i, kid in enumerate(rows)}
+        matrix = counter_matrix(ordered)
+        durations = np.array([k.duration_ns for k in ordered], dtype=float)
+        idx = np.fromiter((row_of[k.id] for k in flat), dtype=np.int64, count=len(flat))
     grp = np.repeat(np.arange(len(sets)), [len(ks) for ks in sets])
     agg = aggregate_arrays(matrix, durations, idx, grp, len(sets))
     out: list[dict[str, float | None]] = []
@@ -70,7 +101,7 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
         if not ks:
             out.append({})
             continue
-        named = {f for k in ks for f in k.counters}
+        named = set().union(*(k.counters.keys() for k in ks))
         metrics, _ = agg.group(i, CATALOG)
         out.append({f: metrics[f] for f in FIELDS if f in named and (fields is None or f in fields)})
     return out
@@ -261,8 +292,13 @@ class ProfileView:
         """Every operator's counters from its kernels, aggregated for all operators at once."""
         ops = [op for op in self.operators if op.key not in self._counters_of]
         sets = [self.kernels_of(op) for op in ops]
-        return {op.key: c for op, ks, c in zip(ops, sets, kernel_counters_many(sets), strict=True)
-                if any(k.counters for k in ks)}
+        many = kernel_counters_many(sets, table=self.counter_rows)
+        return {op.key: c for op, ks, c in zip(ops, sets, many, strict=True) if any(k.counters for k in ks)}
+
+    @cached_property
+    def counter_rows(self) -> CounterRows:
+        """The counters of every kernel of the view, as one matrix."""
+        return CounterRows(self.kernels)
 
     # -- kernels
     @cached_property
@@ -309,7 +345,7 @@ class ProfileView:
         With ``fields``, exactly those fields in that order (None where not measured).
         """
         wanted = None if fields is None else list(fields)
-        counters = kernel_counters(kernels, wanted)
+        counters = kernel_counters_many([list(kernels)], wanted, self.counter_rows)[0]
         if wanted is not None:
             counters = {f: counters.get(f) for f in wanted}
         return {f: (round(v, 4) if v is not None else None) for f, v in counters.items()}
@@ -319,7 +355,7 @@ class ProfileView:
         """:meth:`counters_of` for each of ``kernel_sets`` (with ``fields``), in one vectorised pass."""
         wanted = list(fields)
         out = []
-        for counters in kernel_counters_many(kernel_sets, wanted):
+        for counters in kernel_counters_many(kernel_sets, wanted, self.counter_rows):
             out.append({f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted})
         return out
 

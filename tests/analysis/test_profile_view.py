@@ -45,3 +45,20 @@ def test_shared_views_build_one_view_per_profile_and_only_while_active() -> None
         with shared_views():  # nested: the same views
             assert ProfileView.of(base) is view
     assert ProfileView.of(base) is not view
+
+
+def test_the_views_counter_matrix_gives_what_each_kernels_dict_gives() -> None:
+    from profiler_core.analysis.profile_view import kernel_counters_many
+
+    view = ProfileView(joinable_profile())
+    rng = random.Random(1)
+    sets = [rng.choices(view.kernels, k=rng.randint(1, 40)) for _ in range(60)]  # repeats included
+    by_matrix = kernel_counters_many(sets, table=view.counter_rows)
+    assert by_matrix == [kernel_counters(ks) for ks in sets]
+    assert sum(bool(c) for c in by_matrix) > 30
+    # a kernel that is not the view's own object (another profile's, a copy) is read from its dict
+    mine = next(ks for ks in sets if sum(bool(k.counters) for k in ks) > 2)
+    foreign = [k.model_copy(update={"counters": dict.fromkeys(k.counters, 1.0)}) for k in mine]
+    assert kernel_counters(foreign) != kernel_counters(mine)
+    assert view.counter_rows.rows(foreign) is None
+    assert kernel_counters_many([foreign], table=view.counter_rows) == [kernel_counters(foreign)]
