@@ -10,7 +10,7 @@ required check becomes a warning that each output of ``oprof compare`` repeats.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -112,8 +112,20 @@ def shape_signature(profile: Profile) -> frozenset[tuple[int, ...]]:
     Passes change how a model computes, rarely the shapes it computes on: a baseline and its
     optimized plan share most of these, two different models share few.
     """
-    return frozenset(tuple(shape) for op in profile.operators for shape in (op.input_shapes or [])
+    return frozenset(tuple(shape) for shapes in _input_shape_lists(profile) for shape in (shapes or [])
                      if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape))
+
+
+def _input_shape_lists(profile: Profile) -> list[Any]:
+    """Each operator's ``input_shapes``; a columnar profile's distinct ones only (a dictionary
+    column holds each once), without building an operator model."""
+    column = getattr(profile.operators, "shapes", None)
+    if column is not None and hasattr(column, "codes") and hasattr(column, "values"):
+        from profiler_core.attribution.columns import sorted_unique
+
+        codes = column.codes
+        return [column.values[c] for c in sorted_unique(codes[codes >= 0]).tolist()]
+    return [op.input_shapes for op in profile.operators]
 
 
 def shape_check(base: Profile, opt: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ComparabilityCheck:

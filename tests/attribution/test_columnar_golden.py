@@ -218,3 +218,13 @@ def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: P
     assert at_once == one_by_one
     assert sum(bool(op["metrics"]) for op in at_once) > 0
     assert sum(bool(op["kernel_ids"]) for op in at_once) > 0
+
+
+def test_a_columnar_profiles_shape_signature_is_its_operators(written: Path) -> None:
+    from profiler_core.analysis.comparability import shape_signature
+
+    back = read_profile(written)
+    assert hasattr(back.operators, "shapes")  # read from the dictionary column, no model built
+    by_models = frozenset(tuple(s) for op in back.operators.models() for s in (op.input_shapes or [])
+                          if isinstance(s, list) and s and all(isinstance(d, int) for d in s))
+    assert len(by_models) > 5 and shape_signature(back) == by_models
