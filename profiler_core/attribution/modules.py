@@ -25,8 +25,9 @@ import bisect
 import json
 import os
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from profiler_core.attribution.module_links import link_paths
 from profiler_core.attribution.names import is_generated_kernel_name
@@ -36,30 +37,28 @@ from profiler_core.ingest.torch_trace import common_module, record_key
 from profiler_core.records import CpuOp, InductorArtifacts, KinetoTrace, ModuleSpan
 from profiler_core.schema import ExecutionContext, Profile, Tier
 
+_T = TypeVar("_T")
 
-def read_module_map(path: str | os.PathLike[str]) -> dict[str, str]:
-    """``modules.json`` -> tracer label to module path: ``{"Linear_4": "h.0.mlp.c_fc", ...}``."""
+
+def _read_map(path: str | os.PathLike[str], part: Callable[[Any], _T]) -> _T:
+    """``part`` of ``modules.json``; anything malformed is one error naming the file and the fix."""
     p = Path(path)
     try:
-        data = json.loads(read_input(p, what="module map", max_bytes=256 * 1024 * 1024))
-        rows = data["modules"]
-        return {f"{cls}_{int(index)}": str(mpath) for cls, index, mpath in rows}
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ArtifactFormatError(
-            f"{p}: not a module map ({type(err).__name__}: {err}); the capture writes it beside kineto.json "
-            "in eager mode: re-capture, or delete it to attribute without module paths") from err
-
-
-def read_module_methods(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
-    """``modules.json``'s ``methods``: the model's own methods as ``(file, name)`` (none in older maps)."""
-    p = Path(path)
-    try:
-        data = json.loads(read_input(p, what="module map", max_bytes=256 * 1024 * 1024))
-        return [(str(file), str(name)) for file, name in data.get("methods", [])]
+        return part(json.loads(read_input(p, what="module map", max_bytes=256 * 1024 * 1024)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise ArtifactFormatError(
             f"{p}: not a module map ({type(err).__name__}: {err}); the capture writes it beside kineto.json "
             "in eager mode: re-capture, or delete it to attribute without module paths") from err
+
+
+def read_module_map(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``modules.json`` -> tracer label to module path: ``{"Linear_4": "h.0.mlp.c_fc", ...}``."""
+    return _read_map(path, lambda data: {f"{cls}_{int(index)}": str(mpath) for cls, index, mpath in data["modules"]})
+
+
+def read_module_methods(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """``modules.json``'s ``methods``: the model's own methods as ``(file, name)`` (none in older maps)."""
+    return _read_map(path, lambda data: [(str(file), str(name)) for file, name in data.get("methods", [])])
 
 
 def _tracer_function(name: str) -> tuple[str, str]:

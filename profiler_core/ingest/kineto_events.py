@@ -146,15 +146,12 @@ def _runtime_call(event: dict[str, Any], base_ns: int) -> RuntimeCall:
 
 
 def _module_span(event: dict[str, Any], base_ns: int) -> ModuleSpan:
-    name, tid = event["name"][len(_MODULE_PREFIX):], event["tid"]
-    if type(tid) is not int:
-        _integers(name=name, tid=tid)
-    start_ns = base_ns + us_to_ns(event["ts"])
-    return ModuleSpan(name, start_ns, start_ns + us_to_ns(event["dur"]), tid)
+    return _python_call(event, base_ns, event["name"][len(_MODULE_PREFIX):])
 
 
-def _python_call(event: dict[str, Any], base_ns: int) -> ModuleSpan:
-    name, tid = event["name"], event["tid"]
+def _python_call(event: dict[str, Any], base_ns: int, name: str | None = None) -> ModuleSpan:
+    """A Python tracer event as a span, named ``name`` (its own name by default)."""
+    name, tid = event["name"] if name is None else name, event["tid"]
     if type(tid) is not int:
         _integers(name=name, tid=tid)
     start_ns = base_ns + us_to_ns(event["ts"])
