@@ -5,9 +5,10 @@
 
 What is kept, per capture (``baseline/``, and the kept trial's capture as ``optimized/`` with
 its plan.json): manifest.json, counters.csv (the ncu CSV export), kineto.json gzipped, and
-inductor/ (output_code.log, gzipped when over 1 MB, and torch_trace.tgz). What is dropped:
-counters.ncu-rep (proprietary, large, and the CSV carries the same counters), profile.json
-(tests and the demo attribute the captures again), timeline.sqlite and report.html. At the top:
+inductor/ (output_code.log, gzipped when over 1 MB, and torch_trace.tgz), and modules.json (the
+module map of code that ran eagerly). What is dropped: counters.ncu-rep (proprietary, large, and
+the CSV carries the same counters), profile.json (tests and the demo attribute the captures
+again), report.html, and timeline.sqlite unless ``--keep-timeline`` keeps the baseline's. At the top:
 optimize.json with its paths made relative to the shipped directory, walltime.json and
 findings.json. The target directory is written whole, then renamed into place.
 """
@@ -100,18 +101,22 @@ def _located(value: str | None, recorded_run_dir: str, run_dir: Path) -> str | N
         return value
 
 
-def ship(run_dir: Path, target: Path, workload: str) -> None:
+KEPT = ("modules.json",)
+
+
+def ship(run_dir: Path, target: Path, workload: str, keep_timeline: bool = False) -> None:
     """``run_dir`` (an optimize run) into ``target`` in the shipped form."""
     result = json.loads((run_dir / "optimize.json").read_text())
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         out = tmp / target.name
         out.mkdir()
-        ship_capture_dir(run_dir / "baseline", out / "baseline")
+        ship_capture_dir(run_dir / "baseline", out / "baseline",
+                         KEPT + (("timeline.sqlite",) if keep_timeline else ()))
         recorded = str(result.get("run_dir") or "")
         final = _located(result.get("final_run_dir"), recorded, run_dir)
         if final and Path(final).resolve() != (run_dir / "baseline").resolve():
-            ship_capture_dir(Path(final) / "capture", out / "optimized")
+            ship_capture_dir(Path(final) / "capture", out / "optimized", KEPT)
             shutil.copy2(Path(final) / "plan.json", out / "optimized" / "plan.json")
         result["workload"] = workload
         result["run_dir"] = "."
@@ -134,12 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="an 'oprof optimize' run directory")
     parser.add_argument("target", type=Path, help="e.g. examples/captures/h200/<name>")
     parser.add_argument("--workload", required=True, help="the workload path as the project names it")
+    parser.add_argument("--keep-timeline", action="store_true", help="keep the baseline's timeline.sqlite (nsys)")
     args = parser.parse_args(argv)
     if not (args.run_dir / "optimize.json").is_file():
         print(f"{args.run_dir}: no optimize.json; pass an 'oprof optimize' run directory", file=sys.stderr)
         return 2
     args.target.parent.mkdir(parents=True, exist_ok=True)
-    ship(args.run_dir, args.target, args.workload)
+    ship(args.run_dir, args.target, args.workload, args.keep_timeline)
     print(args.target)
     return 0
 

@@ -459,3 +459,11 @@ def test_compare_pairs_each_convolution_across_a_graph_replay(profiles: dict, na
     assert len(named) >= len(rows) // 2 and all(r.opt_keys[0].startswith("aten::convolution#") for r in named)
     # Kineto's "Memset (Device)" is the replay's "Memset (Unknown)": the same kernels, on both sides
     assert not [r.name for r in (*cmp.only_in_base, *cmp.only_in_opt) if r.name.startswith("Memset")]
+
+
+@pytest.mark.parametrize("name", sorted(f"{p.parent.name}/{p.name}" for p in RUNS if (p / "modules.json").is_file()))
+def test_a_capture_with_a_module_map_places_95_percent_of_its_kernel_time_in_a_module(profiles: dict,
+                                                                                   name: str) -> None:
+    kernels = profiles[name].kernels
+    placed = sum(k.duration_ns for k in kernels if k.module_path is not None)
+    assert placed >= 0.95 * sum(k.duration_ns for k in kernels)
