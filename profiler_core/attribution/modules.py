@@ -3,8 +3,8 @@
 Two sources, one per way the code ran:
 
 * eager code: torch.profiler's Python tracer (``with_stack=True``) records every module call as
-  ``nn.Module: Linear_4``; the capture's ``modules.json`` (the harness's first-call order of the
-  model's modules) names ``Linear_4`` ``h.0.mlp.c_fc``. A kernel's launching operator (its CUPTI
+  ``nn.Module: Linear_4``; the capture's ``modules.json`` (the harness reads each call's module
+  off the profiler's record) names ``Linear_4`` ``h.0.mlp.c_fc``. A kernel's launching operator (its CUPTI
   correlation) started inside the innermost module call open on its thread;
 * compiled graphs: Inductor's provenance maps each kernel call of ``call()`` to pre-grad FX nodes,
   whose module is read off the parameters they use (ingest/torch_trace.py); a backward graph's
@@ -48,7 +48,7 @@ def _read_map(path: str | os.PathLike[str], part: Callable[[Any], _T]) -> _T:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise ArtifactFormatError(
             f"{p}: not a module map ({type(err).__name__}: {err}); the capture writes it beside kineto.json "
-            "in eager mode: re-capture, or delete it to attribute without module paths") from err
+            "when code ran eagerly: re-capture, or delete it to attribute without module paths") from err
 
 
 def read_module_map(path: str | os.PathLike[str]) -> dict[str, str]:

@@ -16,7 +16,6 @@ clock probing; no workload). A workload that breaks the contract prints one line
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import platform
 import random
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from profiler_core.atomic_write import write_text_atomic
 from profiler_core.capture.config import CompileMode, HarnessPhase
 from profiler_core.compile_mode import compile_model
 from profiler_core.errors import WorkloadError
@@ -72,114 +72,87 @@ def workload_error_line(text: str) -> str | None:
 
 
 
-class ModuleOrder:
-    """While active, the order in which the model's modules are first called, for ``modules.json``.
+def model_methods(model: Any) -> list[list[str]]:
+    """The model's own methods outside torch (``GenerationMixin.generate``), as ``[file, name]``:
+    work a step runs inside one of them but outside every module call (``generate()``'s token
+    selection) belongs to the model itself."""
+    import inspect
+
+    found: dict[tuple[str, str], None] = {}
+    for cls in type(model).__mro__:
+        if cls is object or str(getattr(cls, "__module__", "")).split(".")[0] == "torch":
+            continue
+        for name, value in vars(cls).items():
+            if name == "forward" or name.startswith("__"):
+                continue
+            try:  # a class attribute is anything: only plain functions, unwrapped, are kept
+                fn = inspect.unwrap(value.__func__ if isinstance(value, (classmethod, staticmethod)) else value)
+                code = getattr(fn, "__code__", None)
+            except Exception:  # noqa: BLE001 - an odd descriptor is not a method to list
+                continue
+            if code is not None:
+                found[(code.co_filename, code.co_name)] = None
+    return [list(key) for key in found]
+
+
+def traced_module_map(prof: Any, paths: dict[int, str]) -> list[list[Any]]:
+    """``modules.json``'s rows from the profiler's own record of each module call.
 
     torch.profiler's Python tracer labels a module call ``<Class>_<n>``, n counting the instances
-    of that class in first-call order; recording the same order with a global forward pre-hook
-    turns each label into the module's path in the model (``h.3.attn``)::
+    of that class in first-call order, and keeps the called module's ``self`` with it: ``paths``
+    (``id(module)`` -> its path in the model) turns each label into the module's path::
 
         {"modules": [["GPT2", 0, ""], ["Block", 0, "h.0"], ["LayerNorm", 0, "h.0.ln_1"], ...],
          "methods": [[".../transformers/generation/utils.py", "generate"], ...]}
+
+    No hook is installed, so nothing runs in the measured region that Dynamo would see; a module
+    outside the model keeps an ``<unnamed Class>`` path.
     """
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.paths = {id(m): name for name, m in model.named_modules()}
-        self.order: list[tuple[str, int, str]] = []
-        self.count: dict[str, int] = {}
-        self.seen: set[int] = set()
-        self.handle: Any = None
-
-    def _pre_hook(self, module: Any, _args: Any) -> None:
-        key = id(module)
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        cls = type(module).__name__
-        index = self.count.get(cls, 0)
-        self.count[cls] = index + 1
-        inner = getattr(module, "_orig_mod", None)  # torch.compile's wrapper is called as the model
-        path = self.paths.get(key, self.paths.get(id(inner)) if inner is not None else None)
-        self.order.append((cls, index, f"<unnamed {cls}>" if path is None else path))
-
-    def __enter__(self) -> ModuleOrder:
-        from torch.nn.modules.module import register_module_forward_pre_hook
-
-        self.handle = register_module_forward_pre_hook(self._pre_hook)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.handle is not None:
-            self.handle.remove()
-
-    def write(self, path: Path) -> None:
-        path.write_text(json.dumps({"modules": [list(row) for row in self.order],
-                                    "methods": self.methods}) + "\n")
-
-    @property
-    def methods(self) -> list[list[str]]:
-        """The model's own methods outside torch (``GenerationMixin.generate``), as ``[file, name]``:
-        work a step runs inside one of them but outside every module call (``generate()``'s token
-        selection) belongs to the model itself."""
-        import inspect
-
-        found: dict[tuple[str, str], None] = {}
-        for cls in type(self.model).__mro__:
-            if cls is object or str(getattr(cls, "__module__", "")).split(".")[0] == "torch":
-                continue
-            for name, value in vars(cls).items():
-                if name == "forward" or name.startswith("__"):
-                    continue
-                try:  # a class attribute is anything: only plain functions, unwrapped, are kept
-                    fn = inspect.unwrap(value.__func__ if isinstance(value, (classmethod, staticmethod)) else value)
-                    code = getattr(fn, "__code__", None)
-                except Exception:  # noqa: BLE001 - an odd descriptor is not a method to list
-                    continue
-                if code is not None:
-                    found[(code.co_filename, code.co_name)] = None
-        return [list(key) for key in found]
+    rows: dict[str, list[Any]] = {}
+    pending = list(prof.profiler.kineto_results.experimental_event_tree())
+    while pending:
+        event = pending.pop()
+        pending.extend(event.children)
+        module = getattr(event.extra_fields, "module", None)
+        label = str(event.name).removeprefix("nn.Module: ")
+        if module is None or label in rows:
+            continue
+        cls, _, index = label.rpartition("_")
+        path = paths.get(module.self_ptr)
+        rows[label] = [cls, int(index), f"<unnamed {cls}>" if path is None else path]
+    return sorted(rows.values(), key=lambda row: (row[0], row[1]))
 
 
-def _module_tracing(mode: CompileMode, model: Any) -> str | None:
-    """How the Kineto phase learns the module of eager code, decided after the warm-up.
+def module_paths(plain: Any, called: Any) -> dict[int, str]:
+    """``id(module)`` -> path for every module of ``plain``; ``called`` (torch.compile's wrapper,
+    called as the model) is the model itself."""
+    paths = {id(m): name for name, m in plain.named_modules()}
+    paths.setdefault(id(called), "")
+    return paths
 
-    * ``"eager"``: Dynamo saw no frame (eager mode, or a compiled model whose step never calls it:
-      ``model.generate(...)`` on a compiled model runs the plain module's ``__call__``): the Python
-      tracer and :class:`ModuleOrder`'s global hook, as in eager mode;
-    * ``"breaks"``: Dynamo ran and left code to run eagerly (a graph break, or a frame it gave up
-      on at once, as at a cuDNN LSTM): the Python tracer only. A global module hook would be new
-      code under Dynamo's frame hook (it would inspect and compile it inside the measured region)
-      and would enter compiled frames' guards, so the module map names only the classes the model
-      holds once (:func:`write_single_instance_map`);
-    * ``None``: whole graphs; Inductor's provenance places every kernel.
+
+def _traces_modules(mode: CompileMode, model: Any) -> bool:
+    """Whether the Kineto phase runs the Python tracer to learn the module of eager code, decided
+    after the warm-up:
+
+    * eager mode, or a compiled model whose step never reaches a compiled frame
+      (``model.generate(...)`` on a compiled model runs the plain module's ``__call__``): yes;
+    * Dynamo ran and left code to run eagerly (a graph break, or a frame it gave up on at once, as
+      at a cuDNN LSTM): yes;
+    * whole graphs: no; Inductor's provenance places every kernel.
     """
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        return None
+        return False
     if mode is CompileMode.EAGER:
-        return "eager"
+        return True
     from torch._dynamo.utils import counters
 
     if not counters["frames"].get("total", 0):
-        return "eager"
+        return True
     compiled = counters["stats"].get("unique_graphs", 0) or counters["frames"].get("ok", 0)
-    return "breaks" if not compiled or any(counters["graph_break"].values()) else None
-
-
-def write_single_instance_map(model: Any, path: Path) -> None:
-    """``modules.json`` for a traced run without the global hook: the tracer labels a module call
-    ``<Class>_<n>`` in first-call order, which only a class the model holds once fixes (``LSTM_0``
-    is ``lstm``); the others' calls keep no path rather than a guess. The model itself is also
-    called through ``torch.compile``'s wrapper (``OptimizedModule_0``)."""
-    by_class: dict[str, list[str]] = {}
-    for name, module in model.named_modules():
-        by_class.setdefault(type(module).__name__, []).append(name)
-    rows = [[cls, 0, names[0]] for cls, names in by_class.items() if len(names) == 1]
-    if "OptimizedModule" not in by_class:
-        rows.append(["OptimizedModule", 0, ""])
-    path.write_text(json.dumps({"modules": rows}) + "\n")
+    return not compiled or any(counters["graph_break"].values())
 
 
 def _seed(seed: int) -> None:
@@ -396,10 +369,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             activities.append(ProfilerActivity.CUDA)
         # eager code: the Python tracer records every nn.Module call (module_map names them); a
         # compiled graph's module paths come from Inductor's provenance instead
-        tracing = _module_tracing(mode, plain)
-        seen = ModuleOrder(plain) if tracing == "eager" else None
-        with profile(activities=activities, record_shapes=True, with_stack=tracing is not None,
-                     with_modules=tracing is not None) as prof, seen or contextlib.nullcontext():
+        tracing = _traces_modules(mode, plain)
+        with profile(activities=activities, record_shapes=True, with_stack=tracing,
+                     with_modules=tracing) as prof:
             inner = _record_start(events)
             for _ in range(args.iters):
                 guarded("the measured iterations")
@@ -412,10 +384,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         prof.export_chrome_trace(str(out))
-        if seen is not None:
-            seen.write(out.with_name(MODULE_MAP_NAME))
-        elif tracing == "breaks":
-            write_single_instance_map(plain, out.with_name(MODULE_MAP_NAME))
+        if tracing:
+            mapped = {"modules": traced_module_map(prof, module_paths(plain, model)),
+                      "methods": model_methods(plain)}
+            write_text_atomic(out.with_name(MODULE_MAP_NAME), json.dumps(mapped) + "\n")
         kernels = _count_kernels(out)
         result["kernels"] = kernels
         if device.startswith("cuda") and kernels == 0:
