@@ -107,7 +107,7 @@ def _rss_mb() -> float:
 
 def _child(capture: str, size: int) -> None:
     from profiler_core.attribution import attribute
-    from profiler_core.schema import read_profile, write_profile
+    from profiler_core.profile_io import read_profile, write_profile
 
     base = len(replicate(capture, 1)[0].kernels)
     kin, nsy, ncu, ind, _ = replicate(capture, max(1, round(size / base)))

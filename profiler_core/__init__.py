@@ -30,19 +30,21 @@ from profiler_core.errors import (
 )
 
 if TYPE_CHECKING:
-    from profiler_core.schema import Profile, read_profile, write_profile
+    from profiler_core.profile_io import read_profile, write_profile
+    from profiler_core.schema import Profile
 
 __version__ = "0.1.0"
 
-_SCHEMA_NAMES = frozenset({"Profile", "read_profile", "write_profile"})
+_LAZY = {"Profile": "profiler_core.schema", "read_profile": "profiler_core.profile_io",
+         "write_profile": "profiler_core.profile_io"}
 
 
 def __getattr__(name: str) -> Any:
     # The schema (pydantic) loads on first use, so ``oprof --help`` and ``--version`` stay instant.
-    if name in _SCHEMA_NAMES:
-        from profiler_core import schema
+    if name in _LAZY:
+        import importlib
 
-        return getattr(schema, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'profiler_core' has no attribute {name!r}")
 
 __all__ = [

@@ -107,7 +107,7 @@ def load_profile(path: Path) -> Profile:
     A profile.json that no longer describes the run beside it is refused, naming the fix.
     """
     from profiler_core.attribution.sources import current_profile, stale_reason
-    from profiler_core.schema import read_profile
+    from profiler_core.profile_io import read_profile
 
     if path.is_dir():
         return current_profile(path)
@@ -261,6 +261,7 @@ def analyse_shipped_run(example_dir: Path, out: Path) -> ShippedAnalysis:
     from profiler_core.atomic_write import write_text_atomic
     from profiler_core.attribution import attribute_run
     from profiler_core.passes.plan import read_plan
+    from profiler_core.profile_io import write_profile
     from profiler_core.report.end_to_end import read_end_to_end
     from profiler_core.rundir import (
         COMPARISON_NAME,
@@ -270,7 +271,6 @@ def analyse_shipped_run(example_dir: Path, out: Path) -> ShippedAnalysis:
         REPORT_NAME,
         WALLTIME_NAME,
     )
-    from profiler_core.schema import write_profile
 
     baseline = attribute_run(example_dir / "baseline")
     write_profile(out / "baseline.profile.json", baseline)

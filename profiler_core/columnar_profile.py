@@ -214,7 +214,7 @@ def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
 
 
 def columnar_references(profile: Profile) -> None:
-    """schema.check_references for a profile whose kernels are a KernelTable, on the columns."""
+    """profile_io.check_references for a profile whose kernels are a KernelTable, on the columns."""
     from profiler_core.attribution.table_checks import table_references
 
     table_references(profile)

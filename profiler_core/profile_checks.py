@@ -26,7 +26,7 @@ def profile_problem(profile: Profile) -> str | None:
     """The first inconsistency in ``profile``, in words; None when there is none.
 
     References (unique ids and keys, kernel ids and operator keys that resolve, kernels that
-    end after they start) are :func:`profiler_core.schema.check_references`'s, which
+    end after they start) are :func:`profiler_core.profile_io.check_references`'s, which
     ``read_profile`` runs first; these are the figures that must add up.
     """
     if not profile.kernels:

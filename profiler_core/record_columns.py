@@ -9,13 +9,14 @@ objects altogether::
       name: dictionary<int32, string>   "triton_per_fused_native_layer_norm_0", ...  (one entry per distinct name)
       start_ns, end_ns: int64           14459713, 14461473, ...
       grid_x, grid_y, grid_z: int64     512, 1, 1  (null where the export has no grid)
-    -> NsysColumns.timeline().kernels[0] == TimelineKernel(name=..., start_ns=14459713, grid=(512, 1, 1), ...)
+    -> read_nsys(path).kernels[0] == TimelineKernel(name=..., start_ns=14459713, grid=(512, 1, 1), ...)
 
 Column names are the record's field names; a ``Dim3`` field is three columns (``grid_x`` ..
 ``grid_z``). Strings are dictionary-encoded (each distinct text once, normalised once); nulls
 are the records' ``None``. Every table is one chunk per column, so ``column(i).chunk(0)``
 or ``to_numpy()`` reach the values without a copy. pyarrow is imported only by the readers
-that build these tables, never by importing this module.
+that build these tables, never by importing this module; the records are built from them in
+``ingest/column_records.py``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from profiler_core.records import NcuReport, NsysTimeline
 
 KERNEL_COLUMNS = (
     "name", "start_ns", "end_ns", "stream", "device", "kind", "short_name", "correlation_id",
@@ -54,20 +53,6 @@ class NsysColumns:
     gpus: list[Mapping[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def timeline(self) -> NsysTimeline:
-        """The same export as frozen records, for consumers that walk kernels one by one."""
-        from profiler_core.ingest.column_records import nvtx_records, runtime_records, timeline_records
-        from profiler_core.records import NsysTimeline
-
-        return NsysTimeline(
-            path=self.path,
-            kernels=timeline_records(self.kernels),
-            runtime_calls=runtime_records(self.runtime_calls),
-            nvtx_ranges=nvtx_records(self.nvtx_ranges),
-            gpus=self.gpus,
-            warnings=self.warnings,
-        )
-
 
 @dataclass(frozen=True)
 class NcuColumns:
@@ -84,11 +69,3 @@ class NcuColumns:
     metrics_returned: frozenset[str]
     source: str  # "csv" | "ncu-rep"
     units: Mapping[str, str] = field(default_factory=dict)
-
-    def report(self) -> NcuReport:
-        """The same launches as ``CounterRow`` records (one metrics dict per launch)."""
-        from profiler_core.ingest.column_records import counter_records
-        from profiler_core.records import NcuReport
-
-        return NcuReport(path=self.path, rows=counter_records(self.launches, self.metrics),
-                         metrics_returned=self.metrics_returned, source=self.source, units=self.units)

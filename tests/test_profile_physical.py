@@ -15,7 +15,7 @@ import pytest
 from profiler_core.attribution import attribute_run
 from profiler_core.errors import SchemaError
 from profiler_core.physical_checks import HEADROOM, dram_limit, dram_problem
-from profiler_core.schema import read_profile, write_profile
+from profiler_core.profile_io import read_profile, write_profile
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "examples" / "captures" / "h200" / "sdpa_attention" / "baseline"

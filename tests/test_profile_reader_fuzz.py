@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from profiler_core.errors import SchemaError
-from profiler_core.schema import read_profile
+from profiler_core.profile_io import read_profile
 
 REAL = Path(__file__).resolve().parent / "data" / "h200_joinable" / "expected" / "profile.json"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.errors import OutputError, SchemaError
+from profiler_core.profile_io import read_profile, write_profile
 from profiler_core.schema import (
     SCHEMA_PATH,
     Attribution,
@@ -18,8 +19,6 @@ from profiler_core.schema import (
     Profile,
     Tier,
     profile_json_schema,
-    read_profile,
-    write_profile,
 )
 
 

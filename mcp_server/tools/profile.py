@@ -24,8 +24,9 @@ from mcp_server.views import (
     total_kernel_ns,
 )
 from profiler_core import api
+from profiler_core.profile_io import read_profile, write_profile
 from profiler_core.rundir import PROFILE_NAME, RANKS_JSON
-from profiler_core.schema import Profile, read_profile, write_profile
+from profiler_core.schema import Profile
 
 if TYPE_CHECKING:
     from profiler_core.distributed.attribute import MultiRankProfile

@@ -171,7 +171,7 @@ def stale_reason(profile_path: PathLike, profile: Profile) -> str | None:
 
 def current_profile(run_dir: PathLike) -> Profile:
     """A run directory's profile: its profile.json while current, else attributed afresh (and flagged)."""
-    from profiler_core.schema import read_profile
+    from profiler_core.profile_io import read_profile
 
     root = Path(run_dir)
     written = root / PROFILE_NAME

@@ -393,7 +393,7 @@ class CaptureSession:
         """Optional: attribute the run and write profile.json (kept for the caller: no re-read)."""
         self.say("attribute", "attributing")
         from profiler_core.attribution import attribute_run
-        from profiler_core.schema import write_profile
+        from profiler_core.profile_io import write_profile
 
         profile = attribute_run(self.run_dir)
         write_profile(self.run_dir / PROFILE_NAME, profile)

@@ -12,8 +12,9 @@ from rich.table import Table
 from profiler_core import api
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.distributed.attribute import MultiRankProfile
+from profiler_core.profile_io import write_profile
 from profiler_core.rundir import PROFILE_NAME, RANKS_JSON
-from profiler_core.schema import Profile, write_profile
+from profiler_core.schema import Profile
 
 ELSEWHERE = Path("oprof-runs") / "attribute"  # profiles of captures the user only asked to read
 

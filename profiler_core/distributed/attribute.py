@@ -17,9 +17,10 @@ from profiler_core.atomic_write import write_text_atomic
 from profiler_core.distributed.overlap import OverlapStats, comm_overlap, communication_ops, is_nccl_kernel
 from profiler_core.distributed.spread import OperatorSpread, RankSpread, operator_spread, rank_spread
 from profiler_core.errors import SchemaError
+from profiler_core.profile_io import read_profile, write_profile
 from profiler_core.rundir import RANKS_JSON, read_ranks_manifest, write_ranks_manifest
 from profiler_core.rundir.ranks import rank_dirs
-from profiler_core.schema import Profile, read_profile, write_profile
+from profiler_core.schema import Profile
 
 PROFILE_NAME = "profile.json"
 

@@ -185,3 +185,9 @@ def counter_columns(report: NcuReport) -> NcuColumns:
     metrics = pa.table({n: pa.array([r.metrics.get(n) for r in rows], pa.float64()) for n in names})
     return NcuColumns(path=report.path, launches=launches, metrics=metrics,
                       metrics_returned=report.metrics_returned, source=report.source, units=report.units)
+
+
+def ncu_report(columns: NcuColumns) -> NcuReport:
+    """``columns``' launches as ``CounterRow`` records (one metrics dict per launch)."""
+    return NcuReport(path=columns.path, rows=counter_records(columns.launches, columns.metrics),
+                     metrics_returned=columns.metrics_returned, source=columns.source, units=columns.units)

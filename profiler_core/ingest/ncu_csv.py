@@ -54,8 +54,10 @@ def read_ncu_csv(path: Path, requested: frozenset[str] | None) -> NcuReport:
     result = _read(path, requested)
     if isinstance(result, NcuReport):
         return result
+    from profiler_core.ingest.column_records import ncu_report
+
     with gc_paused():
-        return result.report()
+        return ncu_report(result)
 
 
 def read_ncu_csv_columns(path: Path, requested: frozenset[str] | None) -> NcuColumns:
@@ -183,7 +185,9 @@ def _finish(layout: RawLayout, columns: NcuColumns) -> NcuColumns:
     result = NcuColumns(path=path, launches=launches, metrics=metrics, metrics_returned=returned,
                         source="csv", units=units)
     if _impossible(metrics):
-        check_counter_rows(path, result.report().rows)  # names the first launch at fault
+        from profiler_core.ingest.column_records import ncu_report
+
+        check_counter_rows(path, ncu_report(result).rows)  # names the first launch at fault
     return result
 
 

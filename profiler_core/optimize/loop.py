@@ -38,6 +38,7 @@ from profiler_core.optimize.trial import (
     run_trial,
     suggest_after_keep,
 )
+from profiler_core.profile_io import read_profile
 from profiler_core.rundir.layout import (
     BASELINE_DIR,
     COMPARISON_NAME,
@@ -48,7 +49,7 @@ from profiler_core.rundir.layout import (
     REPORT_NAME,
     WALLTIME_NAME,
 )
-from profiler_core.schema import Profile, read_profile
+from profiler_core.schema import Profile
 
 if TYPE_CHECKING:
     from profiler_core.capture.pipeline import ProgressFn
@@ -64,7 +65,7 @@ def _now() -> str:
 def _baseline_profile(run_dir: Path) -> Profile:
     """The profile of an existing capture directory (attributed now if it has none)."""
     from profiler_core.attribution import attribute_run
-    from profiler_core.schema import write_profile
+    from profiler_core.profile_io import write_profile
 
     if (run_dir / PROFILE_NAME).exists():
         return read_profile(run_dir / PROFILE_NAME)

@@ -37,7 +37,7 @@ def capture_profile(workload: Path, run_dir: Path, base: CaptureConfig, progress
                     cancel: threading.Event | None) -> Profile:
     """Capture and attribute ``workload`` into ``run_dir``; the profile the capture wrote."""
     from profiler_core.capture.pipeline import capture
-    from profiler_core.schema import read_profile
+    from profiler_core.profile_io import read_profile
 
     if cancel is not None and cancel.is_set():
         raise CaptureCancelledError("the optimization loop was cancelled")

@@ -22,9 +22,10 @@ import orjson
 
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.errors import ProfilerError
+from profiler_core.profile_io import read_profile
 from profiler_core.rundir import PROFILE_NAME
 from profiler_core.rundir.layout import BASELINE_DIR, OPTIMIZE_NAME, TRIAL_CAPTURE_DIR
-from profiler_core.schema import Profile, read_profile
+from profiler_core.schema import Profile
 
 PHASES = ("forward", "backward", "optimizer")
 NO_PHASE = "no phase"

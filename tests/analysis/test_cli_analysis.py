@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.cli import load_commands
-from profiler_core.schema import write_profile
+from profiler_core.profile_io import write_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
 from tests.analysis.real_profiles import pair_profile
 

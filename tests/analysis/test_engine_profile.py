@@ -13,8 +13,9 @@ from functools import cache
 import pytest
 
 from profiler_core.analysis import ProfileView, compare, diagnose
+from profiler_core.profile_io import read_profile
 from profiler_core.report import SUMMARY_MAX_BYTES, compact_summary, export_perfetto, render_markdown
-from profiler_core.schema import OperatorClass, Profile, read_profile
+from profiler_core.schema import OperatorClass, Profile
 from tests.analysis.real_profiles import JOINABLE, joinable_profile, pair_profile
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.attribution import attribute_run
-from profiler_core.schema import write_profile
+from profiler_core.profile_io import write_profile
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "examples" / "captures" / "h200" / "sdpa_attention" / "baseline"

@@ -20,7 +20,8 @@ import pytest
 
 from profiler_core import columnar_files
 from profiler_core.errors import SchemaError
-from profiler_core.schema import Profile, read_profile, write_profile
+from profiler_core.profile_io import read_profile, write_profile
+from profiler_core.schema import Profile
 from tests.attribution.columnar_copy import columnar_profile_dir
 
 REPO = Path(__file__).resolve().parents[2]

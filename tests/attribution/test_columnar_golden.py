@@ -18,8 +18,9 @@ from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.sources import capture_meta_from_manifest
 from profiler_core.errors import ArtifactFormatError, SchemaError
 from profiler_core.ingest import read_inductor, read_kineto, read_ncu, read_nsys
+from profiler_core.profile_io import read_profile, write_profile
 from profiler_core.rundir import find_run_artifacts
-from profiler_core.schema import Profile, read_profile, write_profile
+from profiler_core.schema import Profile
 from tests.attribution import object_engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +167,7 @@ def _with_operator(profile: Profile, g: int, **changes: object) -> Profile:
 
 def test_checks_on_columns_name_the_first_problem(written: Path) -> None:
     from profiler_core.columnar_profile import columnar_problem as profile_problem
-    from profiler_core.schema import check_references
+    from profiler_core.profile_io import check_references
 
     back = read_profile(written)
     key = back.operators[1].key

@@ -18,7 +18,7 @@ from profiler_core.api import load_profile
 from profiler_core.attribution import attribute_files, attribute_run
 from profiler_core.attribution.sources import current_profile
 from profiler_core.errors import ArtifactFormatError, AttributionError, ProfilerError
-from profiler_core.schema import write_profile
+from profiler_core.profile_io import write_profile
 
 CAPTURES = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200"
 RUN = CAPTURES / "sdpa_attention" / "baseline"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.cli import load_commands
-from profiler_core.schema import read_profile
+from profiler_core.profile_io import read_profile
 
 runner = CliRunner()
 

@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.cli import load_commands
+from profiler_core.profile_io import write_profile
 from profiler_core.report.gate import EXIT_CODES
-from profiler_core.schema import write_profile
 from tests.analysis.profile_builder import ProfileBuilder, k
 from tests.report.test_end_to_end_shipped import shipped_copy
 

@@ -17,8 +17,9 @@ from profiler_core.distributed import attribute_ranks, comm_overlap, compare_ran
 from profiler_core.distributed.attribute import load_rank_profiles
 from profiler_core.distributed.capture import check_gpu_count
 from profiler_core.errors import ArtifactFormatError, ToolNotFoundError
+from profiler_core.profile_io import read_profile
 from profiler_core.rundir import RankEntry, RanksManifest, rank_dir, write_ranks_manifest
-from profiler_core.schema import ExecutionContext, OperatorClass, read_profile
+from profiler_core.schema import ExecutionContext, OperatorClass
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ALLREDUCE = DATA / "multirank" / "allreduce_kineto.json"

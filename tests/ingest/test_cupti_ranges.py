@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from profiler_core.cli import load_commands
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest import read_kineto
-from profiler_core.schema import CounterSource, Tier, read_profile
+from profiler_core.profile_io import read_profile
+from profiler_core.schema import CounterSource, Tier
 
 runner = CliRunner()
 

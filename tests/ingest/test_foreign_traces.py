@@ -13,7 +13,8 @@ from profiler_core.attribution.aggregate import aggregate_arrays
 from profiler_core.cli import load_commands
 from profiler_core.ingest import read_kineto
 from profiler_core.ingest.kineto_links import relink_launches
-from profiler_core.schema import Tier, read_profile
+from profiler_core.profile_io import read_profile
+from profiler_core.schema import Tier
 
 runner = CliRunner()
 

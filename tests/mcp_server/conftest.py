@@ -32,7 +32,7 @@ def joinable_ws(workspace: Path, joinable: Path) -> Path:
 def pair_ws(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
     """A workspace with base/ and opt/ run directories of the H200 pair, each attributed to profile.json."""
     from profiler_core.attribution import attribute_run
-    from profiler_core.schema import write_profile
+    from profiler_core.profile_io import write_profile
 
     ws = tmp_path_factory.mktemp("pair")
     for side in ("base", "opt"):

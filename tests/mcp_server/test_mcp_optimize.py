@@ -20,7 +20,7 @@ import pytest
 
 import profiler_core.capture.pipeline as pipeline
 import profiler_core.optimize.trial as trial
-from profiler_core.schema import write_profile
+from profiler_core.profile_io import write_profile
 from profiler_core.workload import load_workload
 from tests.analysis.real_profiles import pair_profile
 from tests.mcp_server.mcp_helpers import call_err, call_ok, connect

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 def attributed(tmp_path_factory: pytest.TempPathFactory, joinable: Path) -> Path:
     """A workspace whose run directory already holds the profile.json attribute wrote."""
     from profiler_core.attribution import attribute_run
-    from profiler_core.schema import write_profile
+    from profiler_core.profile_io import write_profile
 
     ws = tmp_path_factory.mktemp("attributed")
     run = ws / "h200"

@@ -16,7 +16,7 @@ GPT2 = REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline"
 @pytest.fixture(scope="module")
 def gpt2_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from profiler_core.attribution import attribute_run
-    from profiler_core.schema import write_profile
+    from profiler_core.profile_io import write_profile
 
     ws = tmp_path_factory.mktemp("gpt2")
     write_profile(ws / "profile.json", attribute_run(GPT2))

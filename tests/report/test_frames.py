@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from profiler_core.cli import load_commands
+from profiler_core.profile_io import read_profile
 from profiler_core.report.frames import profile_frames
-from profiler_core.schema import read_profile
 
 
 def test_frames_match_the_profile(joinable: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from profiler_core.errors import ProfilerError
+from profiler_core.profile_io import write_profile
 from profiler_core.report.training_view import (
     build_training_view,
     phase_kernel_ns,
@@ -15,7 +16,7 @@ from profiler_core.report.training_view import (
     training_view_markdown,
 )
 from profiler_core.rundir import PROFILE_NAME
-from profiler_core.schema import Profile, write_profile
+from profiler_core.schema import Profile
 from tests.analysis.profile_builder import ProfileBuilder, k
 
 EW = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>"
