@@ -131,6 +131,19 @@ def module_paths(plain: Any, called: Any) -> dict[int, str]:
     return paths
 
 
+def _eager_modules_ran(step: Callable[[], None], plain: Any, called: Any) -> bool:
+    """Whether one (warm-up) iteration of ``step`` called any module of the model below the model
+    itself as Python code: a compiled run whose graphs are whole can still run some of the model
+    eagerly, where Dynamo never looked (the static-KV-cache plan runs generate()'s prefill through the
+    plain model and only its decode step compiled). Inside a compiled graph no module is called."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as probe:
+        step()
+    rows = traced_module_map(probe, module_paths(plain, called))
+    return any(path and not path.startswith("<unnamed ") for _, _, path in rows)
+
+
 def _traces_modules(mode: CompileMode, model: Any) -> bool:
     """Whether the Kineto phase runs the Python tracer to learn the module of eager code, decided
     after the warm-up:
@@ -139,7 +152,9 @@ def _traces_modules(mode: CompileMode, model: Any) -> bool:
       (``model.generate(...)`` on a compiled model runs the plain module's ``__call__``): yes;
     * Dynamo ran and left code to run eagerly (a graph break, or a frame it gave up on at once, as
       at a cuDNN LSTM): yes;
-    * whole graphs: no; Inductor's provenance places every kernel.
+    * whole graphs: no; Inductor's provenance places every kernel. The last warm-up iteration is
+      then run under the Python tracer (:func:`_eager_modules_ran`), and a step that called a module
+      of the model eagerly all the same is traced.
     """
     import torch
 
@@ -351,8 +366,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{path}: step() raised {type(err).__name__} during {stage}: {err}{last_frame(err)}{hint}"
             ) from err
 
-    for _ in range(args.warmup):
-        guarded("warmup")
+    probe = phase is HarnessPhase.KINETO and args.warmup >= 2 and mode is not CompileMode.EAGER
+    eager_modules = False
+    for done in range(args.warmup):
+        if probe and done == args.warmup - 1 and not _traces_modules(mode, plain):
+            eager_modules = _eager_modules_ran(lambda: guarded("warmup"), plain, model)
+        else:
+            guarded("warmup")
     sync()
 
     iteration_ms: list[float] = []
@@ -369,7 +389,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             activities.append(ProfilerActivity.CUDA)
         # eager code: the Python tracer records every nn.Module call (module_map names them); a
         # compiled graph's module paths come from Inductor's provenance instead
-        tracing = _traces_modules(mode, plain)
+        tracing = eager_modules or _traces_modules(mode, plain)
         with profile(activities=activities, record_shapes=True, with_stack=tracing,
                      with_modules=tracing) as prof:
             inner = _record_start(events)

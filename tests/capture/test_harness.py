@@ -209,14 +209,14 @@ def get_model_and_inputs(device="cuda"):
 """
 
 
-def _kineto_child(tmp_path: Path, text: str, name: str) -> tuple[list[dict], dict | None]:
+def _kineto_child(tmp_path: Path, text: str, name: str, warmup: int = 1) -> tuple[list[dict], dict | None]:
     """The kineto phase, compile mode default, in a fresh interpreter (Dynamo's counters are
     per process): the trace's module spans and the module map, if written."""
     path = _workload(tmp_path, text, name)
     out = tmp_path / name.removesuffix(".py") / "kineto.json"
     done = subprocess.run([sys.executable, "-m", "profiler_core.capture.harness", "--workload", str(path),
                            "--phase", "kineto", "--device", "cpu", "--compile-mode", "default",
-                           "--warmup", "1", "--iters", "1", "--out", str(out)],
+                           "--warmup", str(warmup), "--iters", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     events = json.loads(out.read_text())["traceEvents"]
@@ -255,6 +255,27 @@ def test_compiled_runs_trace_the_modules_that_run_eagerly(tmp_path: Path) -> Non
     spans, mapped = _kineto_child(tmp_path, whole, "whole.py")
     assert spans == [] and mapped is None
 
+
+
+@pytest.mark.slow  # two fresh interpreters compiling a model: ~25 s
+def test_a_compiled_step_that_also_calls_the_model_eagerly_is_traced(tmp_path: Path) -> None:
+    from profiler_core.attribution.modules import ModuleSpans, read_module_map
+    from profiler_core.ingest.kineto_events import collect_events
+
+    whole = BREAKS.replace("@torch._dynamo.disable", "")
+    # whole graphs, and the last warm-up iteration probed under the Python tracer: nothing eager, no tracer
+    spans, mapped = _kineto_child(tmp_path, whole, "whole2.py", warmup=2)
+    assert spans == [] and mapped is None
+    # the same graphs, and the plain model called too (a prefill run eagerly beside a compiled decode
+    # step): Dynamo's counters show only whole graphs, the probe sees the modules run as Python
+    mixed = whole + "\n\ndef step(model, inputs):\n    model._orig_mod(*inputs)\n    return model(*inputs)\n"
+    spans, mapped = _kineto_child(tmp_path, mixed, "mixed.py", warmup=2)
+    assert mapped is not None and ["Linear", 2, "c"] in mapped["modules"]
+    run = tmp_path / "mixed"
+    events = collect_events(run / "kineto.json", json.loads((run / "kineto.json").read_text())["traceEvents"], 0)
+    tracer = ModuleSpans(events.module_spans, read_module_map(run / "modules.json"))
+    eager = [op for op in events.cpu_ops if op.name == "aten::relu"]
+    assert eager and {tracer.op_path(op) for op in eager} == {"gate"}
 
 DECODE = """
 import torch
