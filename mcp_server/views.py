@@ -102,10 +102,11 @@ def operator_row(op: Operator, total_ns: int) -> OperatorRow:
 
 def top_operators(profile: Profile, top_k: int) -> tuple[list[OperatorRow], str]:
     """The ``top_k`` operators by kernel time, and the matching "showing" line."""
+    from profiler_core.attribution.operator_table import slowest  # numpy: loaded when a report is asked for
+
     total = total_kernel_ns(profile)
-    ranked = sorted(profile.operators, key=lambda o: -o.duration_ns)
-    rows = [operator_row(op, total) for op in ranked[:top_k]]
-    return rows, showing(len(rows), len(ranked), "operators, by kernel time", "raise top_k to see more")
+    rows = [operator_row(op, total) for op in slowest(profile.operators, top_k)]
+    return rows, showing(len(rows), len(profile.operators), "operators, by kernel time", "raise top_k to see more")
 
 
 def find_operator(profile: Profile, wanted: str) -> Operator:

@@ -5,8 +5,9 @@ where a profile meets the disk.
     write_profile("profile.json", profile)       # atomic: temp file + rename
 
 A large profile's kernels and operators are Parquet tables beside profile.json
-(columnar_profile.py); reading and writing pass through it, so this module sits with the
-columnar engine's layer, above the models it reads (docs/architecture.md).
+(columnar_profile.py, imported only for such a profile: numpy and pyarrow stay unloaded for a small
+one); reading and writing pass through it, so this module sits with the columnar engine's layer,
+above the models it reads (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -19,15 +20,8 @@ from pydantic import ValidationError
 
 from profiler_core.atomic_write import write_bytes_atomic
 from profiler_core.columnar_files import TableGoneError, remove_stale_tables
-from profiler_core.columnar_profile import (
-    attach_kernel_table,
-    columnar_problem,
-    columnar_references,
-    write_columnar_profile,
-)
 from profiler_core.confinement import read_input
 from profiler_core.errors import SchemaError
-from profiler_core.profile_checks import profile_problem
 from profiler_core.schema import SCHEMA_VERSION, Profile, first_error
 
 
@@ -40,6 +34,8 @@ def check_references(profile: Profile) -> None:
     are checked column by column (attribution/table_checks.py).
     """
     if not isinstance(profile.kernels, list):
+        from profiler_core.columnar_profile import columnar_references  # numpy, pyarrow: for large profiles only
+
         return columnar_references(profile)
     keys: set[str] = set()
     for op in profile.operators:
@@ -80,6 +76,8 @@ def write_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
     operators and coverage, plus its kernels in Parquet beside it (profiler_core/columnar_profile.py).
     """
     if not isinstance(profile.kernels, list):
+        from profiler_core.columnar_profile import write_columnar_profile
+
         return write_columnar_profile(path, profile)
     indent = 1 if len(profile.kernels) <= INDENT_MAX_KERNELS else None
     written = write_bytes_atomic(path, profile.__pydantic_serializer__.to_json(profile, indent=indent))
@@ -105,6 +103,8 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
 
 
 def _read_profile(p: Path) -> Profile:
+    from profiler_core.profile_checks import profile_problem  # the chip table: loaded when a profile is read
+
     try:
         raw = read_input(p, what="profile.json")
     except FileNotFoundError as err:
@@ -134,6 +134,8 @@ def _read_profile(p: Path) -> Profile:
     except ValidationError as err:
         raise SchemaError(f"{p}: invalid profile, {first_error(err)}") from err
     if profile.kernel_table is not None:
+        from profiler_core.columnar_profile import attach_kernel_table
+
         attach_kernel_table(p, profile)
     try:
         check_references(profile)
@@ -142,6 +144,8 @@ def _read_profile(p: Path) -> Profile:
     if isinstance(profile.kernels, list):
         problem = profile_problem(profile)
     else:
+        from profiler_core.columnar_profile import columnar_problem
+
         problem = columnar_problem(profile)
     if problem is not None:
         raise SchemaError(f"{p}: inconsistent profile, {problem}; re-run 'oprof attribute' on its run")

@@ -120,3 +120,13 @@ class OperatorTable(Sequence[Operator]):
 def _listify(value: tuple | list) -> list:
     """Input shapes as JSON lists (tuples from the parsers), nested lists copied."""
     return [_listify(v) if isinstance(v, tuple | list) else v for v in value]
+
+
+def slowest(operators: Sequence[Operator], k: int) -> list[Operator]:
+    """The ``k`` operators with the most kernel time, longest first, ties in profile order (what a
+    stable sort gives). A table's are found on its duration column, and only those ``k`` are built
+    as models."""
+    durations = getattr(operators, "duration_ns", None)
+    if isinstance(durations, np.ndarray) and hasattr(operators, "model"):
+        return [operators.model(int(g)) for g in np.argsort(-durations, kind="stable")[:max(k, 0)]]
+    return sorted(operators, key=lambda o: -o.duration_ns)[:max(k, 0)]

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from profiler_core import api
+from profiler_core.attribution.operator_table import slowest
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.distributed.attribute import MultiRankProfile
 from profiler_core.profile_io import write_profile
@@ -91,7 +92,7 @@ def render_attribution_summary(profile: Profile, *, top: int = 10) -> None:
     ops = Table(title=f"top {top} operators by kernel time")
     for col in ("operator", "class", "kernels", "time us", "share %", "tensor %", "occupancy %", "dram %", "conf"):
         ops.add_column(col, justify="left" if col in ("operator", "class", "conf") else "right")
-    for op in sorted(profile.operators, key=lambda o: -o.duration_ns)[:top]:
+    for op in slowest(profile.operators, top):
         m = op.metrics
         ops.add_row(op.key, op.op_class.value, str(op.kernel_count), f"{op.duration_ns / 1e3:.1f}",
                     f"{100 * op.duration_ns / total:.1f}", _fmt(m.get("tensor_core_active_pct")),

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from profiler_core import api
+from profiler_core.attribution.operator_table import slowest
 from profiler_core.cli import command, emit_json, out_console
 from profiler_core.cli.outputs import PROFILE_HELP
 
@@ -27,6 +28,6 @@ def summary(
     table = Table(title=f"{profile}: {len(prof.kernels)} kernels, {len(prof.operators)} operators")
     table.add_column("operator")
     table.add_column("time (us)", justify="right")
-    for op in sorted(prof.operators, key=lambda o: -o.duration_ns)[:10]:
+    for op in slowest(prof.operators, 10):
         table.add_row(op.key, f"{op.duration_ns / 1e3:.1f}")
     out_console.print(table)

@@ -1,0 +1,135 @@
+"""The analysis commands against a columns floor, on a large (columnar) profile.
+
+    python benchmarks/analysis_floor.py PROFILE [--commands summary diagnose]
+
+PROFILE is a profile.json whose kernels and operators are Parquet tables beside it (any profile
+over the columnar threshold; ``benchmarks/bench_attribute.py``'s replicator makes them at any
+size). Each command runs as ``oprof <command> PROFILE`` in a fresh interpreter, and so does its
+floor: the same reading and the arithmetic the output rests on, on columns with pyarrow and
+numpy, and nothing else:
+
+* summary: the kernel table's durations and operator keys and the operator table's keys, names,
+  classes and durations; time per class (``bincount``) and the ten slowest operators
+  (``argpartition``);
+* diagnose: the summary's floor, plus every counter column of both tables, the per-class
+  duration-weighted mean of each counter, and one threshold mask per counter over the operators
+  (what a rule reads and evaluates when it is an array predicate).
+
+For each it prints CPU seconds (user + system) and peak RSS of the child, and the ratio to the
+floor (#32's targets: at most 3x the floor and 2 GB). A figure from a busy machine is a figure
+from a busy machine: run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# the child: run argv, then write its own CPU seconds and peak RSS to the file named in the environment
+RUNNER = """
+import json, os, resource, sys
+sys.argv = sys.argv[1:]
+code = 0
+try:
+    if sys.argv[0] == "floor":
+        sys.path.insert(0, os.environ["FLOOR_DIR"])
+        from analysis_floor import floor
+        floor(sys.argv[1], sys.argv[2])
+    else:
+        from profiler_core.cli import main
+        sys.argv = ["oprof", *sys.argv]
+        main()
+except SystemExit as done:
+    code = done.code or 0
+use = resource.getrusage(resource.RUSAGE_SELF)
+with open(os.environ["FLOOR_OUT"], "w") as f:
+    json.dump({"cpu_s": use.ru_utime + use.ru_stime, "rss_mb": use.ru_maxrss / 1024, "rc": code}, f)
+"""
+
+
+def _tables(profile: Path) -> tuple[Path, Path]:
+    meta = json.loads(profile.read_text())
+    if not meta.get("kernel_table") or not meta.get("operator_table"):
+        raise SystemExit(f"{profile}: not a columnar profile (no kernel and operator tables); "
+                         "make one with benchmarks/bench_attribute.py's replicator")
+    return profile.parent / meta["kernel_table"]["path"], profile.parent / meta["operator_table"]["path"]
+
+
+def floor(command: str, path: str) -> None:
+    """What ``oprof <command>`` must at least do, on columns (printed, so nothing is optimised away)."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    kernel_file, operator_file = _tables(Path(path))
+    ops_columns = ["key", "name", "op_class", "duration_ns"]
+    kernel_columns = ["duration_ns", "operator_key"]
+    if command == "diagnose":
+        counters = [n for n in pq.read_schema(kernel_file).names if n.startswith("counters.")]
+        metrics = [n for n in pq.read_schema(operator_file).names if n.startswith("metrics.")]
+        kernel_columns += counters
+        ops_columns += metrics
+    kernels = pq.read_table(kernel_file, columns=kernel_columns)
+    ops = pq.read_table(operator_file, columns=ops_columns)
+    duration = ops["duration_ns"].to_numpy()
+    classes = pc.dictionary_encode(ops["op_class"]).combine_chunks()
+    class_codes = classes.indices.to_numpy()
+    per_class = np.bincount(class_codes, weights=duration)
+    key_codes = pc.dictionary_encode(kernels["operator_key"]).combine_chunks().indices.to_numpy(zero_copy_only=False)
+    per_key = np.bincount(key_codes, weights=kernels["duration_ns"].to_numpy())
+    top = np.argpartition(-duration, min(10, len(duration) - 1))[:10]
+    top = top[np.argsort(-duration[top])]
+    out = [f"{c}: {t:.0f}" for c, t in zip(classes.dictionary.to_pylist(), per_class, strict=False)]
+    out += [f"{ops['name'][int(i)]} {duration[i]:.0f}" for i in top]
+    out.append(f"{len(per_key)} operators with kernels")
+    if command == "diagnose":
+        for name in metrics:
+            values = ops[name].to_numpy(zero_copy_only=False).astype(float)
+            valid = ~np.isnan(values)
+            weighted = np.bincount(class_codes[valid], weights=values[valid] * duration[valid],
+                                   minlength=len(per_class))
+            mask = valid & (values > np.nanmedian(values) if valid.any() else valid)
+            out.append(f"{name}: {weighted.sum():.3g}, {int(mask.sum())} over the median")
+        for name in counters:
+            out.append(f"{name}: {np.nansum(kernels[name].to_numpy(zero_copy_only=False).astype(float)):.3g}")
+    print("\n".join(out))
+
+
+def _child(argv: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "use.json"
+        env = {**os.environ, "FLOOR_OUT": str(result), "FLOOR_DIR": str(Path(__file__).resolve().parent),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        subprocess.run([sys.executable, "-c", RUNNER, *argv], env=env, stdout=subprocess.DEVNULL, check=False)
+        if not result.is_file():
+            raise SystemExit(f"{' '.join(argv)}: the child wrote no figures (it crashed)")
+        return json.loads(result.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("profile", type=Path)
+    parser.add_argument("--commands", nargs="+", default=["summary", "diagnose"], choices=["summary", "diagnose"])
+    args = parser.parse_args(argv)
+    _tables(args.profile)
+    print(f"{'command':<10} {'oprof CPU s':>11} {'RSS MB':>8} {'floor CPU s':>11} {'RSS MB':>8} {'ratio':>6}")
+    for command in args.commands:
+        ours = _child([command, str(args.profile)])
+        base = _child(["floor", command, str(args.profile)])
+        if ours["rc"] not in (0, None) or base["rc"] not in (0, None):
+            print(f"{command}: exit {ours['rc']} (oprof), {base['rc']} (floor)", file=sys.stderr)
+            return 1
+        print(f"{command:<10} {ours['cpu_s']:>11.2f} {ours['rss_mb']:>8.0f} {base['cpu_s']:>11.2f} "
+              f"{base['rss_mb']:>8.0f} {ours['cpu_s'] / base['cpu_s']:>5.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
