@@ -228,6 +228,35 @@ def columnar_problem(profile: Profile) -> str | None:
     return table_problem(profile, MAX_DURATION_NS)
 
 
+def _dim_codes(dims: Interner, parts: list[np.ndarray]) -> list[np.ndarray]:
+    """``dims``' codes of every (x, y, z) row of ``parts``, each part's rows in order: the codes
+    :meth:`Interner.code` gives the rows one by one (first seen, first coded), found by sorting
+    one packed key per row. A launch dimension too large for the key (CUDA's limits fit: x below
+    2**31, y and z below 2**16) is coded row by row instead."""
+    rows = np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.int64)
+    if len(rows) and (len(dims) or (rows < 0).any() or rows[:, 0].max() >= 1 << 31 or rows[:, 1:].max() >= 1 << 16):
+        flat = np.fromiter((dims.code(tuple(v)) for v in rows.tolist()), dtype=np.int64, count=len(rows))
+    elif len(rows):
+        key = (rows[:, 0] << 32) | (rows[:, 1] << 16) | rows[:, 2]
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        starts = np.empty(len(key), dtype=bool)
+        starts[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+        group = np.cumsum(starts) - 1  # per sorted row: its distinct value's rank by key
+        first = order[starts]  # each distinct value's first row (the sort is stable)
+        by_first = np.argsort(first, kind="stable")
+        code = np.empty(len(first), dtype=np.int64)
+        code[by_first] = np.arange(len(first)) + len(dims)
+        for value in rows[first[by_first]].tolist():
+            dims.code(tuple(value))
+        flat = np.empty(len(key), dtype=np.int64)
+        flat[order] = code[group]
+    else:
+        flat = np.zeros(0, dtype=np.int64)
+    return np.split(flat, np.cumsum([len(part) for part in parts])[:-1]) if parts else []
+
+
 def from_arrow(arrow: Any) -> KernelTable:
     """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`)."""
     strings = Interner()
@@ -251,12 +280,15 @@ def from_arrow(arrow: Any) -> KernelTable:
 
     dims = Interner()
     grids = {}
+    launch = {}
     for label in ("grid", "block"):
         xyz = [col(f"{label}_{a}") for a in "xyz"]
         known = ~np.asarray(xyz[0].is_null().to_numpy(zero_copy_only=False))
-        vals = np.stack([c.fill_null(0).to_numpy() for c in xyz], axis=1)
-        grids[label] = np.array([dims.code(tuple(v)) if k else NONE
-                                 for v, k in zip(vals.tolist(), known.tolist(), strict=True)], dtype=np.int64)
+        launch[label] = known, np.stack([c.fill_null(0).to_numpy() for c in xyz], axis=1).astype(np.int64)
+    codes_of = _dim_codes(dims, [vals[known] for known, vals in launch.values()])
+    for (label, (known, _)), dim_codes in zip(launch.items(), codes_of, strict=True):
+        grids[label] = np.full(n, NONE, dtype=np.int64)
+        grids[label][known] = dim_codes
     fused = Interner()
     fused_codes = codes("fused_with", fused)
     fused_values = [tuple(json.loads(v)) if v is not None else () for v in fused.values]
