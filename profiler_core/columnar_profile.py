@@ -272,7 +272,13 @@ def from_arrow(arrow: Any) -> KernelTable:
     def codes(name: str, into: Interner = strings) -> np.ndarray:
         arr = col(name)
         values = arr.dictionary.to_pylist()
-        table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
+        if not len(into) and None not in values and len(set(values)) == len(values):
+            # a fresh interner (the operator keys: one per operator) codes distinct values by position
+            into.values = [*values, None]
+            into.codes = dict(zip(into.values, range(len(into.values)), strict=True))
+            table = np.arange(len(into.values), dtype=np.int64)
+        else:
+            table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
         return table[arr.indices.fill_null(len(values)).to_numpy().astype(np.int64)]
 
     def ints(name: str) -> np.ndarray:
