@@ -347,3 +347,16 @@ def test_the_module_map_follows_each_calls_module_not_the_order_modules_were_dec
     rows = harness.traced_module_map(prof, harness.module_paths(model, model))
     assert rows == [["Linear", 0, "c"], ["Linear", 1, "a"], ["Linear", 2, "b"],
                     ["Linear", 3, "<unnamed Linear>"], ["Reversed", 0, ""]]
+
+
+def test_a_profiler_without_the_module_record_leaves_the_map_out_and_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    class Old:  # a profiler result whose events carry no module record
+        class profiler:  # noqa: N801 - the attribute path torch.profiler.profile has
+            class kineto_results:  # noqa: N801
+                @staticmethod
+                def experimental_event_tree() -> list:
+                    raise AttributeError("'_ProfilerEvent' object has no attribute 'extra_fields'")
+
+    assert harness._module_rows(Old(), {}) is None
+    assert "no module map" in capsys.readouterr().err
