@@ -340,6 +340,3 @@ def first_error(err: ValidationError) -> str:
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "<root>"
     return f"field '{where}': {first['msg']}"
-
-
-_first_error = first_error

@@ -126,7 +126,9 @@ def traced_module_map(prof: Any, paths: dict[int, str]) -> list[list[Any]]:
 def module_paths(plain: Any, called: Any) -> dict[int, str]:
     """``id(module)`` -> path for every module of ``plain``; ``called`` (torch.compile's wrapper,
     called as the model) is the model itself."""
-    paths = {id(m): name for name, m in plain.named_modules()}
+    inner = getattr(plain, "_orig_mod", plain)  # a workload that compiled its model itself
+    paths = {id(m): name for name, m in inner.named_modules()}
+    paths.setdefault(id(plain), "")
     paths.setdefault(id(called), "")
     return paths
 
@@ -155,17 +157,18 @@ def _module_rows(prof: Any, paths: dict[int, str]) -> list[list[Any]] | None:
         return None
 
 
-def _traces_modules(mode: CompileMode, model: Any) -> bool:
+def _traces_modules(mode: CompileMode, model: Any) -> bool | None:
     """Whether the Kineto phase runs the Python tracer to learn the module of eager code, decided
-    after the warm-up:
+    after the warm-up (None: only a probe can tell):
 
     * eager mode, or a compiled model whose step never reaches a compiled frame
       (``model.generate(...)`` on a compiled model runs the plain module's ``__call__``): yes;
     * Dynamo ran and left code to run eagerly (a graph break, or a frame it gave up on at once, as
       at a cuDNN LSTM): yes;
-    * whole graphs: no; Inductor's provenance places every kernel. The last warm-up iteration is
-      then run under the Python tracer (:func:`_eager_modules_ran`), and a step that called a module
-      of the model eagerly all the same is traced.
+    * whole graphs: None. Inductor's provenance places every kernel, unless the step also called
+      a module of the model eagerly: the last warm-up iteration is run under the Python tracer
+      (:func:`_eager_modules_ran`) to see;
+    * a model that is no ``nn.Module`` (a function): no; it has no modules to name.
     """
     import torch
 
@@ -178,7 +181,7 @@ def _traces_modules(mode: CompileMode, model: Any) -> bool:
     if not counters["frames"].get("total", 0):
         return True
     compiled = counters["stats"].get("unique_graphs", 0) or counters["frames"].get("ok", 0)
-    return not compiled or any(counters["graph_break"].values())
+    return True if not compiled or any(counters["graph_break"].values()) else None
 
 
 def _seed(seed: int) -> None:
@@ -380,7 +383,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     probe = phase is HarnessPhase.KINETO and args.warmup >= 2 and mode is not CompileMode.EAGER
     eager_modules = False
     for done in range(args.warmup):
-        if probe and done == args.warmup - 1 and not _traces_modules(mode, plain):
+        if probe and done == args.warmup - 1 and _traces_modules(mode, plain) is None:
             eager_modules = _eager_modules_ran(lambda: guarded("warmup"), plain, model)
         else:
             guarded("warmup")
@@ -400,7 +403,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             activities.append(ProfilerActivity.CUDA)
         # eager code: the Python tracer records every nn.Module call (module_map names them); a
         # compiled graph's module paths come from Inductor's provenance instead
-        tracing = eager_modules or _traces_modules(mode, plain)
+        tracing = eager_modules or bool(_traces_modules(mode, plain))
         with profile(activities=activities, record_shapes=True, with_stack=tracing,
                      with_modules=tracing) as prof:
             inner = _record_start(events)

@@ -360,3 +360,29 @@ def test_a_profiler_without_the_module_record_leaves_the_map_out_and_says_so(
 
     assert harness._module_rows(Old(), {}) is None
     assert "no module map" in capsys.readouterr().err
+
+
+def test_a_model_the_workload_compiled_itself_keeps_its_own_paths() -> None:
+    # workload_optimized.py compiles its model: the wrapper is the model, its modules keep their paths
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    compiled = torch.compile(model)
+    paths = harness.module_paths(compiled, compiled)
+    assert paths[id(model[0])] == "0" and paths[id(compiled)] == "" and paths[id(model)] == ""
+    assert not any(name.startswith("_orig_mod") for name in paths.values())
+
+
+FUNCTION = """
+import torch
+
+def get_model_and_inputs(device="cuda"):
+    return (lambda x: torch.relu(x) * 2), (torch.randn(4, 8, device=device),)
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter compiling a function: ~10 s
+def test_a_compiled_function_is_captured_without_a_module_map(tmp_path: Path) -> None:
+    spans, mapped = _kineto_child(tmp_path, FUNCTION, "function.py", warmup=2)
+    assert spans == [] and mapped is None
