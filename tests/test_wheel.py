@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# the captures are ~21 MB compressed (13 runs; the Llama generate() baseline's trace carries its
-# Python tracer's events: 5.8 MB); anything past this is an accident
-MAX_WHEEL_BYTES = 23_000_000
+# the captures are ~23 MB compressed (13 runs; the Llama generate() traces carry their Python
+# tracer's events: 5.8 MB baseline, 2.9 MB optimized); anything past this is an accident
+MAX_WHEEL_BYTES = 25_000_000
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,10 @@ import bisect
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 from profiler_core.ingest.torch_trace import common_module
-from profiler_core.records import CpuOp, KinetoTrace
+from profiler_core.records import CpuOp, KinetoTrace, ModuleSpan
 
 OPTIMIZER_PREFIX = "optimizer"
 _OPTIMIZER_RANGE = re.compile(r"^Optimizer\.(?:step|zero_grad)#(\w+)\.")
@@ -39,24 +40,55 @@ def is_backward_op(op: CpuOp) -> bool:
     return op.sequence_number is not None and op.sequence_number >= 0 and bool(op.fwd_thread_id)
 
 
+_S = TypeVar("_S", CpuOp, ModuleSpan)
+
+
+class Nested(Generic[_S]):
+    """One thread's calls (or ops), nested as a call stack: the innermost one open at a time is
+    found by bisecting the starts and walking out through the enclosing ones, however many calls
+    (each decode step's, each layer's) began and ended since the outer one opened."""
+
+    def __init__(self, spans: Sequence[_S]) -> None:
+        self.items: list[_S] = sorted(spans, key=lambda s: (s.start_ns, -s.end_ns))
+        self.starts: list[int] = [s.start_ns for s in self.items]
+        self.parent: list[int] = []  # index of each one's innermost enclosing one, -1 for none
+        stack: list[int] = []
+        for i, span in enumerate(self.items):
+            while stack and self.items[stack[-1]].end_ns < span.start_ns:
+                stack.pop()
+            self.parent.append(stack[-1] if stack else -1)
+            stack.append(i)
+
+    def innermost(self, t_ns: int) -> int:
+        """Index of the innermost one open at ``t_ns`` (start <= t <= end), -1 for none."""
+        i = bisect.bisect_right(self.starts, t_ns) - 1
+        while i >= 0 and self.items[i].end_ns < t_ns:
+            i = self.parent[i]
+        return i
+
+    def chain(self, t_ns: int) -> list[_S]:
+        """The ones open at ``t_ns``, outermost first."""
+        out: list[_S] = []
+        i = self.innermost(t_ns)
+        while i >= 0:
+            out.append(self.items[i])
+            i = self.parent[i]
+        return out[::-1]
+
+
 class _Enclosing:
-    """Per thread, the ops of one kind sorted by start: which of them encloses a time, innermost."""
+    """Per thread, the ops of one kind: which of them encloses a time, innermost."""
 
     def __init__(self, ops: Sequence[CpuOp]) -> None:
-        self.by_tid: dict[int, list[CpuOp]] = defaultdict(list)
-        for op in sorted(ops, key=lambda o: (o.start_ns, -o.end_ns)):
-            self.by_tid[op.tid].append(op)
-        self.starts = {tid: [o.start_ns for o in items] for tid, items in self.by_tid.items()}
+        by_tid: dict[int, list[CpuOp]] = defaultdict(list)
+        for op in ops:
+            by_tid[op.tid].append(op)
+        self.by_tid = {tid: Nested(items) for tid, items in by_tid.items()}
 
     def innermost(self, tid: int, t_ns: int) -> CpuOp | None:
-        items = self.by_tid.get(tid)
-        if not items:
-            return None
-        i = bisect.bisect_right(self.starts[tid], t_ns)
-        for op in reversed(items[max(0, i - 256):i]):
-            if op.end_ns >= t_ns:
-                return op
-        return None
+        nested = self.by_tid.get(tid)
+        i = nested.innermost(t_ns) if nested is not None else -1
+        return nested.items[i] if nested is not None and i >= 0 else None
 
 
 def link_paths(launch_ops: Sequence[CpuOp | None], kineto: KinetoTrace, paths: list[str | None],
@@ -110,8 +142,9 @@ def link_paths(launch_ops: Sequence[CpuOp | None], kineto: KinetoTrace, paths: l
 def _launched_path(fop: CpuOp, launched: _Enclosing, owner: dict[int, list[int]],
                    paths: list[str | None]) -> str | None:
     """The deepest module enclosing the paths of the kernels ``fop`` (or an op inside it) launched."""
-    items = launched.by_tid.get(fop.tid, [])
-    starts = launched.starts.get(fop.tid, [])
-    lo, hi = bisect.bisect_left(starts, fop.start_ns), bisect.bisect_right(starts, fop.end_ns)
-    found = [p for op in items[lo:hi] for j in owner[id(op)] if (p := paths[j]) is not None]
+    nested = launched.by_tid.get(fop.tid)
+    if nested is None:
+        return None
+    lo, hi = bisect.bisect_left(nested.starts, fop.start_ns), bisect.bisect_right(nested.starts, fop.end_ns)
+    found = [p for op in nested.items[lo:hi] for j in owner[id(op)] if (p := paths[j]) is not None]
     return common_module(found) if found else None

@@ -21,7 +21,6 @@ module enclosing all of its kernels'.
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 from collections import defaultdict
@@ -29,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from profiler_core.attribution.module_links import link_paths
+from profiler_core.attribution.module_links import Nested, link_paths
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
@@ -91,23 +90,22 @@ class ModuleSpans:
     def __init__(self, spans: Sequence[ModuleSpan], names: Mapping[str, str] | None = None,
                  model_calls: Sequence[ModuleSpan] = ()) -> None:
         self.names = names or {}
-        self.by_tid: dict[int, list[ModuleSpan]] = defaultdict(list)
-        for span in sorted(spans, key=lambda s: (s.start_ns, -s.end_ns)):
-            self.by_tid[span.tid].append(span)
-        self.starts = {tid: [s.start_ns for s in items] for tid, items in self.by_tid.items()}
-        self.model_calls: dict[int, list[ModuleSpan]] = defaultdict(list)
-        for call in sorted(model_calls, key=lambda s: (s.start_ns, -s.end_ns)):
-            self.model_calls[call.tid].append(call)
-        self.model_starts = {tid: [s.start_ns for s in items] for tid, items in self.model_calls.items()}
+        by_tid: dict[int, list[ModuleSpan]] = defaultdict(list)
+        for span in spans:
+            by_tid[span.tid].append(span)
+        self.by_tid = {tid: Nested(items) for tid, items in by_tid.items()}
+        calls: dict[int, list[ModuleSpan]] = defaultdict(list)
+        for call in model_calls:
+            calls[call.tid].append(call)
+        self.model_calls = {tid: Nested(items) for tid, items in calls.items()}
 
     def __bool__(self) -> bool:
         return bool(self.by_tid)
 
     def path_at(self, tid: int, t_ns: int) -> str | None:
         """The module path at ``t_ns`` on ``tid``: mapped name of the innermost open call, else the chain."""
-        items = self.by_tid.get(tid)
-        i = bisect.bisect_right(self.starts[tid], t_ns) if items else 0
-        chain = [s for s in items[max(0, i - 512):i] if s.end_ns >= t_ns] if items else []  # outermost first
+        calls = self.by_tid.get(tid)
+        chain = calls.chain(t_ns) if calls is not None else []  # outermost first
         if not chain:
             return "" if self._in_model_call(tid, t_ns) else None
         inner = chain[-1].name
@@ -119,10 +117,7 @@ class ModuleSpans:
 
     def _in_model_call(self, tid: int, t_ns: int) -> bool:
         calls = self.model_calls.get(tid)
-        if not calls:
-            return False
-        i = bisect.bisect_right(self.model_starts[tid], t_ns)
-        return any(c.end_ns >= t_ns for c in calls[max(0, i - 64):i])
+        return calls is not None and calls.innermost(t_ns) >= 0
 
     def op_path(self, op: CpuOp) -> str | None:
         return self.path_at(op.tid, op.start_ns)

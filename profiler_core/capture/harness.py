@@ -75,11 +75,12 @@ def workload_error_line(text: str) -> str | None:
 def model_methods(model: Any) -> list[list[str]]:
     """The model's own methods outside torch (``GenerationMixin.generate``), as ``[file, name]``:
     work a step runs inside one of them but outside every module call (``generate()``'s token
-    selection) belongs to the model itself."""
+    selection) belongs to the model itself. A model the workload compiled itself (an optimized
+    plan's workload does) lists its original module's methods."""
     import inspect
 
     found: dict[tuple[str, str], None] = {}
-    for cls in type(model).__mro__:
+    for cls in type(getattr(model, "_orig_mod", model)).__mro__:
         if cls is object or str(getattr(cls, "__module__", "")).split(".")[0] == "torch":
             continue
         for name, value in vars(cls).items():

@@ -236,3 +236,27 @@ def test_generate_token_selection_is_the_models_own_work() -> None:
     assert got[""] > 100 and sum(n for p, n in got.items() if p and p.startswith("model.layers.")) > 500
     placed = sum(k.duration_ns for k in profile.kernels if k.module_path is not None)
     assert placed >= 0.95 * sum(k.duration_ns for k in profile.kernels)
+
+
+def test_the_enclosing_call_is_found_however_many_calls_ended_inside_it() -> None:
+    # a generate() call opens once, then every decode step calls the model's helper methods and
+    # its layers: an op after thousands of such calls is still inside generate() (the model's own
+    # work, ""), and one in the model's root between two thousand layer calls is still at the model
+    from profiler_core.attribution.modules import ModuleSpans
+    from profiler_core.records import ModuleSpan
+
+    n = 3000
+    generate = ModuleSpan("utils.py(2394): generate", 0, 10 * n + 100, 1)
+    helpers = [ModuleSpan("utils.py(10): _update_model_kwargs_for_generation", 10 * i + 1, 10 * i + 2, 1)
+               for i in range(n)]
+    root = ModuleSpan("Net_0", 5, 10 * n + 50, 1)
+    layers = [ModuleSpan(f"Linear_{i}", 10 * i + 3, 10 * i + 4, 1) for i in range(n)]
+    names = {"Net_0": "", **{f"Linear_{i}": f"layers.{i}" for i in range(n)}}
+    spans = ModuleSpans([root, *layers], names, [generate, *helpers])
+    assert spans.path_at(1, 10 * n + 10) == ""  # in the root, after every layer call
+    assert spans.path_at(1, 10 * (n - 1) + 3) == f"layers.{n - 1}"
+    assert spans.path_at(1, 10 * n + 80) == ""  # outside the root, inside generate()
+    assert spans.path_at(1, 10 * n + 200) is None  # after generate()
+    assert spans.path_at(2, 10) is None  # another thread
+    bare = ModuleSpans([root, *layers])  # no map: the labels below the root
+    assert bare.path_at(1, 13) == "Linear_1" and bare.path_at(1, 10 * n + 10) == ""

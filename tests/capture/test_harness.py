@@ -326,6 +326,24 @@ def test_work_in_the_models_own_methods_outside_its_modules_is_the_models(tmp_pa
     assert {without.op_path(op) for op in found.cpu_ops if op.name == "aten::argmax"} == {None}
 
 
+def test_a_model_the_workload_compiled_itself_lists_its_original_modules_methods(tmp_path: Path) -> None:
+    # an optimized plan's workload hands the harness torch.compile's wrapper, whose classes are all
+    # torch's: the methods (generate()) are those of the module it wraps
+    import importlib.util
+
+    import torch
+
+    path = _workload(tmp_path, DECODE, "decode_methods.py")
+    spec = importlib.util.spec_from_file_location("decode_methods", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    plain, _ = module.get_model_and_inputs("cpu")
+    wrapped = harness.model_methods(torch.compile(plain))
+    assert wrapped == harness.model_methods(plain)
+    assert [str(path), "generate"] in wrapped and not any(name == "forward" for _, name in wrapped)
+
+
 def test_the_module_map_follows_each_calls_module_not_the_order_modules_were_declared() -> None:
     # the tracer numbers a class's instances in first-call order: here c, then a, then b; a module
     # outside the model is named as such, never given a path of the model's
