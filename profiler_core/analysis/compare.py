@@ -23,6 +23,7 @@ from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters, kernel_counters_many, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
+from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import COUNTER_FIELDS
 from profiler_core.schema import Kernel, OperatorClass, Profile, construct_trusted
 
@@ -288,6 +289,7 @@ def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: Prof
     return checks
 
 
+@gc_paused()  # many acyclic models and rows: the cyclic collector only costs time here
 def compare(base: Profile, opt: Profile, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
             base_findings: FindingsReport | None = None, base_label: str | None = None,
             opt_label: str | None = None) -> Comparison:

@@ -15,11 +15,13 @@ from profiler_core.analysis.rules import RuleContext, registered_rules
 from profiler_core.analysis.rules_roofline import tighten_gain_bounds
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.errors import ProfilerError
+from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Profile
 
 _KIND_ORDER = {FindingKind.OPTIMIZATION: 0, FindingKind.STRUCTURAL: 1, FindingKind.NOTE: 2}
 
 
+@gc_paused()  # many acyclic models and rows: the cyclic collector only costs time here
 def diagnose(profile: Profile, thresholds: Thresholds = DEFAULT_THRESHOLDS, *,
              rules: Iterable[str] | None = None, roofline: bool = True) -> FindingsReport:
     """Findings for ``profile``, sorted by gain bound (largest first); ``rules`` limits which run.

@@ -40,7 +40,7 @@ def is_device_to_host(kernel: Kernel) -> bool:
 
 
 UNKNOWN_MODULE = "?"  # a sync the capture recorded no module for
-ROOT_MODULE = "the model's own forward"  # module path "": outside every submodule (a loss, an aux loss)
+ROOT_MODULE = "the model's own code"  # module path "": outside every submodule (a loss, generate()'s loop)
 
 
 @dataclass

@@ -8,6 +8,7 @@ kernel's operator and class, total profiled kernel time, and evidence for any se
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
@@ -19,7 +20,7 @@ import numpy as np
 from profiler_core.analysis.findings import FindingEvidence
 from profiler_core.attribution.aggregate import FIELDS, aggregate_arrays, aggregate_samples, counter_matrix
 from profiler_core.attribution.operator_class import classify_operator
-from profiler_core.metrics.catalog import CATALOG
+from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
 
 if TYPE_CHECKING:
@@ -50,6 +51,19 @@ def kernel_counters(kernels: Iterable[Kernel], fields: Collection[str] | None = 
     return aggregate_samples(((k.counters, k.duration_ns) for k in kernels if k.counters), fields)
 
 
+_KEY_MASKS: dict[tuple[str, ...], int] = {}
+
+
+def _key_mask(counters: dict[str, float | None]) -> int:
+    """The catalog counters a kernel's dict names (a key present, even as None), as bits in
+    ``FIELDS`` order; remembered per key tuple (kernels of one capture share a handful)."""
+    keys = tuple(counters)
+    mask = _KEY_MASKS.get(keys)
+    if mask is None:
+        mask = _KEY_MASKS[keys] = sum(1 << c for c, f in enumerate(FIELDS) if f in counters)
+    return mask
+
+
 class CounterRows:
     """Every kernel's counters as one matrix, built once per view: the rows of any set of its kernels.
 
@@ -62,6 +76,8 @@ class CounterRows:
         self.row_of = {k.id: i for i, k in enumerate(self.kernels)}
         self.matrix = counter_matrix(self.kernels)
         self.durations = np.array([k.duration_ns for k in self.kernels], dtype=float)
+        self.key_masks = np.fromiter((_key_mask(k.counters) for k in self.kernels), dtype=np.int64,
+                                     count=len(self.kernels))
 
     def rows(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The rows of ``kernels`` (each carrying counters), or None when one is not this table's."""
@@ -73,6 +89,16 @@ class CounterRows:
                 return None
             out[j] = i
         return out
+
+
+def _named_columns(mask: int, fields: Collection[str] | None,
+                   cache: dict[int, list[tuple[int, str]]]) -> list[tuple[int, str]]:
+    """(column, field) of the catalog fields a key mask names, less those ``fields`` leaves out."""
+    cols = cache.get(mask)
+    if cols is None:
+        cols = cache[mask] = [(c, f) for c, f in enumerate(FIELDS)
+                              if mask >> c & 1 and (fields is None or f in fields)]
+    return cols
 
 
 def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collection[str] | None = None,
@@ -87,6 +113,7 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
     idx = table.rows(flat) if table is not None else None
     if table is not None and idx is not None:
         matrix, durations = table.matrix, table.durations
+        masks = table.key_masks[idx]
     else:
         rows = {k.id: k for k in flat}
         ordered = list(rows.values())
@@ -94,16 +121,23 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
         matrix = counter_matrix(ordered)
         durations = np.array([k.duration_ns for k in ordered], dtype=float)
         idx = np.fromiter((row_of[k.id] for k in flat), dtype=np.int64, count=len(flat))
-    grp = np.repeat(np.arange(len(sets)), [len(ks) for ks in sets])
+        masks = np.fromiter((_key_mask(k.counters) for k in flat), dtype=np.int64, count=len(flat))
+    sizes = np.array([len(ks) for ks in sets], dtype=np.int64)
+    grp = np.repeat(np.arange(len(sets)), sizes)
     agg = aggregate_arrays(matrix, durations, idx, grp, len(sets))
+    # the counters any kernel of a set names: the OR of its kernels' key masks
+    starts = np.cumsum(sizes) - sizes
+    present = sizes > 0
+    named = np.zeros(len(sets), dtype=np.int64)
+    named[present] = np.bitwise_or.reduceat(masks, starts[present])
+    cache: dict[int, list[tuple[int, str]]] = {}
     out: list[dict[str, float | None]] = []
-    for i, ks in enumerate(sets):
-        if not ks:
+    for i, mask in enumerate(named.tolist()):
+        if not sizes[i]:
             out.append({})
             continue
-        named = set().union(*(k.counters.keys() for k in ks))
-        metrics, _ = agg.group(i, CATALOG)
-        out.append({f: metrics[f] for f in FIELDS if f in named and (fields is None or f in fields)})
+        row = agg.row(i)
+        out.append({f: row[c] for c, f in _named_columns(mask, fields, cache)})
     return out
 
 
@@ -169,6 +203,7 @@ class ProfileView:
             view = shared[id(profile)] = cls(profile)
         return view
 
+    @gc_paused()  # many acyclic models and rows: the cyclic collector only costs time here
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         # A large profile holds its kernels and operators as tables whose every iteration builds the
@@ -182,6 +217,7 @@ class ProfileView:
         self._counters_of: dict[str, dict[str, float | None]] = {}
         self._name_class: dict[str, OperatorClass] = {}
         self._work_class: dict[str, OperatorClass] = {}
+        self._matches: dict[re.Pattern[str], dict[str, bool]] = {}
 
     # -- time
     @cached_property
@@ -253,6 +289,17 @@ class ProfileView:
         if cached is None:
             cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
         return cached
+
+    def matches(self, pattern: re.Pattern[str], name: str) -> bool:
+        """``pattern.search(name)`` as a bool, remembered per name: a large profile repeats a few
+        hundred kernel names over its kernels, and the rules test each kernel's."""
+        seen = self._matches.get(pattern)
+        if seen is None:
+            seen = self._matches[pattern] = {}
+        hit = seen.get(name)
+        if hit is None:
+            hit = seen[name] = pattern.search(name) is not None
+        return hit
 
     def gemm_kernel_ns(self, kernels: Iterable[Kernel] | None = None) -> int:
         """Time of the GEMM kernels (by each kernel's own name) among ``kernels`` (all when None).

@@ -166,10 +166,10 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         run_kernels = view.kernels_of_ops(ops)
         # per launch, not per operator: an operator holds its launches of every measured iteration
         durations = [k.duration_ns for k in run_kernels
-                     if view.kernel_class(k) is OperatorClass.GEMM and not _SPLIT_K_EPILOGUE.search(k.name)]
+                     if view.kernel_class(k) is OperatorClass.GEMM and not view.matches(_SPLIT_K_EPILOGUE, k.name)]
         if not durations or statistics.median(durations) > t.tiny_gemm_us * 1000:
             continue
-        split_k = sum(1 for k in run_kernels if _SPLIT_K.search(k.name))
+        split_k = sum(1 for k in run_kernels if view.matches(_SPLIT_K, k.name))
         rows = gemm_rows(ops[0])
         if split_k < t.split_k_min_epilogues and (rows is None or rows > t.recurrent_gemm_max_rows):
             continue

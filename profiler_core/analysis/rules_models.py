@@ -35,8 +35,9 @@ _FUSED_OPTIMIZER = re.compile(r"_fused_adam|_fused_sgd|_fused_adagrad|fused_adam
 def _is_batch_norm(ctx: RuleContext, op: Operator) -> bool:
     if _BATCH_NORM.search(op.name) or any(_BATCH_NORM.search(f) for f in op.fused_with):
         return True
-    return any(_BATCH_NORM.search(k.name) or any(_BATCH_NORM.search(f) for f in k.fused_with)
-               for k in ctx.view.kernels_of(op))
+    view = ctx.view
+    return any(view.matches(_BATCH_NORM, k.name) or any(view.matches(_BATCH_NORM, f) for f in k.fused_with)
+               for k in view.kernels_of(op))
 
 
 def _is_conv(ctx: RuleContext, op: Operator) -> bool:
@@ -78,9 +79,9 @@ def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
 @rule("layout_transposition")
 def layout_transposition(ctx: RuleContext) -> list[Finding]:
     """Layout-conversion kernels around convolutions, or convolutions writing NCHW."""
-    layout = [k for k in ctx.view.kernels if _LAYOUT.search(k.name)]
+    layout = [k for k in ctx.view.kernels if ctx.view.matches(_LAYOUT, k.name)]
     nchw_convs = [k for op in ctx.ops if _is_conv(ctx, op) for k in ctx.view.kernels_of(op)
-                  if _NCHW_OUTPUT.search(k.name)]
+                  if ctx.view.matches(_NCHW_OUTPUT, k.name)]
     layout_ns = sum(k.duration_ns for k in layout)
     if not nchw_convs and ctx.view.share_pct(layout_ns) < ctx.thresholds.layout_transpose_min_pct:
         return []
@@ -114,7 +115,7 @@ def conv_tensor_core_low(ctx: RuleContext) -> list[Finding]:
         if not _is_conv(ctx, op):
             continue
         tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
-        if tc is None or tc > limit or any(_HALF.search(k.name) for k in ctx.view.kernels_of(op)):
+        if tc is None or tc > limit or any(ctx.view.matches(_HALF, k.name) for k in ctx.view.kernels_of(op)):
             continue
         low.append(op)
     if not low:

@@ -73,6 +73,10 @@ class Aggregated:
             self._block = (lo, rows)
         return rows[g - lo]
 
+    def row(self, g: int) -> list[float | None]:
+        """One group's values in the specs' order, None where null."""
+        return self._row(g)
+
     def group(self, g: int, specs: Sequence[CounterSpec]) -> tuple[dict[str, float | None], dict[str, str]]:
         """One group's (metrics, reasons for nulls or partial values), as profile.json holds them."""
         metrics: dict[str, float | None] = dict(zip([s.field for s in specs], self._row(g), strict=True))

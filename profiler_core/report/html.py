@@ -17,6 +17,7 @@ from profiler_core.analysis.compare import Comparison
 from profiler_core.analysis.findings import FindingsReport, in_priority_order
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.errors import ProfilerError
+from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.report.digest import (
     KEY_COUNTERS,
@@ -118,6 +119,7 @@ def yardstick_html(e: EndToEnd) -> str:
             f"<tr><td>the loop's plan</td><td>kept</td><td>{escape(plan)}</td></tr>{rows}</tbody></table></section>")
 
 
+@gc_paused()  # many acyclic models and rows: the cyclic collector only costs time here
 def render_html(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                 comparison: Comparison | None = None, baseline: Profile | None = None,
                 title: str | None = None, end_to_end: EndToEnd | None = None,

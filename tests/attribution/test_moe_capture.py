@@ -132,7 +132,7 @@ def test_host_syncs_by_module_on_an_eager_capture_with_an_nsys_timeline() -> Non
     assert syncs.by_module["model.layers.3.mlp.experts"] == 4
     facts = diagnose(profile).findings  # type: ignore[arg-type]
     host = next(f for f in facts if f.rule_id == "host_syncs")
-    assert "12 per step under the model's own forward" in host.evidence.facts
+    assert "12 per step under the model's own code" in host.evidence.facts
     assert "2 per step under model.layers.0.mlp.experts" in host.evidence.facts
 
 
