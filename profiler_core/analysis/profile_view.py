@@ -8,6 +8,7 @@ kernel's operator and class, total profiled kernel time, and evidence for any se
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -122,18 +123,26 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
         durations = np.array([k.duration_ns for k in ordered], dtype=float)
         idx = np.fromiter((row_of[k.id] for k in flat), dtype=np.int64, count=len(flat))
         masks = np.fromiter((_key_mask(k.counters) for k in flat), dtype=np.int64, count=len(flat))
-    sizes = np.array([len(ks) for ks in sets], dtype=np.int64)
-    grp = np.repeat(np.arange(len(sets)), sizes)
-    agg = aggregate_arrays(matrix, durations, idx, grp, len(sets))
+    return _aggregate_sets(matrix, durations, idx, masks, np.array([len(ks) for ks in sets], dtype=np.int64),
+                           fields)
+
+
+def _aggregate_sets(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, masks: np.ndarray,
+                    sizes: np.ndarray, fields: Collection[str] | None) -> list[dict[str, float | None]]:
+    """The counters of consecutive sets of kernels: ``idx`` (rows of ``matrix``, set after set, each
+    set in its order) and ``masks`` (their key masks) cut by ``sizes``; ``{}`` for an empty set."""
+    grp = np.repeat(np.arange(len(sizes)), sizes)
+    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes))
     # the counters any kernel of a set names: the OR of its kernels' key masks
     starts = np.cumsum(sizes) - sizes
     present = sizes > 0
-    named = np.zeros(len(sets), dtype=np.int64)
-    named[present] = np.bitwise_or.reduceat(masks, starts[present])
+    named = np.zeros(len(sizes), dtype=np.int64)
+    if present.any():
+        named[present] = np.bitwise_or.reduceat(masks, starts[present])
     cache: dict[int, list[tuple[int, str]]] = {}
     out: list[dict[str, float | None]] = []
-    for i, mask in enumerate(named.tolist()):
-        if not sizes[i]:
+    for i, (mask, size) in enumerate(zip(named.tolist(), sizes.tolist(), strict=True)):
+        if not size:
             out.append({})
             continue
         row = agg.row(i)
@@ -338,9 +347,36 @@ class ProfileView:
     def _all_op_counters(self) -> dict[str, dict[str, float | None]]:
         """Every operator's counters from its kernels, aggregated for all operators at once."""
         ops = [op for op in self.operators if op.key not in self._counters_of]
-        sets = [self.kernels_of(op) for op in ops]
-        many = kernel_counters_many(sets, table=self.counter_rows)
-        return {op.key: c for op, ks, c in zip(ops, sets, many, strict=True) if any(k.counters for k in ks)}
+        table = self.counter_rows
+        if not ops or not table.kernels:
+            return {}
+        # each operator's kernels present in the view, in timeline order (a stable sort, as
+        # kernels_of gives them), less those without counters: one sort over every operator at once
+        top = max(max(self.kernels_by_id), max((max(op.kernel_ids, default=0) for op in ops), default=0)) + 1
+        start = np.zeros(top, dtype=np.int64)
+        present = np.zeros(top, dtype=bool)
+        row = np.full(top, -1, dtype=np.int64)
+        ids = np.fromiter(self.kernels_by_id, dtype=np.int64, count=len(self.kernels_by_id))
+        start[ids] = [k.start_ns for k in self.kernels_by_id.values()]
+        present[ids] = True
+        row[np.fromiter((k.id for k in table.kernels), dtype=np.int64, count=len(table.kernels))] = \
+            np.arange(len(table.kernels))
+        counts = np.fromiter((len(op.kernel_ids) for op in ops), dtype=np.int64, count=len(ops))
+        flat = np.fromiter(itertools.chain.from_iterable(op.kernel_ids for op in ops), dtype=np.int64,
+                           count=int(counts.sum()))
+        grp = np.repeat(np.arange(len(ops)), counts)
+        keep = (flat >= 0) & (flat < top)
+        flat, grp = flat[keep], grp[keep]
+        keep = present[flat]
+        flat, grp = flat[keep], grp[keep]
+        order = np.lexsort((start[flat], grp))
+        flat, grp = flat[order], grp[order]
+        rows = row[flat]
+        keep = rows >= 0
+        rows, grp = rows[keep], grp[keep]
+        sizes = np.bincount(grp, minlength=len(ops))
+        many = _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], sizes, None)
+        return {op.key: c for op, c, n in zip(ops, many, sizes.tolist(), strict=True) if n}
 
     @cached_property
     def counter_rows(self) -> CounterRows:
