@@ -20,6 +20,7 @@ import numpy as np
 
 from profiler_core.analysis.findings import FindingEvidence
 from profiler_core.attribution.aggregate import FIELDS, aggregate_arrays, aggregate_samples, counter_matrix
+from profiler_core.attribution.columns import NONE
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
@@ -72,13 +73,28 @@ class CounterRows:
     operator's); reading each kernel's counters dict once, not once per set, is the saving.
     """
 
-    def __init__(self, kernels: Sequence[Kernel]) -> None:
-        self.kernels = [k for k in kernels if k.counters]
+    def __init__(self, kernels: Sequence[Kernel], table: Any = None) -> None:
+        """``table``: the KernelTable ``kernels`` were built from (``models()``, in order), whose
+        counter columns are read as they are instead of every kernel's dict."""
+        fields = list(getattr(table, "counter_fields", ()))
+        if (table is not None and table.have_counters and fields and len(table) == len(kernels)
+                and all(k.id == i for i, k in enumerate(kernels))):
+            self.kernels = list(kernels)  # each holds every counter field, None where not measured
+            rows = np.asarray(table.counter_row)
+            has = rows != NONE
+            self.matrix = np.full((len(kernels), len(FIELDS)), np.nan)
+            for c, f in enumerate(FIELDS):
+                if f in fields:
+                    self.matrix[has, c] = np.asarray(table.counter_values)[rows[has], fields.index(f)]
+            self.durations = (np.asarray(table.end_ns) - np.asarray(table.start_ns)).astype(float)
+            self.key_masks = np.full(len(kernels), _key_mask(dict.fromkeys(fields)), dtype=np.int64)
+        else:
+            self.kernels = [k for k in kernels if k.counters]
+            self.matrix = counter_matrix(self.kernels)
+            self.durations = np.array([k.duration_ns for k in self.kernels], dtype=float)
+            self.key_masks = np.fromiter((_key_mask(k.counters) for k in self.kernels), dtype=np.int64,
+                                         count=len(self.kernels))
         self.row_of = {k.id: i for i, k in enumerate(self.kernels)}
-        self.matrix = counter_matrix(self.kernels)
-        self.durations = np.array([k.duration_ns for k in self.kernels], dtype=float)
-        self.key_masks = np.fromiter((_key_mask(k.counters) for k in self.kernels), dtype=np.int64,
-                                     count=len(self.kernels))
 
     def rows(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The rows of ``kernels`` (each carrying counters), or None when one is not this table's."""
@@ -381,7 +397,8 @@ class ProfileView:
     @cached_property
     def counter_rows(self) -> CounterRows:
         """The counters of every kernel of the view, as one matrix."""
-        return CounterRows(self.kernels)
+        table = self.profile.kernels
+        return CounterRows(self.kernels, table if hasattr(table, "counter_values") else None)
 
     # -- kernels
     @cached_property

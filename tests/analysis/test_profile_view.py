@@ -62,3 +62,33 @@ def test_the_views_counter_matrix_gives_what_each_kernels_dict_gives() -> None:
     assert kernel_counters(foreign) != kernel_counters(mine)
     assert view.counter_rows.rows(foreign) is None
     assert kernel_counters_many([foreign], table=view.counter_rows) == [kernel_counters(foreign)]
+
+
+def test_a_columnar_profiles_counter_matrix_is_read_off_its_table_as_its_models_give_it(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the shipped GPT-2 capture written columnar at any size and read back: the view reads the
+    # kernel table's counter columns as they are, and they hold what every kernel's dict holds
+    import numpy as np
+
+    from profiler_core.analysis.profile_view import CounterRows
+    from profiler_core.attribution import attribute_run
+    from profiler_core.profile_io import read_profile, write_profile
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("OPROF_COLUMNAR_KERNELS", "0")
+    write_profile(tmp_path / "profile.json", attribute_run(REPO / "examples/captures/h200/gpt2/baseline"))
+    profile = read_profile(tmp_path / "profile.json")
+    assert hasattr(profile.kernels, "counter_values")
+    view = ProfileView(profile)
+    fast, slow = view.counter_rows, CounterRows(view.kernels)
+    assert [k.id for k in fast.kernels] == [k.id for k in slow.kernels] and len(fast.kernels) > 500
+    assert np.array_equal(fast.matrix, slow.matrix, equal_nan=True)
+    assert np.array_equal(fast.durations, slow.durations) and np.array_equal(fast.key_masks, slow.key_masks)
+    assert not np.isnan(fast.matrix).all()
+    compared = 0
+    for op in view.operators:
+        ks = [k for k in view.kernels_of(op) if k.counters]
+        if ks:
+            assert view.op_counters(op) == kernel_counters(ks), op.key
+            compared += 1
+    assert compared > 100
