@@ -67,11 +67,13 @@ class Nested(Generic[_S]):
         return i
 
     def chain(self, t_ns: int) -> list[_S]:
-        """The ones open at ``t_ns``, outermost first."""
+        """The ones open at ``t_ns``, outermost first (an enclosing one that ended as its last
+        child began, ends touching, is walked past)."""
         out: list[_S] = []
         i = self.innermost(t_ns)
         while i >= 0:
-            out.append(self.items[i])
+            if self.items[i].end_ns >= t_ns:
+                out.append(self.items[i])
             i = self.parent[i]
         return out[::-1]
 

@@ -260,3 +260,8 @@ def test_the_enclosing_call_is_found_however_many_calls_ended_inside_it() -> Non
     assert spans.path_at(2, 10) is None  # another thread
     bare = ModuleSpans([root, *layers])  # no map: the labels below the root
     assert bare.path_at(1, 13) == "Linear_1" and bare.path_at(1, 10 * n + 10) == ""
+    # a call that begins as its sibling ends (ends touching) is not inside that sibling
+    touching = ModuleSpans([ModuleSpan("Net_0", 0, 100, 1), ModuleSpan("A_0", 10, 20, 1),
+                            ModuleSpan("B_0", 20, 30, 1)])
+    assert touching.path_at(1, 25) == "B_0" and touching.path_at(1, 15) == "A_0"
+    assert touching.path_at(1, 50) == ""
