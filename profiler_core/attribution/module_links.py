@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 from profiler_core.ingest.torch_trace import common_module
@@ -78,14 +78,19 @@ class Nested(Generic[_S]):
         return out[::-1]
 
 
+def nested_by_thread(spans: Iterable[_S]) -> dict[int, Nested[_S]]:
+    """``spans`` grouped by thread, each thread's as one :class:`Nested`."""
+    by_tid: dict[int, list[_S]] = defaultdict(list)
+    for span in spans:
+        by_tid[span.tid].append(span)
+    return {tid: Nested(items) for tid, items in by_tid.items()}
+
+
 class _Enclosing:
     """Per thread, the ops of one kind: which of them encloses a time, innermost."""
 
     def __init__(self, ops: Sequence[CpuOp]) -> None:
-        by_tid: dict[int, list[CpuOp]] = defaultdict(list)
-        for op in ops:
-            by_tid[op.tid].append(op)
-        self.by_tid = {tid: Nested(items) for tid, items in by_tid.items()}
+        self.by_tid = nested_by_thread(ops)
 
     def innermost(self, tid: int, t_ns: int) -> CpuOp | None:
         nested = self.by_tid.get(tid)

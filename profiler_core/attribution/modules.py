@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from profiler_core.attribution.module_links import Nested, link_paths
+from profiler_core.attribution.module_links import link_paths, nested_by_thread
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError
@@ -90,14 +90,8 @@ class ModuleSpans:
     def __init__(self, spans: Sequence[ModuleSpan], names: Mapping[str, str] | None = None,
                  model_calls: Sequence[ModuleSpan] = ()) -> None:
         self.names = names or {}
-        by_tid: dict[int, list[ModuleSpan]] = defaultdict(list)
-        for span in spans:
-            by_tid[span.tid].append(span)
-        self.by_tid = {tid: Nested(items) for tid, items in by_tid.items()}
-        calls: dict[int, list[ModuleSpan]] = defaultdict(list)
-        for call in model_calls:
-            calls[call.tid].append(call)
-        self.model_calls = {tid: Nested(items) for tid, items in calls.items()}
+        self.by_tid = nested_by_thread(spans)
+        self.model_calls = nested_by_thread(model_calls)
 
     def __bool__(self) -> bool:
         return bool(self.by_tid)
