@@ -104,8 +104,10 @@ def _located(value: str | None, recorded_run_dir: str, run_dir: Path) -> str | N
 KEPT = ("modules.json",)
 
 
-def ship(run_dir: Path, target: Path, workload: str, keep_timeline: bool = False) -> None:
-    """``run_dir`` (an optimize run) into ``target`` in the shipped form."""
+def ship(run_dir: Path, target: Path, workload: str, keep_timeline: bool = False,
+         trials: tuple[tuple[str, str], ...] = ()) -> None:
+    """``run_dir`` (an optimize run) into ``target`` in the shipped form; each ``(name, trial_dir)``
+    of ``trials`` ships that trial's capture and plan as ``target/name`` beside ``optimized/``."""
     result = json.loads((run_dir / "optimize.json").read_text())
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
@@ -118,6 +120,9 @@ def ship(run_dir: Path, target: Path, workload: str, keep_timeline: bool = False
         if final and Path(final).resolve() != (run_dir / "baseline").resolve():
             ship_capture_dir(Path(final) / "capture", out / "optimized", KEPT)
             shutil.copy2(Path(final) / "plan.json", out / "optimized" / "plan.json")
+        for name, trial_dir in trials:
+            ship_capture_dir(run_dir / trial_dir / "capture", out / name, KEPT)
+            shutil.copy2(run_dir / trial_dir / "plan.json", out / name / "plan.json")
         result["workload"] = workload
         result["run_dir"] = "."
         result["final_run_dir"] = _relative(final, run_dir)
@@ -140,12 +145,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target", type=Path, help="e.g. examples/captures/h200/<name>")
     parser.add_argument("--workload", required=True, help="the workload path as the project names it")
     parser.add_argument("--keep-timeline", action="store_true", help="keep the baseline's timeline.sqlite (nsys)")
+    parser.add_argument("--trial", action="append", default=[], metavar="NAME=TRIAL_DIR",
+                        help="also ship a trial's capture, e.g. bf16_trial=trial-1-bf16_autocast")
     args = parser.parse_args(argv)
+    trials: list[tuple[str, str]] = []
+    for spec in args.trial:
+        name, _, trial_dir = spec.partition("=")
+        if not name or not (args.run_dir / trial_dir / "capture").is_dir():
+            print(f"--trial {spec}: give NAME=TRIAL_DIR, a trial directory of the run holding capture/",
+                  file=sys.stderr)
+            return 2
+        trials.append((name, trial_dir))
     if not (args.run_dir / "optimize.json").is_file():
         print(f"{args.run_dir}: no optimize.json; pass an 'oprof optimize' run directory", file=sys.stderr)
         return 2
     args.target.parent.mkdir(parents=True, exist_ok=True)
-    ship(args.run_dir, args.target, args.workload, args.keep_timeline)
+    ship(args.run_dir, args.target, args.workload, args.keep_timeline, tuple(trials))
     print(args.target)
     return 0
 

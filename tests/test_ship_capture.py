@@ -97,3 +97,17 @@ def test_an_nsys_export_loses_the_checkout_path_and_still_reads(tmp_path: Path) 
     assert ship_capture.scrub_sqlite(db, "/home/someone/checkout") >= 1
     assert b"/home/someone/checkout" not in db.read_bytes()
     assert len(read_nsys(db).kernels) == len(read_nsys(src).kernels)
+
+
+def test_a_named_trial_is_shipped_beside_the_kept_one(tmp_path: Path, capsys: object) -> None:
+    run = _run_dir(tmp_path)
+    target = tmp_path / "captures" / "gpt2"
+    target.parent.mkdir()
+    args = [str(run), str(target), "--workload", "examples/gpt2.py"]
+    assert ship_capture.main([*args, "--trial", "bf16_trial=no-such-trial"]) == 2
+    assert "--trial bf16_trial=no-such-trial" in capsys.readouterr().err  # type: ignore[attr-defined]
+    assert not target.exists()
+    assert ship_capture.main([*args, "--trial", "bf16_trial=trial-1-bf16_promotion"]) == 0
+    assert (target / "bf16_trial" / "plan.json").is_file()
+    assert (target / "bf16_trial" / "kineto.json.gz").is_file()
+    assert attribute_run(target / "bf16_trial").coverage.attributed_time_pct >= 99.0
