@@ -344,7 +344,7 @@ def test_generate_on_a_static_kv_cache_is_kept_and_beats_the_compiled_model(prof
     assert verdict["passed"] and verdict["reference"].startswith("float64")
     assert "greedy token agreement 100.0%" in verdict["verdict"]
     # every recipe timed, and each at least 1.5x slower than the plan (the plan's median moves
-    # between runs of the same code: 52.3, 75.8 and 58.2 ms in three runs on the H200)
+    # between runs of the same code: 52.3, 75.8, 58.2 and 51.4 ms in four runs on the H200)
     recipes = run["yardstick"]["recipes"]
     optimized = run["wall_time"]["optimized"]["median_ms"]
     assert {r["recipe"] for r in recipes} == {"compile", "bf16_compile", "bf16_compile_reduce_overhead"}
@@ -411,13 +411,12 @@ def test_a_training_step_recorded_as_one_graph_is_kept_and_says_which_kernels_it
     assert [p["name"] for p in plan["passes"] if p["status"] == "APPLIED"] == ["bf16_autocast", "step_graph_capture"]
     roles = [c["role"] for c in plan["validation"]["outputs"]]
     assert roles.count("gradient") == roles.count("parameter") > 50  # every gradient and update compared
-    # the recipe a user writes instead, timed again beside the plan on the same machine (the run's own
-    # yardstick was cut): both validated against float64, the plan's slowest decile under the recipe's fastest
-    again = json.loads((CAPTURES / "hf_gpt2_train_step_graph" / "yardstick_retimed.json").read_text())
-    recipe, plan_wall = again["recipe"], again["plan"]
-    assert recipe["recipe"] == "bf16_compile_reduce_overhead" and recipe["validation"]["passed"]
-    assert recipe["iterations"] == plan_wall["iterations"] == 30
-    assert plan_wall["p90_ms"] < recipe["p10_ms"] and plan_wall["median_ms"] < recipe["median_ms"]
+    # the recipe a user writes instead, timed in the same run: all three validated and timed, the plan's
+    # slowest decile under the best recipe's median
+    stick, walls = run["yardstick"], run["wall_time"]
+    assert [r["outcome"] for r in stick["recipes"]] == ["timed"] * 3
+    best = min(r["median_ms"] for r in stick["recipes"])
+    assert stick["best_recipe_ms"] == best and walls["optimized"]["p90_ms"] < best
     # the graph was recorded before the measured region and holds eager autograd and optimizer kernels
     # besides Inductor's: those it cannot place are left unattributed, each with the reason
     prof = profiles["hf_gpt2_train_step_graph/optimized"]
@@ -464,17 +463,24 @@ def test_compare_pairs_each_convolution_across_a_graph_replay(profiles: dict, na
     assert not [r.name for r in (*cmp.only_in_base, *cmp.only_in_opt) if r.name.startswith("Memset")]
 
 
-# captured before the harness read a self-compiled model's methods off the module it wraps: its
-# modules.json lists none, so generate()'s own token selection outside the modules has no path (81%)
-_METHODS_MISSING = {"hf_llama_generate/optimized"}
+# the step recorded as one CUDA graph before the measured region: its replayed kernels that no call
+# places keep no module either (test_a_step_graph_gives_a_module_to_every_kernel_it_places)
+_STEP_GRAPH = "hf_gpt2_train_step_graph/optimized"
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="module map without the model's methods"))
-    if name in _METHODS_MISSING else name
-    for name in sorted(f"{p.parent.name}/{p.name}" for p in RUNS if (p / "modules.json").is_file())])
+@pytest.mark.parametrize("name", sorted(n for n in (f"{p.parent.name}/{p.name}" for p in RUNS
+                                                    if (p / "modules.json").is_file()) if n != _STEP_GRAPH))
 def test_a_capture_with_a_module_map_places_95_percent_of_its_kernel_time_in_a_module(profiles: dict,
                                                                                    name: str) -> None:
     kernels = profiles[name].kernels
     placed = sum(k.duration_ns for k in kernels if k.module_path is not None)
     assert placed >= 0.95 * sum(k.duration_ns for k in kernels)
+
+
+def test_a_step_graph_gives_a_module_to_every_kernel_it_places(profiles: dict) -> None:
+    kernels = profiles[_STEP_GRAPH].kernels
+    placed = [k for k in kernels if k.attribution.operator_key is not None]
+    assert placed and len(placed) < len(kernels)
+    # the one placed kernel outside every module: a device-to-device aten::copy_ the step issues itself
+    assert {k.name for k in placed if k.module_path is None} == {"Memcpy DtoD (Device -> Device)"}
+    assert all(k.module_path is None for k in kernels if k.attribution.operator_key is None)
