@@ -21,21 +21,24 @@ published dense peaks (metrics/peaks.py), or the figures measured on the chip wh
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.attribution.operator_class import gemm_precision
-from profiler_core.metrics.flop_counters import MeasuredFlops, measured_flops
+from profiler_core.metrics.flop_counters import MEASURED_FLOP_FIELDS, MeasuredFlops, measured_flops
 from profiler_core.metrics.flop_model import modelled_flops
 from profiler_core.metrics.peaks import ChipPeaks, peaks_for_gpu
 from profiler_core.schema import Kernel, Operator, Profile
 
 DISAGREEMENT = 0.25  # |measured / modelled - 1| above this is flagged
 FAR_BELOW = 0.10  # fraction of roofline under which an operator is "far below both roofs"
+# the counters an operator's row reads: its FLOP counters, DRAM bytes and tensor-pipe activity
+_READ_FIELDS = (*MEASURED_FLOP_FIELDS, "dram_bytes_read", "dram_bytes_written", "tensor_core_active_pct")
 FlopSource = Literal["measured", "modelled"]
 Bound = Literal["compute", "memory"]
 _PRECISION_ROOF = {"fp32": "fp32", "tf32": "tf32_tensor", "bf16": "bf16_tensor", "fp16/bf16": "fp16_tensor",
@@ -124,8 +127,22 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
         warnings.append(f"no roofs known for GPU {profile.capture.gpu_name!r}: FLOPs and intensity only "
                         "(metrics/peaks.py lists the chips with roofs)")
     kernels = profile.kernels if kernels is None else kernels
-    rows = [_operator(op, [kernels[i].name for i in op.kernel_ids if i < len(kernels)], peaks, measured_roofs)
-            for op in (profile.operators if operators is None else operators) if op.duration_ns > 0]
+    n_kernels = len(kernels)
+    # A large profile repeats a few operator calls (name, shapes, counters, kernels) many times
+    # over: what does not depend on an operator's time is worked out once per distinct call.
+    works: dict[tuple[object, ...], _Work] = {}
+    shape_keys: dict[int, tuple[object, str]] = {}
+    rows = []
+    for op in (profile.operators if operators is None else operators):
+        if op.duration_ns <= 0:
+            continue
+        names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
+        key = (op.name, _shapes_key(op.input_shapes, shape_keys), names,
+               exact_key(op.metrics.get(f) for f in _READ_FIELDS))
+        work = works.get(key)
+        if work is None:
+            work = works[key] = _work(op, names, peaks, measured_roofs)
+        rows.append(_operator(op, work))
     flagged = [r for r in rows if r.disagreement is not None]
     if flagged:
         warnings.append(f"{len(flagged)} operators' measured FLOPs differ from the shape model by more than "
@@ -134,8 +151,46 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
                     warnings=warnings)
 
 
-def _operator(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None,
-              measured_roofs: bool) -> OperatorRoofline:
+def exact_key(values: Iterable[object]) -> tuple[object, ...]:
+    """A hashable key under which two runs of values are equal only where they are identical: ``1``,
+    ``1.0`` and ``True`` differ, and so do ``0.0`` and ``-0.0`` (equal as numbers, not as text)."""
+    vals = tuple(values)
+    return vals, tuple(map(type, vals)), tuple(repr(v) for v in vals if not v)
+
+
+def _shapes_key(shapes: object, known: dict[int, tuple[object, str]]) -> str:
+    """``shapes`` as JSON text (ints, floats and bools apart), worked out once per list: the
+    operators read from a table share one list per distinct input signature."""
+    hit = known.get(id(shapes))
+    if hit is not None and hit[0] is shapes:
+        return hit[1]
+    text = json.dumps(shapes, default=repr)
+    known[id(shapes)] = (shapes, text)  # the list is held, so its id is not reused meanwhile
+    return text
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What an operator's roofline row holds that its time does not change: FLOPs, bytes, floors."""
+
+    flops: float | None
+    source: FlopSource | None
+    flops_measured: float | None
+    flops_modelled: float | None
+    formula: str | None
+    by_roof: dict[str, float]
+    dram: float | None
+    dominant: str | None
+    intensity: float | None
+    t_roof: float | None
+    bound: Bound | None
+    disagreement: float | None
+    notes: tuple[str, ...]
+
+
+def _work(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None, measured_roofs: bool) -> _Work:
+    """The time-free part of ``op``'s row: a function of its name, shapes, kernel names and the
+    counters in ``_READ_FIELDS``."""
     notes: list[str] = []
     measured = measured_flops(op.metrics)
     model = None
@@ -177,7 +232,6 @@ def _operator(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None
         flops, source = 0.0, "measured"  # counted, and no floating-point work
     read, written = op.metrics.get("dram_bytes_read"), op.metrics.get("dram_bytes_written")
     dram = read + written if read is not None and written is not None else None
-    seconds = op.duration_ns * 1e-9
     dominant = MeasuredFlops(by_roof=by_roof).dominant_roof
     intensity = flops / dram if flops is not None and dram else None
     t_c = _compute_floor_s(by_roof, peaks, measured_roofs, notes)
@@ -189,19 +243,29 @@ def _operator(op: Operator, kernel_names: Sequence[str], peaks: ChipPeaks | None
         bound = "compute" if t_c >= t_m else "memory"
     elif t_m is not None:
         bound = "memory"
+    return _Work(flops=flops, source=source, flops_measured=flops_measured, flops_modelled=flops_modelled,
+                 formula=model.formula if model else None, by_roof=by_roof, dram=dram, dominant=dominant,
+                 intensity=intensity, t_roof=t_roof, bound=bound, disagreement=disagreement, notes=tuple(notes))
+
+
+def _operator(op: Operator, work: _Work) -> OperatorRoofline:
+    """``op``'s row: ``work`` (its time-free part) against its time."""
+    seconds = op.duration_ns * 1e-9
+    flops, dram, t_roof = work.flops, work.dram, work.t_roof
     fraction = t_roof / seconds if t_roof is not None and seconds > 0 else None
+    notes = work.notes
     if fraction is not None and fraction > 1.05:
-        notes.append("above the roof: ncu's replayed DRAM traffic (cold caches) exceeds what the timed run moved")
+        notes = (*notes, "above the roof: ncu's replayed DRAM traffic (cold caches) exceeds what the timed run moved")
     return OperatorRoofline(
         key=op.key, name=op.name, op_class=op.op_class.value, duration_ns=op.duration_ns,
-        module_path=getattr(op, "module_path", None), flops=flops, flop_source=source,
-        flops_measured=flops_measured, flops_modelled=flops_modelled,
-        flop_formula=model.formula if model else None, flops_by_roof=by_roof, dram_bytes=dram, roof=dominant,
-        arithmetic_intensity=intensity, achieved_flops_per_s=flops / seconds if flops is not None else None,
-        achieved_bytes_per_s=dram / seconds if dram is not None else None, bound=bound,
+        module_path=getattr(op, "module_path", None), flops=flops, flop_source=work.source,
+        flops_measured=work.flops_measured, flops_modelled=work.flops_modelled,
+        flop_formula=work.formula, flops_by_roof=dict(work.by_roof), dram_bytes=dram, roof=work.dominant,
+        arithmetic_intensity=work.intensity, achieved_flops_per_s=flops / seconds if flops is not None else None,
+        achieved_bytes_per_s=dram / seconds if dram is not None else None, bound=work.bound,
         roofline_time_ns=t_roof * 1e9 if t_roof is not None else None, fraction_of_roofline=fraction,
         headroom_ns=max(0.0, op.duration_ns - t_roof * 1e9) if t_roof is not None else None,
-        disagreement=disagreement, notes=tuple(notes),
+        disagreement=work.disagreement, notes=notes,
     )
 
 

@@ -33,6 +33,9 @@ _TENSOR: dict[str, tuple[str, ...]] = {
     "fp64": ("tensor_ops_fp64",),
     "fp8": ("tensor_ops_fp8", "tensor_ops_fp8_acc16"),
 }
+# every counter measured_flops reads
+MEASURED_FLOP_FIELDS: tuple[str, ...] = (*(f for fs in _SCALAR.values() for f in fs),
+                                *(f for fs in _TENSOR.values() for f in fs))
 # The roof a precision's work runs against: tensor-core work on the tensor roofs, the rest on the
 # CUDA-core ones (names as in metrics/peaks.py).
 TENSOR_ROOF = {"fp16": "fp16_tensor", "bf16": "bf16_tensor", "tf32": "tf32_tensor", "fp64": "fp64_tensor",

@@ -192,3 +192,50 @@ def test_a_rule_subset_runs_the_roofline_note_only_when_named() -> None:
     assert named.rules_run == ["launch_bound", "far_below_roofline"] and named.by_rule("far_below_roofline")
     with pytest.raises(ProfilerError, match="far_below_roofline needs the roofline"):
         diagnose(optimized, rules=["far_below_roofline"], roofline=False)
+
+
+def test_rows_shared_by_repeated_calls_are_each_operators_own(gpt2: Profile) -> None:
+    # roofline() works out each distinct call (name, shapes, kernels, counters) once: every row must
+    # still be the one the operator alone gives, also for calls that differ in one input only
+    from profiler_core.analysis.roofline import _operator, _work
+    from profiler_core.attribution.names import is_generated_kernel_name
+    from profiler_core.metrics.peaks import peaks_for_gpu
+
+    ops = list(gpt2.operators)
+    mm = [op for op in ops if op.name == "aten::mm" and op.metrics.get("dram_bytes_read")][:4]
+    generated = next(op for op in ops if op.kernel_ids and all(
+        is_generated_kernel_name(gpt2.kernels[i].name) for i in op.kernel_ids))
+    assert mm
+    variants = []
+    for n, op in enumerate(mm):
+        metrics = dict(op.metrics)
+        variants += [
+            op.model_copy(update={"key": f"{op.key}~shapes", "input_shapes": [[2 * d for d in s] for s in
+                                                                              op.input_shapes]}),
+            op.model_copy(update={"key": f"{op.key}~dram", "metrics": {**metrics, "dram_bytes_read":
+                                                                       2 * metrics["dram_bytes_read"]}}),
+            op.model_copy(update={"key": f"{op.key}~time", "duration_ns": op.duration_ns + 1000 * (n + 1)}),
+            op.model_copy(update={"key": f"{op.key}~kernels", "kernel_ids": generated.kernel_ids}),
+        ]
+    peaks = peaks_for_gpu(gpt2.capture.gpu_name)
+    for measured in (False, True):
+        rows = roofline(gpt2, measured_roofs=measured, operators=ops + variants).operators
+        alone = [_operator(op, _work(op, [gpt2.kernels[i].name for i in op.kernel_ids if i < len(gpt2.kernels)],
+                                     peaks, measured))
+                 for op in ops + variants if op.duration_ns > 0]
+        assert rows == alone
+        by_key = {r.key: r for r in rows}
+        for r in rows[-len(variants):]:
+            original = by_key[r.key.rsplit("~", 1)[0]]
+            assert (r.flops, r.dram_bytes, r.fraction_of_roofline, r.flop_formula) != \
+                   (original.flops, original.dram_bytes, original.fraction_of_roofline, original.flop_formula)
+        assert len({(r.name, r.flops, r.dram_bytes) for r in rows}) < len(rows) / 2  # calls repeat: rows shared
+        assert len({id(r.flops_by_roof) for r in rows}) == len(rows)  # each row's split its own dict
+
+
+def test_exact_key_tells_apart_values_equal_only_as_numbers() -> None:
+    from profiler_core.analysis.roofline import exact_key
+
+    assert exact_key((1, None, 2.5)) == exact_key([1, None, 2.5])
+    for a, b in ((1,), (1.0,)), ((0.0,), (-0.0,)), ((True,), (1,)), ((None, 0), (None, 0.0)):
+        assert a == b and exact_key(a) != exact_key(b)
