@@ -26,6 +26,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import filterfalse
 from typing import Literal
 
 from profiler_core.attribution.names import is_generated_kernel_name
@@ -138,7 +139,7 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
             continue
         names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
         key = (op.name, _shapes_key(op.input_shapes, shape_keys), names,
-               exact_key(op.metrics.get(f) for f in _READ_FIELDS))
+               exact_key(map(op.metrics.get, _READ_FIELDS)))
         work = works.get(key)
         if work is None:
             work = works[key] = _work(op, names, peaks, measured_roofs)
@@ -155,7 +156,7 @@ def exact_key(values: Iterable[object]) -> tuple[object, ...]:
     """A hashable key under which two runs of values are equal only where they are identical: ``1``,
     ``1.0`` and ``True`` differ, and so do ``0.0`` and ``-0.0`` (equal as numbers, not as text)."""
     vals = tuple(values)
-    return vals, tuple(map(type, vals)), tuple(repr(v) for v in vals if not v)
+    return vals, tuple(map(type, vals)), tuple(map(repr, filterfalse(None, vals)))
 
 
 def _shapes_key(shapes: object, known: dict[int, tuple[object, str]]) -> str:
