@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Literal
 
 from profiler_core.schema import OperatorClass
@@ -103,6 +104,12 @@ _KERNEL_PATTERNS: tuple[tuple[OperatorClass, re.Pattern[str]], ...] = (
 OverheadKind = Literal["cast", "copy", "epilogue"]
 
 
+# The name tests below run per operator and per kernel, over a few hundred distinct names: each
+# answer is remembered per name (a 100k-kernel diagnose asked aten_short 809k times).
+_NAMES = 1 << 16
+
+
+@lru_cache(maxsize=_NAMES)
 def aten_short(name: str) -> str:
     """``aten::addmm`` / ``aten.addmm`` / ``aten.addmm.default`` -> ``addmm``; other names unchanged."""
     for prefix in ("aten::", "aten."):
@@ -176,6 +183,11 @@ def classify_operator(name: str, fused_with: Iterable[str] = ()) -> OperatorClas
 
 def is_softmax(name: str, fused_with: Iterable[str] = ()) -> bool:
     """True for a softmax op, or a fused kernel that contains one."""
+    return _is_softmax(name, tuple(fused_with))
+
+
+@lru_cache(maxsize=_NAMES)
+def _is_softmax(name: str, fused_with: tuple[str, ...]) -> bool:
     ops = {aten_short(op) for op in fused_with}
     triton = triton_ops(name)
     if triton is not None:
@@ -186,6 +198,11 @@ def is_softmax(name: str, fused_with: Iterable[str] = ()) -> bool:
 
 def is_batched_gemm(name: str, fused_with: Iterable[str] = ()) -> bool:
     """True for the GEMMs of an attention score/value product (bmm, matmul, baddbmm, einsum)."""
+    return _is_batched_gemm(name, tuple(fused_with))
+
+
+@lru_cache(maxsize=_NAMES)
+def _is_batched_gemm(name: str, fused_with: tuple[str, ...]) -> bool:
     short = aten_short(name)
     if short in {"bmm", "baddbmm", "matmul", "einsum"}:
         return True
