@@ -25,6 +25,16 @@ _PASS_THROUGH_CLASSES = frozenset({OperatorClass.CAST_COPY, OperatorClass.OTHER}
 
 def manual_attention_groups(view: ProfileView, ops: Sequence[Operator], window: int) -> list[list[int]]:
     """Index groups [score GEMM, scale ops..., softmax, value GEMM] of a hand-written attention."""
+    key = (id(ops), window)
+    known = view.attention_groups.get(key)
+    if known is not None and known[0] is ops:
+        return [list(group) for group in known[1]]
+    groups = _attention_groups(view, ops, window)
+    view.attention_groups[key] = (ops, groups)
+    return [list(group) for group in groups]
+
+
+def _attention_groups(view: ProfileView, ops: Sequence[Operator], window: int) -> list[list[int]]:
     groups: list[list[int]] = []
     used: set[int] = set()
     for s, op in enumerate(ops):

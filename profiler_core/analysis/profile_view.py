@@ -244,6 +244,9 @@ class ProfileView:
         self._precision: dict[str, str | None] = {}
         self._work_class: dict[str, OperatorClass] = {}
         self._matches: dict[re.Pattern[str], dict[str, bool]] = {}
+        # hand-written attention groups per (operator list, window): the rules and decode-loop detection
+        # ask for the same ones; the list is kept beside its groups so its id is not reused
+        self.attention_groups: dict[tuple[int, int], tuple[Sequence[Operator], list[list[int]]]] = {}
 
     # -- time
     @cached_property

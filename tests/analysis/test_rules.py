@@ -451,3 +451,22 @@ def test_host_bound_step_names_what_can_help() -> None:
     # already replayed from CUDA graphs: graphs are no remedy, the rest still is
     (g,) = diagnose(host_waits_graphed(), rules=["host_bound"]).findings
     assert g.transformation is None and "CUDA graphs" not in g.evidence.facts[1]
+
+
+def test_attention_groups_are_found_once_per_operator_list_and_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiler_core.analysis import patterns
+    from profiler_core.analysis.profile_view import ProfileView
+
+    searches: list[int] = []
+    search = patterns._attention_groups
+    monkeypatch.setattr(patterns, "_attention_groups", lambda *a: searches.append(a[2]) or search(*a))
+    view = ProfileView(attention_eager())
+    ops = view.ops_in_order
+    first = patterns.manual_attention_groups(view, ops, 8)
+    assert [[ops[i].key for i in g] for g in first] == [
+        ["aten::bmm#0", "aten::div#0", "aten::_softmax#0", "aten::bmm#1"]]
+    first[0].clear()  # a caller's change to its copy does not reach the remembered groups
+    again = patterns.manual_attention_groups(view, ops, 8)
+    assert again == patterns.manual_attention_groups(view, list(ops), 8) != first
+    assert patterns.manual_attention_groups(view, ops, 1) == []  # too short a window for the scale op
+    assert searches == [8, 8, 1]  # the same list and window searched once; another list or window again
