@@ -21,7 +21,7 @@ import numpy as np
 from profiler_core.analysis.findings import FindingEvidence
 from profiler_core.attribution.aggregate import FIELDS, aggregate_arrays, aggregate_samples, counter_matrix
 from profiler_core.attribution.columns import NONE
-from profiler_core.attribution.operator_class import classify_operator, gemm_precision
+from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
 
@@ -241,7 +241,6 @@ class ProfileView:
         self._kernels_of: dict[str, list[Kernel]] = {}
         self._counters_of: dict[str, dict[str, float | None]] = {}
         self._name_class: dict[str, OperatorClass] = {}
-        self._precision: dict[str, str | None] = {}
         self._work_class: dict[str, OperatorClass] = {}
         self._matches: dict[re.Pattern[str], dict[str, bool]] = {}
         # hand-written attention groups per (operator list, window): the rules and decode-loop detection
@@ -318,14 +317,6 @@ class ProfileView:
         if cached is None:
             cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
         return cached
-
-    def gemm_precision(self, kernel: Kernel) -> str | None:
-        """:func:`gemm_precision` of the kernel's name, remembered per name."""
-        name = kernel.name
-        if name in self._precision:
-            return self._precision[name]
-        precision = self._precision[name] = gemm_precision(name)
-        return precision
 
     def matches(self, pattern: re.Pattern[str], name: str) -> bool:
         """``pattern.search(name)`` as a bool, remembered per name: a large profile repeats a few

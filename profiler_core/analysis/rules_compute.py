@@ -22,6 +22,7 @@ from profiler_core.analysis.patterns import (
 from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import decode_loop_of
+from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
 from profiler_core.transformations import Transformation
 
@@ -42,7 +43,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
         if tc is None or tc > limit:
             continue
-        found = {p for k in ctx.view.kernels_of(op) if (p := ctx.view.gemm_precision(k)) is not None}
+        found = {p for k in ctx.view.kernels_of(op) if (p := gemm_precision(k.name)) is not None}
         if found - {"fp32"}:
             continue  # already reduced precision: the FP32 premise does not hold
         idle.append(op)

@@ -212,6 +212,7 @@ def _is_batched_gemm(name: str, fused_with: tuple[str, ...]) -> bool:
     return False
 
 
+@lru_cache(maxsize=_NAMES)
 def gemm_precision(kernel_name: str) -> str | None:
     """The math a GEMM kernel runs, read off its name: fp32 (SIMT), tf32, bf16, fp16, fp8, or None."""
     low = kernel_name.lower()
