@@ -31,6 +31,16 @@ alone in the same capture (a gap with one extern call, or as many calls as kerne
 
 and the kernels so placed say so. Otherwise (a kernel of no known family, or splits that fit
 equally) the gap is left unattributed, with the reason.
+
+A graph recorded around a whole training step holds several compiled graphs back to back, with
+the eager work between and after them (autograd's gradient fills, the optimizer's update):
+
+    replay:  [forward call()] Memset nvjet  [loss call()] fill  [backward call()] ... multi_tensor_apply
+                              -> aten::mm (the forward's last call)      eager: no call names it
+
+Its Triton kernels are read as the compiled graphs' anchors in order (one way only), each graph's
+kernels are read against its own ``call()``, and between two graphs the extern calls at either
+edge take the kernels their families fit; the eager kernels are left to other evidence.
 """
 
 from __future__ import annotations
@@ -290,6 +300,94 @@ def with_graph_copies(replay_of: Sequence[int | None], timeline: Sequence[Timeli
             else by_corr.get(tk.correlation_id) for tk, replay in zip(timeline, replay_of, strict=True)]
 
 
+def _anchor_cover(anchors: Sequence[str], sequences: Sequence[Sequence[InductorCall]]) -> list[int] | None:
+    """The one way to read a replay's Triton kernels as several compiled graphs' ``call()`` run back
+    to back (indices into ``sequences``, in order), or None when there is none or more than one."""
+    seq_anchors = [[c.name for c in calls if c.kind == "triton"] for calls in sequences]
+    n = len(anchors)
+
+    @cache
+    def ways(a: int) -> int:  # covers of anchors[a:] (2 stands for "two or more")
+        if a == n:
+            return 1
+        total = 0
+        for sa in seq_anchors:
+            if sa and anchors[a:a + len(sa)] == sa:
+                total += ways(a + len(sa))
+                if total > 1:
+                    return total
+        return total
+
+    if n == 0 or ways(0) != 1:
+        return None
+    out: list[int] = []
+    a = 0
+    while a < n:
+        s = next(s for s, sa in enumerate(seq_anchors) if sa and anchors[a:a + len(sa)] == sa and ways(a + len(sa)))
+        out.append(s)
+        a += len(seq_anchors[s])
+    return out
+
+
+def _fitting_run(kinds: Sequence[str | None], families: Sequence[str | None]) -> int:
+    """How many of ``kinds`` (a region's kernels, read from its edge) the calls of ``families`` can have
+    launched: the longest run whose real kernels each serve one of them, ending on a real kernel."""
+    served = {f for f in families if f is not None}
+    taken = 0
+    for i, kind in enumerate(kinds):
+        if kind == "neutral":
+            continue
+        if kind is None or not served & set(_SERVES[kind]):
+            break
+        taken = i + 1
+    return taken
+
+
+def _blocks(segment: Sequence[TimelineKernel], sequences: Sequence[Sequence[InductorCall]]
+            ) -> list[tuple[int, int, Sequence[InductorCall]]] | None:
+    """A replay that holds several compiled graphs and eager work between them, recorded as one CUDA
+    graph (a whole training step: forward, loss, backward, then the optimizer's eager kernels): each
+    graph's (first kernel, end, calls). Its Triton kernels must read as the graphs' anchors back to
+    back in exactly one way; between two graphs, the extern calls after the first's last anchor take
+    the kernels their families fit from that side, those before the next's first anchor from the
+    other, and what neither fits is eager work the graph recorded, left to other evidence. Where
+    both sides' calls fit every kernel between them, none of those kernels is placed."""
+    names = [k.name for k in segment]
+    anchor_at = [i for i, name in enumerate(names) if is_generated_kernel_name(name)]
+    cover = _anchor_cover([names[i] for i in anchor_at], sequences)
+    if cover is None or len(cover) < 2:
+        return None
+    kinds = [kernel_family(name) for name in names]
+    first: list[int] = []  # each graph's first and last anchor kernel
+    last: list[int] = []
+    a = 0
+    for s in cover:
+        count = sum(c.kind == "triton" for c in sequences[s])
+        first.append(anchor_at[a])
+        last.append(anchor_at[a + count - 1])
+        a += count
+    lead = [[call_family(c.name) for c in itertools.takewhile(lambda c: c.kind != "triton", sequences[s])]
+            for s in cover]
+    trail = [[call_family(c.name) for c in
+              reversed(list(itertools.takewhile(lambda c: c.kind != "triton", reversed(sequences[s]))))]
+             for s in cover]
+    starts = list(first)
+    ends = [i + 1 for i in last]
+    for b in range(len(cover) + 1):  # the region before graph b (b == len: after the last one)
+        lo = ends[b - 1] if b else 0
+        hi = first[b] if b < len(cover) else len(segment)
+        region = kinds[lo:hi]
+        after = _fitting_run(region, trail[b - 1]) if b and trail[b - 1] else 0
+        before = _fitting_run(region[::-1], lead[b]) if b < len(cover) and lead[b] else 0
+        if after + before > len(region):
+            after = before = 0  # both sides' calls fit every kernel between them: whose is whose is not read
+        if b:
+            ends[b - 1] = lo + after
+        if b < len(cover):
+            starts[b] = hi - before
+    return [(lo, hi, sequences[s]) for lo, hi, s in zip(starts, ends, cover, strict=True)]
+
+
 def graph_replay_claims(
     timeline: Sequence[TimelineKernel], replay_of: Sequence[int | None],
     sequences: Sequence[Sequence[InductorCall]], resolve: _Resolver,
@@ -302,17 +400,26 @@ def graph_replay_claims(
     for j, replay in enumerate(replay_of):
         if replay is not None:
             segments.setdefault(replay, []).append(j)
-    found: list[tuple[int, list[int], list[TimelineKernel], Sequence[InductorCall]]] = []
+    # (instance prefix, timeline indices, kernels, calls): a replay of one graph, or one graph of a
+    # replay that recorded several
+    found: list[tuple[tuple, list[int], list[TimelineKernel], Sequence[InductorCall]]] = []
     learned: Learned = {}
     for n, members in enumerate(segments.values()):
         segment = [timeline[j] for j in members]
+        parts: list[tuple[tuple, list[int], list[TimelineKernel], Sequence[InductorCall]]] = []
         for calls in sequences:
-            pairs = _anchored(segment, calls)
-            if pairs is not None:
-                _alone(segment, calls, pairs, learned)
-                found.append((n, members, segment, calls))
+            if _anchored(segment, calls) is not None:
+                parts = [(("graph", n), members, segment, calls)]
                 break
-    for n, members, segment, calls in found:
+        else:
+            parts = [(("graph", n, b), members[lo:hi], segment[lo:hi], calls)
+                     for b, (lo, hi, calls) in enumerate(_blocks(segment, sequences) or ())]
+        for part in parts:
+            pairs = _anchored(part[2], part[3])
+            if pairs is not None:
+                _alone(part[2], part[3], pairs, learned)
+                found.append(part)
+    for prefix, members, segment, calls in found:
         by_learning: set[int] = set()
         matched = _match(segment, calls, learned, by_learning)
         for pos, (j, ci) in enumerate(zip(members, matched or (), strict=True)):
@@ -322,7 +429,7 @@ def graph_replay_claims(
             detail = DETAIL_LEARNED if pos in by_learning else DETAIL
             if call.kind == "triton":
                 prim, fused, _how = resolve(call.name)
-                out[j] = Claim(Tier.CUDA_GRAPH, prim, ("graph", n, ci), None, None, fused, True, detail)
+                out[j] = Claim(Tier.CUDA_GRAPH, prim, (*prefix, ci), None, None, fused, True, detail)
             else:
-                out[j] = Claim(Tier.CUDA_GRAPH, call.name, ("graph", n, ci), None, None, (), True, detail)
+                out[j] = Claim(Tier.CUDA_GRAPH, call.name, (*prefix, ci), None, None, (), True, detail)
     return out
