@@ -4,9 +4,10 @@
         --workload examples/<name>.py
 
 What is kept, per capture (``baseline/``, and the kept trial's capture as ``optimized/`` with
-its plan.json): manifest.json, counters.csv (the ncu CSV export), kineto.json gzipped, and
-inductor/ (output_code.log, gzipped when over 1 MB, and torch_trace.tgz), and modules.json (the
-module map of code that ran eagerly). What is dropped: counters.ncu-rep (proprietary, large, and
+its plan.json): manifest.json, counters.csv (the ncu CSV export), kineto.json gzipped,
+inductor/ (output_code.log, gzipped when over 1 MB, and torch_trace.tgz), graph_capture.json.gz
+(a step graph's recording, traced), and modules.json (the module map of code that ran eagerly).
+What is dropped: counters.ncu-rep (proprietary, large, and
 the CSV carries the same counters), profile.json (tests and the demo attribute the captures
 again), report.html, and timeline.sqlite unless ``--keep-timeline`` keeps the baseline's. At the top:
 optimize.json with its paths made relative to the shipped directory, walltime.json and
@@ -38,7 +39,7 @@ def ship_capture_dir(src: Path, dst: Path, extra: tuple[str, ...] = ()) -> None:
     if not (src / "manifest.json").is_file():
         raise SystemExit(f"{src}: no manifest.json; not a capture directory")
     dst.mkdir(parents=True)
-    for name in ("manifest.json", "counters.csv", *extra):
+    for name in ("manifest.json", "counters.csv", "graph_capture.json.gz", *extra):
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
     if (src / "kineto.json").is_file():

@@ -24,7 +24,13 @@ import numpy as np
 from profiler_core.attribution.columns import NONE, Interner, column
 from profiler_core.attribution.enclosure import nsys_enclosure_columns
 from profiler_core.attribution.evidence import extern_classes_of, make_resolver
-from profiler_core.attribution.graphs import graph_replay_claims, with_graph_copies
+from profiler_core.attribution.graphs import (
+    RecordedLaunch,
+    graph_replay_claims,
+    recorded_claims,
+    recorded_launches,
+    with_graph_copies,
+)
 from profiler_core.attribution.joins import MEASURED, MISSING, align, join_counter_columns, launch_order
 from profiler_core.attribution.kernel_build import counter_values, coverage, kernel_table
 from profiler_core.attribution.operator_build import build_operators
@@ -68,8 +74,12 @@ def attribute(
     capture: CaptureMeta | None = None,
     allow_partial: bool = False,
     columnar_above: int | None = None,
+    graph_capture: KinetoTrace | None = None,
 ) -> Profile:
     """Join loaded artifacts into a :class:`Profile` (module docstring: the stages).
+
+    ``graph_capture``: the trace of a CUDA graph's recording (``graph_capture.json.gz``): its replays'
+    kernels that Inductor's ``call()`` does not place take the launch at their position in it.
 
     ``columnar_above``: kernel count above which kernels and operators stay columns (default
     :func:`columnar_threshold`); at or below it they are the models of today's profile.json.
@@ -155,9 +165,20 @@ def attribute(
                                             nsys.nvtx_ranges, resolve, vocab))  # type: ignore[union-attr]
     if fusions:
         tiers.append(fusion_columns(kname, knames.values, fusions, resolve, vocab))
-    if inductor is not None and inductor.call_sequences and in_graph.any():
-        tiers.append(ClaimColumns.from_claims(
-            Tier.CUDA_GRAPH, graph_replay_claims(timeline, replay_of, inductor.call_sequences, resolve), vocab))
+    recorded: dict[int, RecordedLaunch] = {}
+    sequences = inductor.call_sequences if inductor is not None else ()
+    if in_graph.any() and (sequences or graph_capture is not None):
+        graph_claims = graph_replay_claims(timeline, replay_of, sequences, resolve)
+        if graph_capture is not None:
+            recordings = recorded_launches(graph_capture)
+            recorded, matched = recorded_claims(timeline, replay_of, recordings, graph_claims, resolve)
+            if not matched:
+                sizes = sorted({len(r) for r in recordings})
+                warnings.append(
+                    f"{graph_capture.path.name}: its {len(recordings)} recording(s) (of {sizes} launches) repeat "
+                    "no graph replay of the timeline launch for launch; its records were not used (capture the "
+                    "run again so the recording and the replays come from one process)")
+        tiers.append(ClaimColumns.from_claims(Tier.CUDA_GRAPH, graph_claims, vocab))
 
     table = kernel_table(timeline, knames, kname, kind_codes, kind_code, tiers, vocab, counter_values(rows, ncu),
                          row_of, counter_source, inherited_of, graph_id, graph_known, in_graph,
@@ -169,14 +190,15 @@ def attribute(
         named = int(sum(t.has[in_graph].sum() for t in tiers if t.tier is Tier.CUDA_GRAPH))
         warnings.append(
             f"{graph_kernels} kernels were launched by CUDA graph replays, which record no per-kernel launch; "
-            f"{named} of them were placed by the captured graph's launch order (Inductor's call()), the rest "
-            "only by Inductor's fusion map where it names them"
+            f"{named} of them were placed by the captured graph's launch order (Inductor's call()"
+            + (f"; {len(recorded)} by the launch at their position in the graph's traced recording" if recorded
+               else "") + "), the rest only by Inductor's fusion map where it names them"
         )
     meta = capture_meta(capture, kineto, nsys, ncu, inductor, join.mode, use_nsys)
     unattributed = np.flatnonzero(table.operator == NONE).tolist()
     s = strings.values
     large = n > (columnar_threshold() if columnar_above is None else columnar_above)
-    return Profile.model_construct(
+    profile = Profile.model_construct(
         schema_version=1, capture=meta,
         operators=operators if large else operators.models(),
         kernels=table if large else table.models(),
@@ -187,3 +209,14 @@ def attribute(
         counters=availability(ncu, meta.chip, operators.specs),
         warnings=warnings,
     )
+    optimizer_paths = {j: launch.optimizer for j, launch in recorded.items() if launch.optimizer is not None}
+    if optimizer_paths:  # the optimizer's update the recording traced: module stage keeps these paths
+        if isinstance(profile.kernels, list):
+            for j, path in optimizer_paths.items():
+                profile.kernels[j].module_path = path
+        else:
+            paths = [profile.kernels.strings.values[c] for c in profile.kernels.module_path.tolist()]
+            for j, path in optimizer_paths.items():
+                paths[j] = path
+            profile.kernels.module_path = profile.kernels.strings.encode(paths)
+    return profile

@@ -49,11 +49,12 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from profiler_core.attribution.evidence import Claim, _Resolver
 from profiler_core.attribution.names import is_generated_kernel_name
-from profiler_core.records import InductorCall, TimelineKernel
+from profiler_core.records import CpuOp, InductorCall, KinetoTrace, TimelineKernel
 from profiler_core.schema import Tier
 
 DETAIL = "CUDA graph replay: position in the captured graph's launch order (Inductor's call())"
@@ -433,3 +434,95 @@ def graph_replay_claims(
             else:
                 out[j] = Claim(Tier.CUDA_GRAPH, call.name, (*prefix, ci), None, None, (), True, detail)
     return out
+
+
+DETAIL_RECORDED = ("CUDA graph replay: the launch at the same position of the graph's recording, traced while it "
+                   "was recorded (graph_capture.json.gz)")
+_LAUNCHES = ("LaunchKernel", "cuLaunch", "MemsetAsync", "MemcpyAsync")  # runtime calls a recording turns into nodes
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedLaunch:
+    """One launch a CUDA graph's recording traced: what it put in the graph and the call around it."""
+
+    kind: str  # kernel | memset | memcpy
+    op: CpuOp | None  # the innermost op around the launch (its Kineto External id)
+    optimizer: str | None  # ``optimizer.AdamW`` when the launch ran inside the optimizer's step
+
+
+def recorded_launches(trace: KinetoTrace) -> list[list[RecordedLaunch]]:
+    """Per recording in ``trace`` (``cudaStreamBeginCapture`` to ``cudaStreamEndCapture``), the launches it
+    turned into graph nodes, in launch order: every kernel, memset and memcpy launch inside it, on any
+    thread (autograd's backward runs on its own), that ran nothing then (no kernel record carries its
+    correlation id)."""
+    from profiler_core.attribution.module_links import _Enclosing, optimizer_path
+
+    ran = {k.correlation_id for k in trace.kernels if k.correlation_id is not None}
+    calls = sorted(trace.runtime_calls, key=lambda r: r.start_ns)
+    ops = {op.external_id: op for op in trace.cpu_ops if op.category == "cpu_op" and op.external_id is not None}
+    optim = _Enclosing([op for op in trace.cpu_ops if op.category == "user_annotation" and optimizer_path(op.name)])
+    out: list[list[RecordedLaunch]] = []
+    begins = [r for r in calls if r.name == "cudaStreamBeginCapture"]
+    ends = [r for r in calls if r.name == "cudaStreamEndCapture"]
+    for begin in begins:
+        end = next((r for r in ends if r.tid == begin.tid and r.start_ns > begin.start_ns), None)
+        if end is None:
+            continue
+        launches: list[RecordedLaunch] = []
+        for r in calls:
+            if not begin.start_ns < r.start_ns < end.start_ns or not any(w in r.name for w in _LAUNCHES):
+                continue
+            if r.correlation_id in ran:
+                continue
+            kind = "memset" if "Memset" in r.name else "memcpy" if "Memcpy" in r.name else "kernel"
+            rng = optim.innermost(r.tid, r.start_ns)
+            launches.append(RecordedLaunch(kind, ops.get(r.external_id) if r.external_id is not None else None,
+                                           optimizer_path(rng.name) if rng is not None else None))
+        out.append(launches)
+    return out
+
+
+def _agrees(segment: Sequence[TimelineKernel], launches: Sequence[RecordedLaunch]) -> bool:
+    """A replay is its recording when every position holds the same kind of work and every generated
+    kernel was launched by the call named after it (Inductor records each Triton launch so)."""
+    if len(segment) != len(launches):
+        return False
+    for k, launch in zip(segment, launches, strict=True):
+        if k.kind != launch.kind:
+            return False
+        if is_generated_kernel_name(k.name) and (launch.op is None or launch.op.name != k.name):
+            return False
+    return True
+
+
+def recorded_claims(timeline: Sequence[TimelineKernel], replay_of: Sequence[int | None],
+                    recordings: Sequence[Sequence[RecordedLaunch]], claims: list[Claim | None],
+                    resolve: _Resolver) -> tuple[dict[int, RecordedLaunch], int]:
+    """Fill ``claims[j]`` (None ones only) of each replay's kernels from the recording it repeats,
+    position by position; returns the launch behind each kernel so placed and how many replays
+    matched a recording."""
+    segments: dict[int, list[int]] = {}
+    for j, replay in enumerate(replay_of):
+        if replay is not None:
+            segments.setdefault(replay, []).append(j)
+    placed: dict[int, RecordedLaunch] = {}
+    matched = 0
+    for n, members in enumerate(segments.values()):
+        segment = [timeline[j] for j in members]
+        launches = next((rec for rec in recordings if _agrees(segment, rec)), None)
+        if launches is None:
+            continue
+        matched += 1
+        for j, launch in zip(members, launches, strict=True):
+            if claims[j] is not None or launch.op is None:
+                continue
+            op = launch.op
+            if is_generated_kernel_name(op.name):
+                prim, fused, _how = resolve(op.name)
+                claims[j] = Claim(Tier.CUDA_GRAPH, prim, ("recorded", n, op.external_id), None, op.input_shapes,
+                                  fused, True, DETAIL_RECORDED)
+            else:
+                claims[j] = Claim(Tier.CUDA_GRAPH, op.name, ("recorded", n, op.external_id), None, op.input_shapes,
+                                  (), None, DETAIL_RECORDED)
+            placed[j] = launch
+    return placed, matched

@@ -127,7 +127,7 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
     module-path columns are filled instead.
     """
     kernels = _KernelFacts.of(profile)
-    paths: list[str | None] = [None] * len(kernels.kinds)
+    paths = list(kernels.given)  # set by attribution itself: a step graph's optimizer launches its recording traced
     spans = (ModuleSpans(kineto.module_spans, module_map, model_calls(kineto.python_calls, methods))
              if kineto is not None and kineto.module_spans else None)
     calls = _cpu_calls(kineto) if kineto is not None else {}
@@ -160,8 +160,9 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
 class _KernelFacts:
     """What module assignment reads of each kernel, from the models or straight from the columns."""
 
-    def __init__(self, t1_op_id: list[int | None], kinds: list[str], names: list[str], keys: list[str | None]) -> None:
-        self.t1_op_id, self.kinds, self.names, self.keys = t1_op_id, kinds, names, keys
+    def __init__(self, t1_op_id: list[int | None], kinds: list[str], names: list[str], keys: list[str | None],
+                 given: list[str | None]) -> None:
+        self.t1_op_id, self.kinds, self.names, self.keys, self.given = t1_op_id, kinds, names, keys, given
 
     @classmethod
     def of(cls, profile: Profile) -> _KernelFacts:
@@ -169,11 +170,13 @@ class _KernelFacts:
         if isinstance(ks, list):
             t1 = [next((e.op_id for e in k.attribution.evidence if e.tier is Tier.CUPTI_CORRELATION
                         and e.op_id is not None), None) for k in ks]
-            return cls(t1, [k.kind for k in ks], [k.name for k in ks], [k.attribution.operator_key for k in ks])
+            return cls(t1, [k.kind for k in ks], [k.name for k in ks], [k.attribution.operator_key for k in ks],
+                       [k.module_path for k in ks])
         ev = ks.evidence[0]  # TIER_ORDER starts with the CUPTI correlation
         t1 = [None if (not h or i < 0) else i for h, i in zip(ev.has.tolist(), ev.op_id.tolist(), strict=True)]
         s = ks.strings.values
-        return cls(t1, [s[c] for c in ks.kind.tolist()], ks.names(), ks.operator_key_list())
+        return cls(t1, [s[c] for c in ks.kind.tolist()], ks.names(), ks.operator_key_list(),
+                   [s[c] for c in ks.module_path.tolist()])
 
 
 def _cpu_calls(kineto: KinetoTrace) -> dict[int, CpuOp]:

@@ -15,6 +15,7 @@ from profiler_core.attribution.run_checks import check_inductor_matches, check_t
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError, AttributionError, ProfilerError
 from profiler_core.rundir import (
+    GRAPH_CAPTURE_NAME,
     MANIFEST_NAME,
     MODULE_MAP_NAME,
     OPTIMIZED_WORKLOAD_NAME,
@@ -84,6 +85,7 @@ def attribute_files(
     modules: PathLike | None = None,
     manifest: RunManifest | None = None,
     root: Path | None = None,
+    graph_capture: PathLike | None = None,
 ) -> Profile:
     """Read the given artifacts and attribute them (``oprof attribute --kineto ... --ncu ...``).
 
@@ -123,6 +125,7 @@ def attribute_files(
         inductor=ind,
         capture=capture,
         allow_partial=allow_partial,
+        graph_capture=read_kineto(graph_capture, launches_only=True) if graph_capture else None,
     )
     from profiler_core.attribution.modules import assign_module_paths, read_module_map
 
@@ -141,7 +144,9 @@ def attribute_run(run_dir: PathLike, *, allow_partial: bool = False) -> Profile:
     """Attribute a capture directory written by ``oprof capture`` (one capture: one rank's directory)."""
     art = open_run(Path(run_dir)).artifacts()
     module_map = Path(run_dir) / MODULE_MAP_NAME
+    recording = Path(run_dir) / GRAPH_CAPTURE_NAME
     profile = attribute_files(kineto=art.kineto, nsys=art.nsys, ncu=art.ncu, inductor=art.inductor,
+                              graph_capture=recording if recording.is_file() else None,
                               capture=capture_meta_from_manifest(art.manifest, run_dir),
                               allow_partial=allow_partial, inductor_optional=True,
                               modules=module_map if module_map.is_file() else None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import sys
@@ -30,7 +31,7 @@ from profiler_core.capture.config import CompileMode, HarnessPhase
 from profiler_core.compile_mode import compile_model
 from profiler_core.errors import WorkloadError
 from profiler_core.ingest.driver_copies import driver_copy_kind
-from profiler_core.rundir.layout import MODULE_MAP_NAME
+from profiler_core.rundir.layout import GRAPH_CAPTURE_ENV, GRAPH_CAPTURE_NAME, MODULE_MAP_NAME
 from profiler_core.workload import last_frame
 
 RESULT_KEY = "oprof_harness"
@@ -381,6 +382,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{path}: step() raised {type(err).__name__} during {stage}: {err}{last_frame(err)}{hint}"
             ) from err
 
+    if phase is HarnessPhase.KINETO and args.out is not None:
+        # a step recorded as one CUDA graph during warm-up (step_graph_capture) traces its recording here
+        os.environ[GRAPH_CAPTURE_ENV] = str(Path(args.out).with_name(GRAPH_CAPTURE_NAME))
     probe = phase is HarnessPhase.KINETO and args.warmup >= 2 and mode is not CompileMode.EAGER
     eager_modules = False
     for done in range(args.warmup):

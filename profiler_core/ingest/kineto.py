@@ -69,9 +69,11 @@ def _ijson_backend() -> Any:
 _IJSON = _ijson_backend()
 
 
-def read_kineto(path: str | os.PathLike[str], *, python_functions: frozenset[str] = frozenset()) -> KinetoTrace:
+def read_kineto(path: str | os.PathLike[str], *, python_functions: frozenset[str] = frozenset(),
+                launches_only: bool = False) -> KinetoTrace:
     """Read a torch.profiler trace (``.json`` or ``.json.gz``) into kernels, cpu ops and runtime calls
-    (and, from a ``with_stack`` trace, the calls of the Python functions named in ``python_functions``)."""
+    (and, from a ``with_stack`` trace, the calls of the Python functions named in ``python_functions``).
+    ``launches_only``: a trace of a CUDA graph's recording, whose launches ran no kernel, may hold none."""
     path = Path(path)
     compressed = _is_gzip(path)
     try:
@@ -92,7 +94,8 @@ def read_kineto(path: str | os.PathLike[str], *, python_functions: frozenset[str
     if not found.kernels and found.profiler_ranges:
         ranges = ranges_as_timeline(path, found.profiler_ranges, found.runtime_calls)
         found.kernels.extend(ranges.kernels)
-    _check_has_kernels(path, found)
+    if not (launches_only and found.event_count):
+        _check_has_kernels(path, found)
     base = metadata.get("baseTimeNanoseconds", 0)
     check_timeline_kernels(path, found.kernels, "Kineto", clock_base_ns=base if type(base) is int else 0)
     kernels, _ = relink_launches(found.kernels, found.cpu_ops, found.runtime_calls)

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,6 +42,7 @@ from profiler_core.passes.compile_step import _switch
 from profiler_core.passes.contract import PassContext, PassEffect, Step
 from profiler_core.passes.registry import PassLevel, register_pass
 from profiler_core.passes.step_run import base_module
+from profiler_core.rundir.layout import GRAPH_CAPTURE_ENV
 
 WARMUP_STEPS = 3  # side-stream steps before recording (PyTorch's whole-network example uses 3; the checks need 3)
 _ZERO_STATE = ("Adam", "AdamW")  # optimizers whose per-parameter state starts as zeros (step included)
@@ -115,6 +118,30 @@ def _fire_step_hooks(opt: torch.optim.Optimizer) -> None:
         hook(opt, (), {})
 
 
+@contextlib.contextmanager
+def _launches_traced(path: str | None) -> Iterator[None]:
+    """With ``path`` (the harness's Kineto phase names it), the recording runs under torch.profiler and
+    its trace is written there: the host ops and launches the graph holds, which its replays, inside
+    the measured region, no longer record (their kernels carry only the replay's launch). Written
+    only when the recording succeeds, gzip-compressed, in one rename."""
+    if not path:
+        yield
+        return
+    import gzip
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from profiler_core.atomic_write import write_bytes_atomic
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+        yield
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "graph_capture.json"
+        prof.export_chrome_trace(str(raw))
+        write_bytes_atomic(path, gzip.compress(raw.read_bytes(), compresslevel=6))
+
+
 def _tensors(value: Any) -> list[torch.Tensor]:
     leaves, _ = tree_flatten(value)
     return [v for v in leaves if isinstance(v, torch.Tensor)]
@@ -174,7 +201,7 @@ class GraphedStep:
             graph = torch.cuda.CUDAGraph()
             stream = torch.cuda.current_stream()
             try:
-                with torch.cuda.graph(graph):
+                with _launches_traced(os.environ.get(GRAPH_CAPTURE_ENV)), torch.cuda.graph(graph):
                     self._outputs = self.step(model, inputs)
             except Exception as err:
                 torch.cuda.set_stream(stream)  # a failed capture leaves its side stream current

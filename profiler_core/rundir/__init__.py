@@ -22,6 +22,7 @@ from profiler_core.rundir.layout import (
     BASELINE_DIR,
     COMPARISON_NAME,
     FINDINGS_NAME,
+    GRAPH_CAPTURE_NAME,
     MANIFEST_NAME,
     MODULE_MAP_NAME,
     OPTIMIZE_NAME,
@@ -50,6 +51,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "GRAPH_CAPTURE_NAME",
     "BASELINE_DIR", "COMPARISON_NAME", "FINDINGS_NAME", "MANIFEST_NAME", "MODULE_MAP_NAME", "OPTIMIZED_WORKLOAD_NAME",
     "OPTIMIZE_NAME", "PLAN_NAME", "PROFILE_NAME", "RANKS_JSON", "REPORT_NAME", "TRIAL_CAPTURE_DIR", "WALLTIME_NAME",
     "RankEntry", "RanksManifest", "Run", "RunArtifacts", "RunManifest", "find_run_artifacts", "is_multi_rank",

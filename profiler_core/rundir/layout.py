@@ -6,6 +6,7 @@
     <run>/counters.ncu-rep       Nsight Compute report, and its raw export counters.csv
     <run>/inductor/              torch_trace.tgz (TORCH_TRACE, packed) and output_code.log
     <run>/modules.json           the module map the harness recorded
+    <run>/graph_capture.json.gz  the recording of a step's CUDA graph, traced (step_graph_capture)
     <run>/logs/                  one stdout/stderr log per phase
     <run>/profile.json           written by attribution
     <run>/findings.json          written by diagnosis; plan.json by a pass plan
@@ -45,6 +46,10 @@ TORCH_TRACE_DIR = "torch_trace"
 TORCH_TRACE_ARCHIVE = "torch_trace.tgz"
 OUTPUT_CODE_LOG = "output_code.log"
 MODULE_MAP_NAME = "modules.json"
+# the launches a CUDA graph recorded during warm-up (step_graph_capture), traced while it recorded them;
+# the harness names the file in GRAPH_CAPTURE_ENV for the pass, which writes it
+GRAPH_CAPTURE_NAME = "graph_capture.json.gz"
+GRAPH_CAPTURE_ENV = "OPROF_GRAPH_CAPTURE_TRACE"
 LOGS_DIR = "logs"
 PROFILE_NAME = "profile.json"
 FINDINGS_NAME = "findings.json"

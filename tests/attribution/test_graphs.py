@@ -265,3 +265,101 @@ def test_a_training_step_recorded_as_one_graph_places_its_library_kernels_as_lau
     assert lost == {"void at::native::vectorized_elementwise_kernel",
                     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel"}
     assert 83 < profile.coverage.attributed_time_pct < 84
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "h200_step_graph_recorded"
+_LAUNCH_WORDS = ("LaunchKernel", "cuLaunch", "MemsetAsync", "MemcpyAsync")
+
+
+def _raw_events(path: Path) -> list[dict]:
+    import gzip
+    import json
+
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def _recorded_calls(trace: Path) -> list[tuple[str, set[str]]]:
+    """Per launch the recording turned into a graph node, in order: the innermost op (by the launch's
+    External id) and every op around it on its thread, from the raw Kineto JSON."""
+    events = _raw_events(trace)
+    ran = {e["args"]["correlation"] for e in events if e.get("cat") == "kernel"}
+    calls = sorted((e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")), key=lambda e: e["ts"])
+    begin = next(e["ts"] for e in calls if e["name"] == "cudaStreamBeginCapture")
+    end = next(e["ts"] for e in calls if e["name"] == "cudaStreamEndCapture")
+    cpu = [e for e in events if e.get("cat") == "cpu_op"]
+    by_id = {e["args"]["External id"]: e["name"] for e in cpu}
+    out = []
+    for e in calls:
+        if begin < e["ts"] < end and any(w in e["name"] for w in _LAUNCH_WORDS) and e["args"]["correlation"] not in ran:
+            around = {o["name"] for o in cpu if o["tid"] == e["tid"] and o["ts"] <= e["ts"] <= o["ts"] + o["dur"]}
+            out.append((by_id[e["args"]["External id"]], around))
+    return out
+
+
+def test_a_step_graphs_traced_recording_places_every_replayed_kernel_as_it_was_launched() -> None:
+    # GPT-2 training step, bf16_autocast + step_graph_capture, captured on the H200 with the harness
+    # tracing the recording (graph_capture.json.gz): the replays' eager kernels, AdamW's fused update
+    # and autograd's fills, which no call() names, take the launch at their position in it
+    from profiler_core.attribution import attribute_run
+    from profiler_core.attribution.graphs import DETAIL_RECORDED
+
+    recorded = _recorded_calls(RECORDED / "graph_capture.json.gz")
+    events = _raw_events(RECORDED / "kineto.json.gz")
+    replays = {e["args"]["correlation"] for e in events if e.get("name") == "cudaGraphLaunch"}
+    replayed = sorted((e for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")
+                       and e["args"].get("correlation") in replays), key=lambda e: e["ts"])
+    assert len(replays) == 2 and len(replayed) == 2 * len(recorded) == 506
+    profile = attribute_run(RECORDED)
+    assert profile.coverage.attributed_time_pct == 100.0
+    names = {op.key: op.name for op in profile.operators}
+    kernels = {(k.start_ns, k.name): k for k in profile.kernels}
+    # the replays' kernels in order (the step's own input copies, outside the graph, left out)
+    ordered = [k for k in sorted(profile.kernels, key=lambda k: k.start_ns)
+               if k.attribution.tier is not Tier.CUPTI_CORRELATION]
+    assert len(ordered) == len(replayed)
+    placed_by_recording = 0
+    for i, k in enumerate(ordered):
+        inner, around = recorded[i % len(recorded)]
+        if k.attribution.tier is not Tier.CUDA_GRAPH:
+            assert k.name == inner  # a Triton kernel placed by name: launched by the call named after it
+            continue
+        name = names[k.attribution.operator_key]  # type: ignore[index]
+        if any(e.detail == DETAIL_RECORDED for e in k.attribution.evidence):
+            placed_by_recording += 1
+            assert name == inner, (k.name, name, inner)
+        elif not k.name.startswith("triton_"):  # an extern call of Inductor's call(): the op around its launch
+            assert name in around, (k.name, name, around)
+    assert placed_by_recording == 2 * 15  # per replay: 5 AdamW launches, 10 fills
+    adam = [k for k in kernels.values() if "FusedAdamMathFunctor" in k.name]
+    assert len(adam) == 8 and {k.module_path for k in adam} == {"optimizer.AdamW"}
+    assert {names[k.attribution.operator_key] for k in adam} == {"aten::_fused_adamw_"}  # type: ignore[index]
+    assert sum(k.duration_ns for k in profile.kernels if k.module_path is not None) >= \
+        0.99 * sum(k.duration_ns for k in profile.kernels)
+    # without the recording's trace, the same capture reads as the shipped step graph does
+    from profiler_core.attribution.sources import attribute_files
+
+    bare = attribute_files(kineto=RECORDED / "kineto.json.gz", inductor=RECORDED / "inductor")
+    assert 83 < bare.coverage.attributed_time_pct < 84
+
+
+def test_a_recording_that_repeats_no_replay_is_named_and_left_unused(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    from profiler_core.attribution.sources import attribute_files
+
+    doc = json.loads(gzip.decompress((RECORDED / "graph_capture.json.gz").read_bytes()))
+    last = max((e for e in doc["traceEvents"] if e.get("name") == "cudaLaunchKernel"), key=lambda e: e["ts"])
+    doc["traceEvents"].remove(last)  # one launch fewer than each replay holds
+    short = tmp_path / "graph_capture.json.gz"
+    short.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    profile = attribute_files(kineto=RECORDED / "kineto.json.gz", inductor=RECORDED / "inductor", graph_capture=short)
+    assert 83 < profile.coverage.attributed_time_pct < 84
+    assert any(w.startswith("graph_capture.json.gz: its 1 recording(s) (of [252] launches) repeat no graph replay")
+               for w in profile.warnings)
+    broken = tmp_path / "cut.json.gz"
+    broken.write_bytes((RECORDED / "graph_capture.json.gz").read_bytes()[:5000])
+    from profiler_core.errors import ArtifactFormatError
+
+    with pytest.raises(ArtifactFormatError, match="cut.json.gz"):
+        attribute_files(kineto=RECORDED / "kineto.json.gz", graph_capture=broken)

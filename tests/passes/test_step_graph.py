@@ -113,6 +113,34 @@ def test_replays_match_eager_steps_and_fire_the_optimizer_hooks() -> None:
 
 @pytest.mark.gpu
 @needs_cuda
+def test_the_recording_is_traced_where_the_harness_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the harness's Kineto phase names a file: the recording's launches are traced into it, each
+    # under its op, and the replays then hold exactly those launches (AdamW's update among them)
+    from profiler_core.attribution.graphs import recorded_launches
+    from profiler_core.ingest import read_kineto
+    from profiler_core.rundir.layout import GRAPH_CAPTURE_ENV
+
+    target = tmp_path / "graph_capture.json.gz"
+    monkeypatch.setenv(GRAPH_CAPTURE_ENV, str(target))
+    graphed = _linear()
+    run = GraphedStep(_linear_step, (graphed._opt,))
+    run(graphed, (torch.randn(16, 32, device="cuda"),))
+    (launches,) = recorded_launches(read_kineto(target, launches_only=True))
+    ops = [launch.op.name if launch.op is not None else None for launch in launches]
+    assert None not in ops and "aten::addmm" in ops
+    update = [launch for launch, name in zip(launches, ops, strict=True)
+              if name.startswith(("aten::_foreach", "aten::_fused_adam"))]  # type: ignore[union-attr]
+    assert update and {launch.optimizer for launch in update} == {"optimizer.AdamW"}
+    assert {launch.optimizer for launch in launches if launch.op.name == "aten::addmm"} == {None}  # type: ignore[union-attr]
+    # not asked: nothing traced, nothing written
+    monkeypatch.delenv(GRAPH_CAPTURE_ENV)
+    again = _linear()
+    GraphedStep(_linear_step, (again._opt,))(again, (torch.randn(16, 32, device="cuda"),))
+    assert [p.name for p in tmp_path.iterdir()] == ["graph_capture.json.gz"]
+
+
+@pytest.mark.gpu
+@needs_cuda
 def test_a_cleared_optimizer_state_starts_again_from_zero() -> None:
     fresh, graphed = _linear(), _linear()
     x = torch.randn(16, 32, device="cuda")
