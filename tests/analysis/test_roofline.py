@@ -100,7 +100,7 @@ def test_useful_flops_on_real_h200_training_steps() -> None:
     assert all(any("3xTF32" in n for n in o.notes) for o in rows)
     assert all(o.achieved_flops_per_s == pytest.approx(attention / (o.duration_ns * 1e-9)) for o in rows)
     # the same step in bf16: cuDNN attention is counted (it had no FLOPs before) on the fp16/bf16 roof
-    cudnn = [o for o in roofline(attribute_run(captures / "hf_gpt2_train" / "bf16_trial")).operators
+    cudnn = [o for o in roofline(attribute_run(captures / "hf_gpt2_train_step_graph" / "bf16_trial")).operators
              if o.name == "aten::_cudnn_attention_forward"]
     assert cudnn and all(o.flops == attention and o.fraction_of_roofline for o in cudnn)
     # BERT (B=16, T=128, hidden 512, FFN 2048) in bf16: the down projection's tensor counters read a

@@ -156,7 +156,7 @@ def test_real_syncs_inside_and_outside_the_compiled_graphs() -> None:
     from profiler_core.analysis.host_syncs import find_host_syncs
     from profiler_core.api import load_profile
 
-    moe = load_profile(CAPTURES / "hf_mixtral_moe" / "baseline")
+    moe = load_profile(CAPTURES / "hf_mixtral_moe_grouped" / "baseline")
     syncs = find_host_syncs(ProfileView(moe), moe.operators)
     # transformers' grouped_mm fallback reads its token counts inside the compiled graph, 2 per layer
     # (4 layers, 2 measured steps); the aux loss's bincount reads run at a graph break

@@ -240,14 +240,15 @@ def _launching_ops(trace: Path) -> dict[str, list[set[str]]]:
 def test_a_training_step_recorded_as_one_graph_places_its_library_kernels_as_launched_without_it() -> None:
     # the GPT-2 step recorded whole (step_graph_capture) replays forward, loss, backward and AdamW as one
     # graph; its autocast trial, shipped beside it, ran the same compiled code without the graph, so its
-    # raw trace says which op launched each GEMM, attention and memset kernel
-    from profiler_core.attribution import attribute_run
+    # raw trace says which op launched each GEMM, attention and memset kernel. The call() reading alone:
+    # the recording's trace is left out
+    from profiler_core.attribution.sources import attribute_files
 
     root = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train_step_graph"
     assert read_inductor(root / "optimized" / "inductor").call_sequences == \
         read_inductor(root / "bf16_trial" / "inductor").call_sequences
     reference = _launching_ops(root / "bf16_trial" / "kineto.json.gz")
-    profile = attribute_run(root / "optimized")
+    profile = attribute_files(kineto=root / "optimized" / "kineto.json.gz", inductor=root / "optimized" / "inductor")
     names = {op.key: op.name for op in profile.operators}
     kernels = sorted(profile.kernels, key=lambda k: k.start_ns)[: len(profile.kernels) // 2]
     seen: dict[str, int] = {}

@@ -20,7 +20,7 @@ from profiler_core.schema import Profile
 pytest.importorskip("transformers")
 
 REPO = Path(__file__).parent.parent.parent
-MOE = REPO / "examples" / "captures" / "h200" / "hf_mixtral_moe"
+MOE = REPO / "examples" / "captures" / "h200" / "hf_mixtral_moe_grouped"
 
 
 class MoeCapture:

@@ -75,7 +75,7 @@ def test_the_optimize_report_shows_the_training_view_of_a_real_step() -> None:
     from profiler_core.report import render_html
     from profiler_core.report.training_view import NO_PHASE, PHASES, training_view_html
 
-    run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train"
+    run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train_step_graph"
     base, opt = attribute_run(run / "baseline"), attribute_run(run / "bf16_trial")
     view = build_training_view(base, [("bf16_autocast", opt)])
     assert view is not None and [r.label for r in view.rows] == ["baseline", "+ bf16_autocast"]
@@ -92,8 +92,10 @@ def test_a_compiled_optimizer_s_graph_replays_count_as_the_optimizer() -> None:
     # Optimizer.step range exists; its graph (the combo kernels) follows the backward and is the optimizer's
     from profiler_core.attribution import attribute_run
 
-    run = Path(__file__).parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train"
-    bf16, graphed = attribute_run(run / "bf16_trial"), attribute_run(run / "optimized")
+    # the autocast trial of the same step, shipped with the step-graph run of the same workload
+    captures = Path(__file__).parents[2] / "examples" / "captures" / "h200"
+    bf16 = attribute_run(captures / "hf_gpt2_train_step_graph" / "bf16_trial")
+    graphed = attribute_run(captures / "hf_gpt2_train" / "optimized")
     view = build_training_view(bf16, [("whole_step_cuda_graphs", graphed)])
     assert view is not None
     before, after = view.rows
