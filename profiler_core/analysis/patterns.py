@@ -104,6 +104,12 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
     their parent module (``layers.3.self_attn``), and work of that module or of a module above it
     may run between them: the rotary embedding Inductor schedules between K and V, the position
     table the model computes before layer 0's K. A projection of another parent starts a new run.
+
+    In a training step's backward, GEMMs of one shape follow each other without sharing an input
+    (GPT-2's MLP: the weight gradients of ``c_fc`` and ``c_proj``). A backward run counts only as
+    the backward of projections the forward grouped: its members' modules are among those of one
+    forward group (the weight gradients of Q, K and V read the same saved input); without module
+    paths it does not count. Operators of no known phase are read as forward.
     """
     groups: list[list[int]] = []
     run: list[int] = []
@@ -139,7 +145,24 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
         close()
         run, signature, parent, score_path, softmax_seen = [], None, None, False, False
     close()
-    return groups
+    return _backward_of_forward_groups(ops, groups)
+
+
+_NOT_FORWARD = ("backward", "optimizer")
+
+
+def _backward_of_forward_groups(ops: Sequence[Operator], groups: list[list[int]]) -> list[list[int]]:
+    """``groups`` less the backward runs that are not the backward of a forward group (its modules)."""
+    forward = {frozenset(ops[i].module_path for i in g) for g in groups
+               if not any(ops[i].phase in _NOT_FORWARD for i in g)}
+    kept = []
+    for g in groups:
+        if any(ops[i].phase in _NOT_FORWARD for i in g):
+            modules = frozenset(ops[i].module_path for i in g)
+            if None in modules or not any(modules <= group for group in forward):
+                continue
+        kept.append(g)
+    return kept
 
 
 def _parent(op: Operator) -> str | None:

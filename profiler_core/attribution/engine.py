@@ -45,7 +45,7 @@ from profiler_core.attribution.tier_columns import (
 )
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
-from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline
+from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
 from profiler_core.schema import CaptureMeta, Profile, Tier, UnattributedKernel, construct_trusted
 
 COLUMNAR_ENV = "OPROF_COLUMNAR_KERNELS"
@@ -171,8 +171,11 @@ def attribute(
         graph_claims = graph_replay_claims(timeline, replay_of, sequences, resolve)
         if graph_capture is not None:
             recordings = recorded_launches(graph_capture)
-            recorded, matched = recorded_claims(timeline, replay_of, recordings, graph_claims, resolve)
-            if not matched:
+            behind, placed = recorded_claims(timeline, replay_of, recordings, graph_claims, resolve)
+            recorded = {j: behind[j] for j in placed}
+            if behind:  # the replays' phases: where each launch ran in the recorded step
+                phase_of = recorded_phases(graph_capture, behind, phase_of, n)
+            else:
                 sizes = sorted({len(r) for r in recordings})
                 warnings.append(
                     f"{graph_capture.path.name}: its {len(recordings)} recording(s) (of {sizes} launches) repeat "
@@ -220,3 +223,15 @@ def attribute(
                 paths[j] = path
             profile.kernels.module_path = profile.kernels.strings.encode(paths)
     return profile
+
+
+def recorded_phases(trace: KinetoTrace, behind: dict[int, RecordedLaunch], phase_of: list | None, n: int) -> list:
+    """``phase_of`` with each replayed kernel's phase read where its launch ran in the recording's trace
+    (autograd's backward, the optimizer's step, else forward)."""
+    order = sorted(behind)
+    probes = [TimelineKernel(name="", start_ns=0, end_ns=0, stream=0, device=0,
+                             correlation_id=behind[j].correlation_id) for j in order]
+    out = list(phase_of) if phase_of is not None else [None] * n
+    for j, phase in zip(order, kernel_phases(trace, probes), strict=True):
+        out[j] = phase
+    return out

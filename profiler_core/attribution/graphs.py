@@ -448,6 +448,7 @@ class RecordedLaunch:
     kind: str  # kernel | memset | memcpy
     op: CpuOp | None  # the innermost op around the launch (its Kineto External id)
     optimizer: str | None  # ``optimizer.AdamW`` when the launch ran inside the optimizer's step
+    correlation_id: int | None = None  # the launch's CUPTI correlation in the recording's trace
 
 
 def recorded_launches(trace: KinetoTrace) -> list[list[RecordedLaunch]]:
@@ -477,7 +478,7 @@ def recorded_launches(trace: KinetoTrace) -> list[list[RecordedLaunch]]:
             kind = "memset" if "Memset" in r.name else "memcpy" if "Memcpy" in r.name else "kernel"
             rng = optim.innermost(r.tid, r.start_ns)
             launches.append(RecordedLaunch(kind, ops.get(r.external_id) if r.external_id is not None else None,
-                                           optimizer_path(rng.name) if rng is not None else None))
+                                           optimizer_path(rng.name) if rng is not None else None, r.correlation_id))
         out.append(launches)
     return out
 
@@ -497,23 +498,23 @@ def _agrees(segment: Sequence[TimelineKernel], launches: Sequence[RecordedLaunch
 
 def recorded_claims(timeline: Sequence[TimelineKernel], replay_of: Sequence[int | None],
                     recordings: Sequence[Sequence[RecordedLaunch]], claims: list[Claim | None],
-                    resolve: _Resolver) -> tuple[dict[int, RecordedLaunch], int]:
+                    resolve: _Resolver) -> tuple[dict[int, RecordedLaunch], set[int]]:
     """Fill ``claims[j]`` (None ones only) of each replay's kernels from the recording it repeats,
-    position by position; returns the launch behind each kernel so placed and how many replays
-    matched a recording."""
+    position by position; returns the launch behind every kernel of a replay that matched a
+    recording, and which kernels it placed."""
     segments: dict[int, list[int]] = {}
     for j, replay in enumerate(replay_of):
         if replay is not None:
             segments.setdefault(replay, []).append(j)
-    placed: dict[int, RecordedLaunch] = {}
-    matched = 0
+    behind: dict[int, RecordedLaunch] = {}
+    placed: set[int] = set()
     for n, members in enumerate(segments.values()):
         segment = [timeline[j] for j in members]
         launches = next((rec for rec in recordings if _agrees(segment, rec)), None)
         if launches is None:
             continue
-        matched += 1
         for j, launch in zip(members, launches, strict=True):
+            behind[j] = launch
             if claims[j] is not None or launch.op is None:
                 continue
             op = launch.op
@@ -524,5 +525,5 @@ def recorded_claims(timeline: Sequence[TimelineKernel], replay_of: Sequence[int 
             else:
                 claims[j] = Claim(Tier.CUDA_GRAPH, op.name, ("recorded", n, op.external_id), None, op.input_shapes,
                                   (), None, DETAIL_RECORDED)
-            placed[j] = launch
-    return placed, matched
+            placed.add(j)
+    return behind, placed

@@ -87,3 +87,28 @@ def test_report_round_trips_as_json() -> None:
     assert back == report
     assert report.schema_version == 1 and report.kernel_count == 44
     assert report.thresholds["tensor_core_idle_pct"] == 5.0
+
+
+def test_backward_gemms_of_one_shape_are_parallel_projections_only_as_the_forwards_backward() -> None:
+    # GPT-2 projects Q, K and V in one GEMM (c_attn, a Conv1D of width 3*768, transformers' model), so
+    # a GPT-2 step holds no parallel projections: its backward's same-shape GEMMs (the weight gradients
+    # of c_fc and c_proj, one after the other) read no shared input. BERT's separate query, key and value
+    # Linear layers are grouped in the forward and, as their weight gradients, in the backward.
+    from pathlib import Path
+
+    from profiler_core.analysis.patterns import parallel_projection_groups
+    from profiler_core.analysis.profile_view import ProfileView
+    from profiler_core.attribution import attribute_run
+
+    captures = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200"
+    for run in ("hf_gpt2_train/optimized", "hf_gpt2_train_step_graph/bf16_trial", "hf_gpt2_train_step_graph/optimized"):
+        profile = attribute_run(captures / run)
+        assert not diagnose(profile, rules=["parallel_projections"]).findings, run
+    bert = attribute_run(captures / "hf_bert_train" / "baseline")
+    ops = list(bert.operators)
+    groups = parallel_projection_groups(ProfileView(bert), ops, min_size=2, max_size=4)
+    forward = [g for g in groups if ops[g[0]].phase == "forward"]
+    backward = [g for g in groups if ops[g[0]].phase == "backward"]
+    assert len(forward) == 12 and all(
+        {ops[i].module_path.rsplit(".", 1)[1] for i in g} == {"query", "key", "value"} for g in forward)  # type: ignore[union-attr]
+    assert backward and all(".attention.self." in (ops[i].module_path or "") for g in backward for i in g)

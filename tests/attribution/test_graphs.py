@@ -287,8 +287,8 @@ def _recorded_calls(trace: Path) -> list[tuple[str, set[str]]]:
     calls = sorted((e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")), key=lambda e: e["ts"])
     begin = next(e["ts"] for e in calls if e["name"] == "cudaStreamBeginCapture")
     end = next(e["ts"] for e in calls if e["name"] == "cudaStreamEndCapture")
-    cpu = [e for e in events if e.get("cat") == "cpu_op"]
-    by_id = {e["args"]["External id"]: e["name"] for e in cpu}
+    cpu = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")]
+    by_id = {e["args"]["External id"]: e["name"] for e in cpu if e.get("cat") == "cpu_op"}
     out = []
     for e in calls:
         if begin < e["ts"] < end and any(w in e["name"] for w in _LAUNCH_WORDS) and e["args"]["correlation"] not in ran:
@@ -331,6 +331,14 @@ def test_a_step_graphs_traced_recording_places_every_replayed_kernel_as_it_was_l
         elif not k.name.startswith("triton_"):  # an extern call of Inductor's call(): the op around its launch
             assert name in around, (k.name, name, around)
     assert placed_by_recording == 2 * 15  # per replay: 5 AdamW launches, 10 fills
+    # each kernel's phase is where its launch ran in the recorded step: inside the optimizer's step,
+    # inside autograd's engine, else the forward
+    phases = {op.key: op.phase for op in profile.operators}
+    for i, k in enumerate(ordered):
+        _, around = recorded[i % len(recorded)]
+        want = ("optimizer" if any(n.startswith("Optimizer.step#") for n in around) else
+                "backward" if any(n.startswith("autograd::engine::evaluate_function:") for n in around) else "forward")
+        assert phases[k.attribution.operator_key] == want, (k.name, want)  # type: ignore[index]
     adam = [k for k in kernels.values() if "FusedAdamMathFunctor" in k.name]
     assert len(adam) == 8 and {k.module_path for k in adam} == {"optimizer.AdamW"}
     assert {names[k.attribution.operator_key] for k in adam} == {"aten::_fused_adamw_"}  # type: ignore[index]
