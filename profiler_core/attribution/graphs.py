@@ -456,12 +456,12 @@ def recorded_launches(trace: KinetoTrace) -> list[list[RecordedLaunch]]:
     turned into graph nodes, in launch order: every kernel, memset and memcpy launch inside it, on any
     thread (autograd's backward runs on its own), that ran nothing then (no kernel record carries its
     correlation id)."""
-    from profiler_core.attribution.module_links import _Enclosing, optimizer_path
+    from profiler_core.attribution.module_links import Enclosing, optimizer_path
 
     ran = {k.correlation_id for k in trace.kernels if k.correlation_id is not None}
     calls = sorted(trace.runtime_calls, key=lambda r: r.start_ns)
     ops = {op.external_id: op for op in trace.cpu_ops if op.category == "cpu_op" and op.external_id is not None}
-    optim = _Enclosing([op for op in trace.cpu_ops if op.category == "user_annotation" and optimizer_path(op.name)])
+    optim = Enclosing([op for op in trace.cpu_ops if op.category == "user_annotation" and optimizer_path(op.name)])
     out: list[list[RecordedLaunch]] = []
     begins = [r for r in calls if r.name == "cudaStreamBeginCapture"]
     ends = [r for r in calls if r.name == "cudaStreamEndCapture"]

@@ -86,7 +86,7 @@ def nested_by_thread(spans: Iterable[_S]) -> dict[int, Nested[_S]]:
     return {tid: Nested(items) for tid, items in by_tid.items()}
 
 
-class _Enclosing:
+class Enclosing:
     """Per thread, the ops of one kind: which of them encloses a time, innermost."""
 
     def __init__(self, ops: Sequence[CpuOp]) -> None:
@@ -102,8 +102,8 @@ def link_paths(launch_ops: Sequence[CpuOp | None], kineto: KinetoTrace, paths: l
                span_path: Callable[[CpuOp], str | None] | None = None) -> int:
     """Fill ``paths[j]`` (None ones only) of kernels launched by ``launch_ops[j]``; returns how many."""
     ops = kineto.cpu_ops
-    backward = _Enclosing([op for op in ops if is_backward_op(op)])
-    optim = _Enclosing([op for op in ops if op.category == "user_annotation" and optimizer_path(op.name)])
+    backward = Enclosing([op for op in ops if is_backward_op(op)])
+    optim = Enclosing([op for op in ops if op.category == "user_annotation" and optimizer_path(op.name)])
     forward: dict[int, list[CpuOp]] = defaultdict(list)
     for fop in ops:
         if fop.category == "cpu_op" and fop.sequence_number is not None and fop.sequence_number >= 0 \
@@ -114,7 +114,7 @@ def link_paths(launch_ops: Sequence[CpuOp | None], kineto: KinetoTrace, paths: l
         if lop is not None:
             owner[id(lop)].append(j)
     # kernels' launching ops, to read what a forward op launched
-    launched = _Enclosing(list({id(o): o for o in launch_ops if o is not None}.values()))
+    launched = Enclosing(list({id(o): o for o in launch_ops if o is not None}.values()))
     forward_paths: dict[int, str | None] = {}
 
     def forward_path(seq: int) -> str | None:
@@ -146,7 +146,7 @@ def link_paths(launch_ops: Sequence[CpuOp | None], kineto: KinetoTrace, paths: l
     return filled
 
 
-def _launched_path(fop: CpuOp, launched: _Enclosing, owner: dict[int, list[int]],
+def _launched_path(fop: CpuOp, launched: Enclosing, owner: dict[int, list[int]],
                    paths: list[str | None]) -> str | None:
     """The deepest module enclosing the paths of the kernels ``fop`` (or an op inside it) launched."""
     nested = launched.by_tid.get(fop.tid)

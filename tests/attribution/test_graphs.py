@@ -269,6 +269,8 @@ def test_a_training_step_recorded_as_one_graph_places_its_library_kernels_as_lau
 
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "h200_step_graph_recorded"
+SHIPPED_STEP_GRAPH = Path(__file__).resolve().parents[2] / "examples" / "captures" / "h200" / "hf_gpt2_train_step_graph"
+SHIPPED_STEP_GRAPH = SHIPPED_STEP_GRAPH / "optimized"
 _LAUNCH_WORDS = ("LaunchKernel", "cuLaunch", "MemsetAsync", "MemcpyAsync")
 
 
@@ -297,20 +299,23 @@ def _recorded_calls(trace: Path) -> list[tuple[str, set[str]]]:
     return out
 
 
-def test_a_step_graphs_traced_recording_places_every_replayed_kernel_as_it_was_launched() -> None:
+@pytest.mark.parametrize("run", [RECORDED, SHIPPED_STEP_GRAPH], ids=["capture", "optimize-run"])
+def test_a_step_graphs_traced_recording_places_every_replayed_kernel_as_it_was_launched(run: Path) -> None:
     # GPT-2 training step, bf16_autocast + step_graph_capture, captured on the H200 with the harness
     # tracing the recording (graph_capture.json.gz): the replays' eager kernels, AdamW's fused update
-    # and autograd's fills, which no call() names, take the launch at their position in it
+    # and autograd's fills, which no call() names, take the launch at their position in it. Once as
+    # a capture of the plan alone, once as the optimize run shipped under examples/
     from profiler_core.attribution import attribute_run
     from profiler_core.attribution.graphs import DETAIL_RECORDED
 
-    recorded = _recorded_calls(RECORDED / "graph_capture.json.gz")
-    events = _raw_events(RECORDED / "kineto.json.gz")
+
+    recorded = _recorded_calls(run / "graph_capture.json.gz")
+    events = _raw_events(run / "kineto.json.gz")
     replays = {e["args"]["correlation"] for e in events if e.get("name") == "cudaGraphLaunch"}
     replayed = sorted((e for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")
                        and e["args"].get("correlation") in replays), key=lambda e: e["ts"])
     assert len(replays) == 2 and len(replayed) == 2 * len(recorded) == 506
-    profile = attribute_run(RECORDED)
+    profile = attribute_run(run)
     assert profile.coverage.attributed_time_pct == 100.0
     names = {op.key: op.name for op in profile.operators}
     kernels = {(k.start_ns, k.name): k for k in profile.kernels}
@@ -347,7 +352,7 @@ def test_a_step_graphs_traced_recording_places_every_replayed_kernel_as_it_was_l
     # without the recording's trace, the same capture reads as the shipped step graph does
     from profiler_core.attribution.sources import attribute_files
 
-    bare = attribute_files(kineto=RECORDED / "kineto.json.gz", inductor=RECORDED / "inductor")
+    bare = attribute_files(kineto=run / "kineto.json.gz", inductor=run / "inductor")
     assert 83 < bare.coverage.attributed_time_pct < 84
 
 
