@@ -389,6 +389,15 @@ def _blocks(segment: Sequence[TimelineKernel], sequences: Sequence[Sequence[Indu
     return [(lo, hi, sequences[s]) for lo, hi, s in zip(starts, ends, cover, strict=True)]
 
 
+def _replays(replay_of: Sequence[int | None]) -> dict[int, list[int]]:
+    """The timeline indices of each replay's kernels, by its graph launch, in order."""
+    segments: dict[int, list[int]] = {}
+    for j, replay in enumerate(replay_of):
+        if replay is not None:
+            segments.setdefault(replay, []).append(j)
+    return segments
+
+
 def graph_replay_claims(
     timeline: Sequence[TimelineKernel], replay_of: Sequence[int | None],
     sequences: Sequence[Sequence[InductorCall]], resolve: _Resolver,
@@ -397,10 +406,7 @@ def graph_replay_claims(
     out: list[Claim | None] = [None] * len(timeline)
     if not sequences:
         return out
-    segments: dict[int, list[int]] = {}
-    for j, replay in enumerate(replay_of):
-        if replay is not None:
-            segments.setdefault(replay, []).append(j)
+    segments = _replays(replay_of)
     # (instance prefix, timeline indices, kernels, calls): a replay of one graph, or one graph of a
     # replay that recorded several
     found: list[tuple[tuple, list[int], list[TimelineKernel], Sequence[InductorCall]]] = []
@@ -502,10 +508,7 @@ def recorded_claims(timeline: Sequence[TimelineKernel], replay_of: Sequence[int 
     """Fill ``claims[j]`` (None ones only) of each replay's kernels from the recording it repeats,
     position by position; returns the launch behind every kernel of a replay that matched a
     recording, and which kernels it placed."""
-    segments: dict[int, list[int]] = {}
-    for j, replay in enumerate(replay_of):
-        if replay is not None:
-            segments.setdefault(replay, []).append(j)
+    segments = _replays(replay_of)
     behind: dict[int, RecordedLaunch] = {}
     placed: set[int] = set()
     for n, members in enumerate(segments.values()):
