@@ -23,7 +23,9 @@ from tests.analysis.real_profiles import pair_profile  # noqa: E402
 
 def replicate(profile: Profile, layers: int) -> Profile:
     """``profile`` repeated ``layers`` times back to back, ids and call indices renumbered."""
-    span = max(k.end_ns for k in profile.kernels) + 10_000
+    # one layer's length, not its end: the H200 timestamps are epoch nanoseconds, and multiples of
+    # them overflow int64 from the fifth layer on
+    span = max(k.end_ns for k in profile.kernels) - min(k.start_ns for k in profile.kernels) + 10_000
     kernels, operators, calls = [], [], defaultdict(int)
     for layer in range(layers):
         id_map = {}
