@@ -13,7 +13,7 @@ Sentinels: ``-1`` stands for None in integer columns whose values are never nega
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -68,13 +68,6 @@ def column(records: Sequence[object], attr: str, none: int = NONE) -> np.ndarray
 def values(records: Sequence[object], attr: str) -> list[Any]:
     """One attribute of every record, as a list."""
     return list(map(attrgetter(attr), records))
-
-
-def per_unique(codes: np.ndarray, uniques: Sequence[Any], fn: Callable[[Any], Any],
-               dtype: Any = np.int64) -> np.ndarray:
-    """``fn`` applied once per unique value, broadcast to ``codes`` (-1 codes give -1 / False)."""
-    table = np.array([fn(u) for u in uniques] + [NONE if np.dtype(dtype) != np.bool_ else False], dtype=dtype)
-    return table[codes] if len(codes) else np.zeros(0, dtype=dtype)
 
 
 def nth_within(codes: np.ndarray) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Tier 3 on columns: the innermost operator range open on the launching thread at launch time.
 
-evidence.nsys_enclosure_claims sweeps each thread's ranges; here the ranges of a thread that
-nest properly (any two are disjoint or one holds the other, as push/pop ranges do) become a
-tree, sorted by (start, -end), with a depth and a parent pointer each:
+The reference (object_evidence.nsys_enclosure_claims in the tests) sweeps each thread's ranges;
+here the ranges of a thread that nest properly (any two are disjoint or one holds the other, as
+push/pop ranges do) become a tree, sorted by (start, -end), with a depth and a parent pointer each:
 
     depth[i]  = ranges before i still open at its start = i - #(ends <= start[i])
     parent[i] = the last range before i one level up
@@ -22,11 +22,11 @@ import numpy as np
 
 from profiler_core.attribution.columns import NONE, Interner, column, last_index_of, sorted_unique
 from profiler_core.attribution.evidence import (
-    _COMPILED_MARKERS,
-    _claim_from_stack,
-    _compiled_markers,
-    _innermost,
-    _Resolver,
+    COMPILED_MARKERS,
+    Resolver,
+    claim_from_stack,
+    compiled_markers,
+    innermost,
 )
 from profiler_core.attribution.names import NvtxOp, is_generated_kernel_name, parse_nvtx_op
 from profiler_core.attribution.tier_columns import ClaimColumns, Vocab
@@ -37,8 +37,8 @@ DETAIL = "nsys NVTX range enclosing the launch"
 
 
 def nsys_enclosure_columns(kernel_corr: np.ndarray, runtime_calls: Sequence[RuntimeCall],
-                           ranges: Sequence[NvtxRange], resolve: _Resolver, vocab: Vocab) -> ClaimColumns:
-    """evidence.nsys_enclosure_claims over ``kernel_corr`` (each timeline kernel's correlation id, -1)."""
+                           ranges: Sequence[NvtxRange], resolve: Resolver, vocab: Vocab) -> ClaimColumns:
+    """The reference's nsys_enclosure_claims over ``kernel_corr`` (each timeline kernel's correlation id, -1)."""
     n = len(kernel_corr)
     out = ClaimColumns.empty(Tier.NSYS_NVTX, n, vocab)
     if not ranges or not runtime_calls:
@@ -46,14 +46,14 @@ def nsys_enclosure_columns(kernel_corr: np.ndarray, runtime_calls: Sequence[Runt
     texts = Interner()
     text_code = texts.encode(r.text for r in ranges)
     parsed: list[NvtxOp | None] = [parse_nvtx_op(t) for t in texts.values]
-    kept_text = np.array([t.startswith(_COMPILED_MARKERS) or p is not None for t, p in zip(texts.values, parsed,
+    kept_text = np.array([t.startswith(COMPILED_MARKERS) or p is not None for t, p in zip(texts.values, parsed,
                                                                                        strict=True)], dtype=bool)
     r_start, r_end, r_tid = column(ranges, "start_ns", 0), column(ranges, "end_ns", 0), column(ranges, "tid", 0)
     kept = np.flatnonzero(kept_text[text_code] & (r_end > r_start))
     if not len(kept):
         return out
     kept_codes = sorted_unique(text_code[kept])
-    markers = _compiled_markers(texts.values[c] for c in kept_codes.tolist())
+    markers = compiled_markers(texts.values[c] for c in kept_codes.tolist())
     is_marker = np.array([t.startswith(markers) for t in texts.values], dtype=bool)
     is_op = np.array([p is not None for p in parsed], dtype=bool)
     # the launch of each kernel (the last runtime call of its correlation id, as a dict keeps it)
@@ -100,9 +100,9 @@ def nsys_enclosure_columns(kernel_corr: np.ndarray, runtime_calls: Sequence[Runt
     return out
 
 
-def _op_table(texts: Sequence[str], parsed: Sequence[NvtxOp | None], resolve: _Resolver,
+def _op_table(texts: Sequence[str], parsed: Sequence[NvtxOp | None], resolve: Resolver,
               vocab: Vocab) -> dict[str, np.ndarray]:
-    """What a claim from each operator range says (evidence._claim_from_stack), per unique text."""
+    """What a claim from each operator range says (evidence.claim_from_stack), per unique text."""
     rows = []
     for p in parsed:
         if p is None:
@@ -163,8 +163,8 @@ def _innermost_open(start: np.ndarray, end: np.ndarray, parent: np.ndarray, t: n
 
 
 def _sweep(out: ClaimColumns, rs: Sequence[NvtxRange], js: np.ndarray, ts: np.ndarray, tid: int,
-           markers: tuple[str, ...], resolve: _Resolver, vocab: Vocab) -> None:
-    """The exact sweep of evidence.nsys_enclosure_claims, for a thread whose ranges overlap without nesting."""
+           markers: tuple[str, ...], resolve: Resolver, vocab: Vocab) -> None:
+    """The reference's exact sweep (nsys_enclosure_claims), for a thread whose ranges overlap without nesting."""
     qs = sorted(zip(ts.tolist(), js.tolist(), strict=True))
     open_ranges: list[NvtxRange] = []
     i = 0
@@ -175,7 +175,7 @@ def _sweep(out: ClaimColumns, rs: Sequence[NvtxRange], js: np.ndarray, ts: np.nd
         open_ranges = [r for r in open_ranges if r.end_ns > t]
         if not open_ranges:
             continue
-        claim = _claim_from_stack(_innermost(tuple(r.text for r in open_ranges), parse_nvtx_op, markers),
+        claim = claim_from_stack(innermost(tuple(r.text for r in open_ranges), parse_nvtx_op, markers),
                                   Tier.NSYS_NVTX, ("nvtx", tid, open_ranges[-1].start_ns), resolve, DETAIL)
         if claim is not None:
             out.put(j, claim, vocab)

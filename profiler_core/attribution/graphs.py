@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from profiler_core.attribution.evidence import Claim, _Resolver
+from profiler_core.attribution.evidence import Claim, Resolver
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.records import CpuOp, InductorCall, KinetoTrace, TimelineKernel
 from profiler_core.schema import Tier
@@ -400,7 +400,7 @@ def _replays(replay_of: Sequence[int | None]) -> dict[int, list[int]]:
 
 def graph_replay_claims(
     timeline: Sequence[TimelineKernel], replay_of: Sequence[int | None],
-    sequences: Sequence[Sequence[InductorCall]], resolve: _Resolver,
+    sequences: Sequence[Sequence[InductorCall]], resolve: Resolver,
 ) -> list[Claim | None]:
     """Claims for the kernels of each replay (``replay_of[j]``: its graph launch, or None)."""
     out: list[Claim | None] = [None] * len(timeline)
@@ -504,7 +504,7 @@ def _agrees(segment: Sequence[TimelineKernel], launches: Sequence[RecordedLaunch
 
 def recorded_claims(timeline: Sequence[TimelineKernel], replay_of: Sequence[int | None],
                     recordings: Sequence[Sequence[RecordedLaunch]], claims: list[Claim | None],
-                    resolve: _Resolver) -> tuple[dict[int, RecordedLaunch], set[int]]:
+                    resolve: Resolver) -> tuple[dict[int, RecordedLaunch], set[int]]:
     """Fill ``claims[j]`` (None ones only) of each replay's kernels from the recording it repeats,
     position by position; returns the launch behind every kernel of a replay that matched a
     recording, and which kernels it placed."""

@@ -71,11 +71,6 @@ def counter_values(rows: Sequence[CounterRow], ncu: NcuReport | None) -> Counter
     return CounterValues(specs, out, ncu is not None, column(rows, "ncu_id"))
 
 
-def _pick(tiers: Sequence[ClaimColumns], attr: str, win: np.ndarray) -> np.ndarray:
-    stacked = np.stack([getattr(t, attr) for t in tiers])
-    return stacked[win, np.arange(stacked.shape[1])]
-
-
 def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np.ndarray, kinds: Interner,
                  kind_code: np.ndarray, tiers: Sequence[ClaimColumns], vocab: Vocab, counters: CounterValues,
                  row_of: np.ndarray, counter_source: np.ndarray, inherited_of: np.ndarray, graph_id: np.ndarray,

@@ -211,8 +211,3 @@ class KernelTable(Sequence[Kernel]):
 def _opt(value: Any) -> int | None:
     v = int(value)
     return None if v == NONE else v
-
-
-def string_codes(strings: Interner, values: Sequence[Any]) -> np.ndarray:
-    """Codes of ``values`` in ``strings`` (None is a value: it has a code like any string)."""
-    return strings.encode(values)

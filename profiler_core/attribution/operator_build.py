@@ -15,7 +15,7 @@ import numpy as np
 
 from profiler_core.attribution.aggregate import aggregate_arrays, specs_with_flops
 from profiler_core.attribution.columns import NONE, Interner, group_first_seen, nth_within, sorted_unique
-from profiler_core.attribution.dedup import MAX_SEARCH_OPS, _best_tandem_repeat
+from profiler_core.attribution.dedup import MAX_SEARCH_OPS, best_tandem_repeat
 from profiler_core.attribution.evidence import EXTERN_CLASSES
 from profiler_core.attribution.joins import INHERITED, MISSING
 from profiler_core.attribution.kernel_table import TIERS, KernelTable
@@ -244,7 +244,7 @@ def mark_repeated_layers(ops: OperatorTable, table: KernelTable, padded: np.ndar
             period = p
     rep = np.full(n_ops, NONE, dtype=np.int64)
     if period <= MAX_SEARCH_OPS:
-        found = _best_tandem_repeat(sigs[:period].tolist())
+        found = best_tandem_repeat(sigs[:period].tolist())
         if found:
             start, length, copies = found
             for t in range(1, copies):

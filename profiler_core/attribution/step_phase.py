@@ -91,8 +91,3 @@ def _after_backward(backward_ends: list[int], forward_starts: list[int]) -> Call
         return i > 0 and (j == 0 or ends[i - 1] > starts[j - 1])
 
     return check
-
-
-def operator_phase(phases: Sequence[Phase | None]) -> Phase | None:
-    """One operator's phase from its kernels' phases: the first that is known."""
-    return next((p for p in phases if p is not None), None)

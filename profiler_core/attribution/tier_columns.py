@@ -22,7 +22,7 @@ import numpy as np
 
 from profiler_core.attribution.collective import collective_operator
 from profiler_core.attribution.columns import NONE, Interner, column, first_index_of, sorted_unique
-from profiler_core.attribution.evidence import Claim, _compiled_markers, _innermost_op, _Resolver
+from profiler_core.attribution.evidence import Claim, Resolver, compiled_markers, innermost_op
 from profiler_core.attribution.names import clean_op_name, is_generated_kernel_name, is_operator_name
 from profiler_core.records import CounterRow, CpuOp, FusionRecord, TimelineKernel
 from profiler_core.schema import Tier
@@ -96,9 +96,10 @@ def _table(rows: list[tuple[Any, ...]], width: int) -> list[np.ndarray]:
 
 
 def correlation_columns(n: int, kineto_index: np.ndarray, kineto_kernels: Sequence[TimelineKernel],
-                        cpu_ops: Sequence[CpuOp], resolve: _Resolver, graph_corr: frozenset[int],
+                        cpu_ops: Sequence[CpuOp], resolve: Resolver, graph_corr: frozenset[int],
                         vocab: Vocab) -> ClaimColumns:
-    """Tier 1 (evidence.correlation_claims): the kernel's External id names its launching cpu_op."""
+    """Tier 1 (reference: object_evidence.correlation_claims in the tests): the kernel's External id
+    names its launching cpu_op."""
     out = ClaimColumns.empty(Tier.CUPTI_CORRELATION, n, vocab)
     if not kineto_kernels or not cpu_ops:
         return out
@@ -148,8 +149,9 @@ def correlation_columns(n: int, kineto_index: np.ndarray, kineto_kernels: Sequen
 
 def _inside_compiled(cpu_ops: Sequence[CpuOp], names: Interner, name_code: np.ndarray,
                      ops_sel: np.ndarray) -> np.ndarray:
-    """evidence._inside for the launching ops: inside a compiled region on the op's thread, at its start."""
-    markers = _compiled_markers(names.values)
+    """For the launching ops: inside a compiled region on the op's thread, at its start (reference:
+    object_evidence._inside in the tests)."""
+    markers = compiled_markers(names.values)
     is_marker = np.array([nm.startswith(markers) for nm in names.values], dtype=bool)[name_code]
     out = np.zeros(len(ops_sel), dtype=bool)
     if not is_marker.any() or not len(ops_sel):
@@ -175,17 +177,18 @@ def _inside_compiled(cpu_ops: Sequence[CpuOp], names: Interner, name_code: np.nd
 
 
 def ncu_nvtx_columns(n: int, rows: Sequence[CounterRow], row_of: np.ndarray, measured: np.ndarray,
-                     resolve: _Resolver, vocab: Vocab) -> ClaimColumns:
-    """Tier 2 (evidence.ncu_nvtx_claims): the NVTX stack ncu recorded for the measured launch itself."""
+                     resolve: Resolver, vocab: Vocab) -> ClaimColumns:
+    """Tier 2 (reference: object_evidence.ncu_nvtx_claims in the tests): the NVTX stack ncu recorded
+    for the measured launch itself."""
     out = ClaimColumns.empty(Tier.NCU_NVTX, n, vocab)
     if not rows:
         return out
     stacks = Interner()
     stack_code = stacks.encode(tuple(r.nvtx_stack or ()) for r in rows)
-    markers = _compiled_markers(t for s in stacks.values for t in s)
+    markers = compiled_markers(t for s in stacks.values for t in s)
     per_stack = []
     for stack in stacks.values:
-        found = _innermost_op(stack, markers) if stack else None
+        found = innermost_op(stack, markers) if stack else None
         if found is None:
             per_stack.append((0, vocab.none, 0, 0, NONE, vocab.no_shapes, vocab.no_fused, NONE, vocab.none))
             continue
@@ -216,8 +219,9 @@ def ncu_nvtx_columns(n: int, rows: Sequence[CounterRow], row_of: np.ndarray, mea
 
 
 def fusion_columns(name_code: np.ndarray, names: Sequence[str], fusions: Mapping[str, FusionRecord],
-                   resolve: _Resolver, vocab: Vocab) -> ClaimColumns:
-    """Tier 4 (evidence.fusion_claims): Inductor's own record of what a generated kernel computes."""
+                   resolve: Resolver, vocab: Vocab) -> ClaimColumns:
+    """Tier 4 (reference: object_evidence.fusion_claims in the tests): Inductor's own record of what
+    a generated kernel computes."""
     n = len(name_code)
     out = ClaimColumns.empty(Tier.INDUCTOR_FUSION, n, vocab)
     per_name = []

@@ -25,21 +25,11 @@ import numpy as np
 
 from profiler_core.attribution.aggregate import aggregate_groups, specs_with_flops
 from profiler_core.attribution.counter_join import CounterJoin, join_counters
-from profiler_core.attribution.dedup import mark_repeated_layers
-from profiler_core.attribution.evidence import (
-    EXTERN_CLASSES,
-    Claim,
-    correlation_claims,
-    extern_classes_of,
-    fusion_claims,
-    make_resolver,
-    ncu_nvtx_claims,
-    nsys_enclosure_claims,
-)
+from profiler_core.attribution.evidence import EXTERN_CLASSES, Claim, extern_classes_of, make_resolver
 from profiler_core.attribution.graphs import graph_replay_claims, with_graph_copies
 from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.operator_class import classify_operator
-from profiler_core.attribution.step_phase import kernel_phases, operator_phase
+from profiler_core.attribution.step_phase import kernel_phases
 from profiler_core.attribution.timeline import align_timelines, launch_order
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
@@ -65,6 +55,8 @@ from profiler_core.schema import (
     UnattributedKernel,
     construct_trusted,
 )
+from tests.attribution.object_dedup import mark_repeated_layers
+from tests.attribution.object_evidence import correlation_claims, fusion_claims, ncu_nvtx_claims, nsys_enclosure_claims
 
 TIER_ORDER = (Tier.CUPTI_CORRELATION, Tier.NCU_NVTX, Tier.NSYS_NVTX, Tier.INDUCTOR_FUSION, Tier.CUDA_GRAPH)
 _TIER_RANK = {t: i for i, t in enumerate(TIER_ORDER)}
@@ -455,3 +447,8 @@ def _p(obj: object) -> str | None:
 
 def _s(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def operator_phase(phases: Sequence[str | None]) -> str | None:
+    """One operator's phase from its kernels' phases: the first that is known."""
+    return next((p for p in phases if p is not None), None)

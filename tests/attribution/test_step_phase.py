@@ -15,8 +15,9 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from profiler_core.attribution.step_phase import kernel_phases, operator_phase, range_phase
+from profiler_core.attribution.step_phase import kernel_phases, range_phase
 from profiler_core.records import CpuOp, KinetoTrace, RuntimeCall, TimelineKernel
+from tests.attribution.object_engine import operator_phase
 
 
 @pytest.fixture(scope="module")
