@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from functools import cached_property
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Pr
 if TYPE_CHECKING:
     from profiler_core.analysis.roofline import Roofline
 
+_ID = attrgetter("id")
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]
 # Classes whose kernels do the operator's real work; a lighter kernel under them is an epilogue.
 _HEAVY = (OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.RNN,
@@ -95,6 +97,12 @@ class CounterRows:
             self.key_masks = np.fromiter((_key_mask(k.counters) for k in self.kernels), dtype=np.int64,
                                          count=len(self.kernels))
         self.row_of = {k.id: i for i, k in enumerate(self.kernels)}
+        # the row of each of ``kernels`` by position (-1: it carries no counters)
+        if len(self.kernels) == len(kernels):
+            self.row_at = np.arange(len(kernels), dtype=np.int64)
+        else:
+            self.row_at = np.full(len(kernels), -1, dtype=np.int64)
+            self.row_at[[i for i, k in enumerate(kernels) if k.counters]] = np.arange(len(self.kernels))
 
     def rows(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The rows of ``kernels`` (each carrying counters), or None when one is not this table's."""
@@ -441,14 +449,45 @@ class ProfileView:
         return sum(u.duration_ns for u in self.profile.unattributed)
 
     # -- evidence
+    @cached_property
+    def _columns(self) -> _KernelColumns:
+        return _KernelColumns(self.kernels)
+
+    def positions(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
+        """The positions of ``kernels`` in the view's kernel list, or None when one is not the view's."""
+        cols = self._columns
+        ids = np.fromiter(map(_ID, kernels), dtype=np.int64, count=len(kernels))
+        if len(ids) and (ids.min() < 0 or ids.max() >= len(cols.pos_at)):
+            return None  # not the view's kernels, or ids too sparse to index: read from the models
+        out = cols.pos_at[ids]
+        if len(out) and out.min() < 0:
+            return None
+        # the very models of the view, not copies of them (a rule may hand over any kernels)
+        if not all(map(is_, map(self.kernels.__getitem__, out.tolist()), kernels)):
+            return None
+        return out
+
     def counters_of(self, kernels: Iterable[Kernel], fields: Iterable[str] | None = None,
                     ) -> dict[str, float | None]:
         """Aggregated counters of ``kernels``, rounded to 4 places, as evidence carries them.
 
         With ``fields``, exactly those fields in that order (None where not measured).
         """
+        ks = list(kernels)
+        return self._counters_at(ks, self.positions(ks), fields)
+
+    def _counters_at(self, kernels: Sequence[Kernel], at: np.ndarray | None, fields: Iterable[str] | None,
+                     ) -> dict[str, float | None]:
+        """:meth:`counters_of` of ``kernels``, found at positions ``at`` of the view (None: not all the view's)."""
         wanted = None if fields is None else list(fields)
-        counters = kernel_counters_many([list(kernels)], wanted, self.counter_rows)[0]
+        table = self.counter_rows
+        if at is None:
+            counters = kernel_counters_many([kernels], wanted, table)[0]
+        else:
+            rows = table.row_at[at]
+            rows = rows[rows >= 0]
+            counters = (_aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows],
+                                        np.array([len(rows)], dtype=np.int64), wanted)[0] if len(rows) else {})
         if wanted is not None:
             counters = {f: counters.get(f) for f in wanted}
         return {f: (round(v, 4) if v is not None else None) for f, v in counters.items()}
@@ -466,19 +505,31 @@ class ProfileView:
                  facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
                  ) -> FindingEvidence:
         """Evidence for a set of kernels: time, share, aggregated counters, tiers, confidence."""
-        duration = sum(k.duration_ns for k in kernels)
-        by_name: Counter[str] = Counter()
-        for k in kernels:
-            by_name[k.name] += k.duration_ns
+        at = self.positions(kernels)
+        if at is None:  # kernels not (all) the view's: read from the models
+            duration = sum(k.duration_ns for k in kernels)
+            by_name: Counter[str] = Counter()
+            for k in kernels:
+                by_name[k.name] += k.duration_ns
+            names = [name for name, _ in by_name.most_common(5)]
+            tiers = dict(Counter(k.attribution.tier.value for k in kernels))
+            confidence = dict(Counter(k.attribution.confidence.value for k in kernels))
+        else:
+            cols = self._columns
+            durations = cols.duration[at]
+            duration = int(durations.sum())
+            names = [cols.names[c] for c in _heaviest(cols.name[at], durations, 5)]
+            tiers = {cols.tiers[c]: n for c, n in _counts_first_seen(cols.tier[at])}
+            confidence = {cols.confidences[c]: n for c, n in _counts_first_seen(cols.confidence[at])}
         return FindingEvidence(
             duration_ns=duration,
             share_pct=round(self.share_pct(duration), 3),
             kernel_count=len(kernels),
             operator_count=operator_count,
-            counters=self.counters_of(kernels, counter_fields),
-            tiers=dict(Counter(k.attribution.tier.value for k in kernels)),
-            confidence=dict(Counter(k.attribution.confidence.value for k in kernels)),
-            kernel_names=[name for name, _ in by_name.most_common(5)],
+            counters=self._counters_at(kernels, at, counter_fields),
+            tiers=tiers,
+            confidence=confidence,
+            kernel_names=names,
             facts=list(facts),
         )
 
@@ -492,4 +543,58 @@ class ProfileView:
 
     def confidence_of(self, kernels: Iterable[Kernel]) -> Confidence:
         """The weakest attribution confidence among ``kernels``."""
-        return weakest_confidence(k.attribution.confidence for k in kernels)
+        ks = kernels if isinstance(kernels, Sequence) else list(kernels)
+        at = self.positions(ks)
+        if at is None:
+            return weakest_confidence(k.attribution.confidence for k in ks)
+        cols = self._columns
+        return _CONFIDENCE_ORDER[int(cols.weakness[at].max())] if len(at) else Confidence.NONE
+
+
+class _KernelColumns:
+    """What evidence reads of every kernel of a view, as arrays by the kernel's position."""
+
+    def __init__(self, kernels: Sequence[Kernel]) -> None:
+        n = len(kernels)
+        ids = np.fromiter(map(_ID, kernels), dtype=np.int64, count=n)
+        # the position of each kernel id (-1: no kernel of the view has it); ids are unique in a profile
+        # and, as the engine numbers them, 0..n-1 (ids far sparser than that are not indexed)
+        top = int(ids.max()) + 1 if n else 0
+        self.pos_at = np.full(top if ids.min(initial=0) >= 0 and top <= 4 * n + 1024 else 0, -1, dtype=np.int64)
+        if len(self.pos_at):
+            self.pos_at[ids] = np.arange(n)
+        self.duration = np.fromiter((k.duration_ns for k in kernels), dtype=np.int64, count=n)
+        name_code: dict[str, int] = {}
+        self.name = np.fromiter((name_code.setdefault(k.name, len(name_code)) for k in kernels),
+                                dtype=np.int64, count=n)
+        self.names = list(name_code)
+        tiers, levels = list(Tier), list(Confidence)
+        tier_code, level_code = {t: i for i, t in enumerate(tiers)}, {c: i for i, c in enumerate(levels)}
+        self.tier = np.fromiter((tier_code[k.attribution.tier] for k in kernels), dtype=np.int64, count=n)
+        self.tiers = [t.value for t in tiers]
+        self.confidence = np.fromiter((level_code[k.attribution.confidence] for k in kernels), dtype=np.int64,
+                                      count=n)
+        self.confidences = [c.value for c in levels]
+        weakness = np.array([_CONFIDENCE_ORDER.index(c) for c in levels], dtype=np.int64)
+        self.weakness = weakness[self.confidence] if n else np.zeros(0, dtype=np.int64)
+
+
+def _counts_first_seen(codes: np.ndarray) -> list[tuple[int, int]]:
+    """(code, count) of each distinct code, in the order each first appears (as a Counter's keys)."""
+    if not len(codes):
+        return []
+    uniq, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    return list(zip(uniq[order].tolist(), counts[order].tolist(), strict=True))
+
+
+def _heaviest(codes: np.ndarray, weights: np.ndarray, n: int) -> list[int]:
+    """The ``n`` codes of the largest summed weight, ties in the order each first appears
+    (``Counter.most_common(n)`` over the codes in order)."""
+    if not len(codes):
+        return []
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    sums = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(sums, inverse, weights)
+    order = np.lexsort((first, -sums))[:n]
+    return uniq[order].tolist()

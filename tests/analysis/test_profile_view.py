@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters
 from tests.analysis.real_profiles import joinable_profile, pair_profile
@@ -92,3 +93,47 @@ def test_a_columnar_profiles_counter_matrix_is_read_off_its_table_as_its_models_
             assert view.op_counters(op) == kernel_counters(ks), op.key
             compared += 1
     assert compared > 100
+
+
+def test_evidence_read_off_the_views_arrays_is_what_the_models_give() -> None:
+    # the view reads its own kernels' time, names, tiers and confidence off arrays by position;
+    # copies of the same kernels (not the view's objects) are read model by model: both agree
+    from profiler_core.attribution import attribute_run
+    from tests.conftest import REPO
+
+    tiers_seen = set()
+    recorded = attribute_run(REPO / "tests/data/h200_step_graph_recorded")  # three tiers
+    for profile in (pair_profile("base"), joinable_profile(), recorded):
+        view = ProfileView(profile)
+        rng = random.Random(2)
+        sets = [rng.choices(view.kernels, k=rng.randint(1, 60)) for _ in range(40)]  # repeats included
+        sets += [view.kernels, [k for k in view.kernels if view.is_unattributed(k)], []]
+        for ks in sets:
+            copies = [k.model_copy() for k in ks]
+            assert view.positions(ks) is not None and (not ks or view.positions(copies) is None)
+            mine, theirs = view.evidence(ks, counter_fields=FIELDS), view.evidence(copies, counter_fields=FIELDS)
+            assert mine == theirs
+            assert view.confidence_of(ks) is view.confidence_of(copies)
+        whole = view.evidence(view.kernels)
+        assert whole.duration_ns == view.total_ns and len(whole.kernel_names) == 5
+        assert sum(whole.tiers.values()) == sum(whole.confidence.values()) == len(view.kernels)
+        tiers_seen.add(len(whole.tiers))
+    assert max(tiers_seen) == 3  # the recorded step graph's kernels come from three tiers
+
+
+def test_evidence_names_the_heaviest_kernels_ties_in_first_seen_order() -> None:
+    # Counter.most_common's order: largest summed time first, equal sums in the order first seen
+    import numpy as np
+
+    from profiler_core.analysis.profile_view import _counts_first_seen, _heaviest
+
+    codes = np.array([3, 1, 2, 1, 3, 0, 2])
+    weights = np.array([5, 2, 4, 3, 0, 9, 1])
+    assert _heaviest(codes, weights, 3) == [0, 3, 1]  # 9, then three at 5 each, first seen: 3, 1, 2
+    assert _heaviest(codes, weights, 10) == [0, 3, 1, 2]
+    by_code: Counter[int] = Counter()
+    for c, w in zip(codes.tolist(), weights.tolist(), strict=True):
+        by_code[c] += w
+    assert _heaviest(codes, weights, 3) == [c for c, _ in by_code.most_common(3)]
+    assert _counts_first_seen(codes) == [(3, 2), (1, 2), (2, 2), (0, 1)] == list(Counter(codes.tolist()).items())
+    assert _heaviest(codes[:0], weights[:0], 5) == [] and _counts_first_seen(codes[:0]) == []
