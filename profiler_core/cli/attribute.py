@@ -32,7 +32,7 @@ def default_profile_path(run_dir: Path) -> Path:
     return ELSEWHERE / name / PROFILE_NAME
 
 
-@command("attribute")
+@command("attribute", acyclic=True)
 def attribute_cmd(
     run_dir: Annotated[Path | None, typer.Argument(help="A capture directory written by 'oprof capture'.")] = None,
     kineto: Annotated[Path | None, typer.Option(help="torch.profiler trace (.json or .json.gz).")] = None,

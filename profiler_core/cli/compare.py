@@ -33,7 +33,7 @@ from profiler_core.report.terminal import comparison_renderables, warnings_rende
 GATE_EXIT_CODE = 1
 
 
-@command("compare")
+@command("compare", acyclic=True)
 def compare_command(
     base: Annotated[Path, typer.Argument(help="Baseline: a profile.json or a run directory.")],
     opt: Annotated[Path, typer.Argument(help="Optimized: a profile.json or a run directory.")],

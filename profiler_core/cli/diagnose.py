@@ -13,7 +13,7 @@ from profiler_core.cli.outputs import PROFILE_HELP, write_output
 from profiler_core.report.terminal import findings_renderables, profile_renderables
 
 
-@command("diagnose")
+@command("diagnose", acyclic=True)
 def diagnose_command(
     profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON on stdout.")] = False,

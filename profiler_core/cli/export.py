@@ -13,7 +13,7 @@ from profiler_core.cli.outputs import PROFILE_HELP
 from profiler_core.report.frames import write_csv
 
 
-@command("export")
+@command("export", acyclic=True)
 def export_cmd(
     profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     out: Annotated[Path, typer.Option(help="Directory for kernels.csv and operators.csv.")] = Path("."),

@@ -15,7 +15,7 @@ from profiler_core.report.end_to_end import verdict_fields
 from profiler_core.report.terminal import comparison_renderables, findings_renderables, profile_renderables
 
 
-@command("report")
+@command("report", acyclic=True)
 def report_command(
     profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     baseline: Annotated[Path | None, typer.Option(

@@ -14,7 +14,7 @@ from profiler_core.cli import command, emit_json, out_console
 from profiler_core.cli.outputs import PROFILE_HELP
 
 
-@command("summary")
+@command("summary", acyclic=True)
 def summary(
     profile: Annotated[Path, typer.Argument(help=PROFILE_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,

@@ -207,6 +207,10 @@ def test_the_table_builds_the_same_models_by_blocks_as_one_by_one(monkeypatch: p
     dump = [k.model_dump(mode="json") for k in one_by_one]
     assert [k.model_dump(mode="json") for k in by_blocks] == dump
     assert sum(bool(k["counters"]) for k in dump) > 0 and sum(bool(k["attribution"]["evidence"]) for k in dump) > 0
+    # one Evidence object per distinct word of a tier, shared by the kernels it names, across blocks
+    entries = [e for k in by_blocks for e in k.attribution.evidence]
+    distinct = {(e.tier, e.operator, e.op_id, e.detail) for e in entries}
+    assert len({id(e) for e in entries}) == len(distinct) < len(entries)
 
 
 def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: Path) -> None:
