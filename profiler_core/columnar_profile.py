@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import orjson
 
-from profiler_core.attribution.columns import NONE, Interner
+from profiler_core.attribution.columns import NONE, ArrowStrings, Interner
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.columnar_files import read_table_bytes, write_file_set
 from profiler_core.errors import SchemaError
+from profiler_core.ingest.arrow_columns import dense_indices, filled, to_numpy, validity
 from profiler_core.schema import KernelTableRef, OperatorTableRef, Profile
 
 _CHUNK = 20_000  # operators serialised per batch
@@ -176,7 +178,9 @@ def _read_parquet(profile_path: Path, ref: Any, what: str, rows: int, listed: in
     import pyarrow.parquet as pq
 
     try:
-        arrow = pq.read_table(pa.BufferReader(data))
+        # ParquetFile, not read_table: the latter goes through pyarrow.dataset, whose import pulls
+        # in pandas (0.3 s) for the same table
+        arrow = pq.ParquetFile(pa.BufferReader(data)).read()
     except (pa.ArrowException, OSError) as err:
         raise SchemaError(f"{parquet}: not a readable Parquet {what.replace('_', ' ')} ({err}); the file is "
                           "truncated or damaged: re-run 'oprof attribute'") from err
@@ -257,6 +261,22 @@ def _dim_codes(dims: Interner, parts: list[np.ndarray]) -> list[np.ndarray]:
     return np.split(flat, np.cumsum([len(part) for part in parts])[:-1]) if parts else []
 
 
+def _operator_keys(column: Any) -> tuple[Sequence[str], np.ndarray]:
+    """The kernel table's operator keys and each kernel's code into them (NONE: no operator).
+
+    The column's dictionary holds each key once (as written): it is kept as Arrow, a Python list
+    only when asked for. A dictionary that repeats a key or holds a null is coded key by key.
+    """
+    import pyarrow.compute as pc
+
+    dictionary = column.dictionary
+    if dictionary.null_count == 0 and pc.count_distinct(dictionary).as_py() == len(dictionary):
+        return ArrowStrings(dictionary), dense_indices(column.indices, NONE).astype(np.int64)
+    keys = Interner()
+    table = np.array([NONE if v is None else keys.code(v) for v in dictionary.to_pylist()] + [NONE], dtype=np.int64)
+    return keys.values, table[dense_indices(column.indices, len(dictionary)).astype(np.int64)]
+
+
 def from_arrow(arrow: Any) -> KernelTable:
     """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`)."""
     strings = Interner()
@@ -279,18 +299,18 @@ def from_arrow(arrow: Any) -> KernelTable:
             table = np.arange(len(into.values), dtype=np.int64)
         else:
             table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
-        return table[arr.indices.fill_null(len(values)).to_numpy().astype(np.int64)]
+        return table[filled(arr.indices, len(values)).astype(np.int64)]
 
     def ints(name: str) -> np.ndarray:
-        return col(name).fill_null(NONE).to_numpy().astype(np.int64)
+        return filled(col(name), NONE).astype(np.int64)
 
     dims = Interner()
     grids = {}
     launch = {}
     for label in ("grid", "block"):
         xyz = [col(f"{label}_{a}") for a in "xyz"]
-        known = ~np.asarray(xyz[0].is_null().to_numpy(zero_copy_only=False))
-        launch[label] = known, np.stack([c.fill_null(0).to_numpy() for c in xyz], axis=1).astype(np.int64)
+        known = validity(xyz[0])
+        launch[label] = known, np.stack([filled(c, 0) for c in xyz], axis=1).astype(np.int64)
     codes_of = _dim_codes(dims, [vals[known] for known, vals in launch.values()])
     for (label, (known, _)), dim_codes in zip(launch.items(), codes_of, strict=True):
         grids[label] = np.full(n, NONE, dtype=np.int64)
@@ -304,23 +324,21 @@ def from_arrow(arrow: Any) -> KernelTable:
     tier_names = Interner()
     for t in TIERS:
         tier_names.code(t.value)
-    keys = Interner()
-    op = codes("operator_key", keys)
-    none_key = keys.codes.get(None, NONE)
-    operator = np.where(op == none_key, NONE, op)
+    operator_keys, operator = _operator_keys(col("operator_key"))
     evidence = []
     for tier in TIER_ORDER:
         o = codes(f"evidence.{tier.value}.operator")
         evidence.append(EvidenceColumns(o != strings.codes[None], o, ints(f"evidence.{tier.value}.op_id"),
                                         codes(f"evidence.{tier.value}.detail")))
-    values = np.stack([col(f"counters.{f}").fill_null(np.nan).to_numpy() for f in fields], axis=1) \
-        if have_counters and fields else np.zeros((n, len(fields)))
+    values = np.zeros((n, len(fields)))
+    if have_counters:
+        for c, f in enumerate(fields):
+            values[:, c] = filled(col(f"counters.{f}"), np.nan)
     agree_arr = col("tiers_agree")
-    agree = np.where(np.asarray(agree_arr.is_null().to_numpy(zero_copy_only=False)), NONE,
-                     agree_arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)).astype(np.int8)
+    agree = np.where(validity(agree_arr), to_numpy(agree_arr).astype(np.int8), NONE).astype(np.int8)
     graph = col("graph_id")
     return KernelTable(
-        strings=strings, dims=dims.values, fused=fused_values, operator_keys=keys.values,
+        strings=strings, dims=dims.values, fused=fused_values, operator_keys=operator_keys,
         counter_fields=fields, have_counters=have_counters, name=codes("name"), short_name=codes("short_name"),
         kind=codes("kind"), stream=ints("stream"), device=ints("device"), start_ns=ints("start_ns"),
         end_ns=ints("end_ns"), grid=grids["grid"], block=grids["block"],
@@ -329,7 +347,7 @@ def from_arrow(arrow: Any) -> KernelTable:
         counter_source=codes("counter_source", src).astype(np.int8), ncu_id=ints("ncu_id"),
         inherited_from=ints("inherited_from"), operator=operator,
         tier=codes("tier", tier_names).astype(np.int8), evidence=tuple(evidence), tiers_agree=agree,
-        reason=codes("reason"), fused_with=fused_codes, graph_id=graph.fill_null(0).to_numpy().astype(np.int64),
-        graph_id_known=~np.asarray(graph.is_null().to_numpy(zero_copy_only=False)), library=codes("library"),
+        reason=codes("reason"), fused_with=fused_codes, graph_id=filled(graph, 0).astype(np.int64),
+        graph_id_known=validity(graph), library=codes("library"),
         module_path=codes("module_path"),
     )

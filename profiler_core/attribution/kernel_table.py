@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner
+from profiler_core.attribution.columns import NONE, Interner, string_list
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.schema import Attribution, CounterSource, Evidence, Kernel, Tier, construct_trusted
 
@@ -45,7 +45,7 @@ class KernelTable(Sequence[Kernel]):
     strings: Interner
     dims: list[tuple[int, int, int]]
     fused: list[tuple[str, ...]]
-    operator_keys: list[str]
+    operator_keys: Sequence[str]  # a list, or the ArrowStrings a Parquet table was read as
     counter_fields: tuple[str, ...]
     have_counters: bool  # a counter run was given: every kernel lists every field (None where missing)
     name: np.ndarray
@@ -114,7 +114,7 @@ class KernelTable(Sequence[Kernel]):
 
     def _model_block(self, lo: int, hi: int, shared: dict[tuple[Tier, int, int | None, int], Evidence]
                      ) -> list[Kernel]:
-        s, dims, fused, keys = self.strings.values, self.dims, self.fused, self.operator_keys
+        s, dims, fused, keys = self.strings.values, self.dims, self.fused, string_list(self.operator_keys)
         fields = self.counter_fields
 
         def col(a: np.ndarray) -> list[Any]:
@@ -217,7 +217,7 @@ class KernelTable(Sequence[Kernel]):
         return [self.strings.values[c] for c in self.name.tolist()]
 
     def operator_key_list(self) -> list[str | None]:
-        keys = self.operator_keys
+        keys = string_list(self.operator_keys)
         return [None if g == NONE else keys[g] for g in self.operator.tolist()]
 
 

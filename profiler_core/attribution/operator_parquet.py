@@ -24,6 +24,7 @@ import numpy as np
 
 from profiler_core.attribution.columns import NONE
 from profiler_core.attribution.operator_table import CONFIDENCES, ROLES, OperatorTable
+from profiler_core.ingest.arrow_columns import filled, to_numpy
 from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
 
 _BLOCK = 4096  # operators whose metrics are turned into Python floats at a time
@@ -126,7 +127,7 @@ class _Strings:
         values = arr.dictionary.to_pylist()
         # "" stands in the dictionary for None (a null row): never a JSON text or an enum value
         self.values = [convert(v) if v else None for v in values] if convert else values
-        self.codes = arr.indices.fill_null(NONE).to_numpy().astype(np.int64)
+        self.codes = filled(arr.indices, NONE).astype(np.int64)
 
     def __getitem__(self, g: int) -> Any:
         c = self.codes[g]
@@ -145,7 +146,7 @@ class OperatorColumns(Sequence[Operator]):
             return arrow.column(name).combine_chunks()
 
         def ints(name: str) -> np.ndarray:
-            return col(name).fill_null(NONE).to_numpy().astype(np.int64)
+            return filled(col(name), NONE).astype(np.int64)
 
         self.n = arrow.num_rows
         self.keys = col("key")  # an Arrow array: one Python string per operator only when asked
@@ -154,15 +155,16 @@ class OperatorColumns(Sequence[Operator]):
         self.shapes = _Strings(col("input_shapes"), json.loads)
         self.op_class = _Strings(col("op_class"), OperatorClass)
         self.context = _Strings(col("execution_context"), ExecutionContext)
-        self.is_fused = col("is_fused").to_numpy(zero_copy_only=False)
+        self.is_fused = to_numpy(col("is_fused"))
         self.fused_with = _Strings(col("fused_with"), json.loads)
         self.source_nodes = _Strings(col("source_nodes"), json.loads)
         ids = col("kernel_ids")
-        self.offsets = ids.offsets.to_numpy().astype(np.int64)
-        self.members = ids.values.to_numpy().astype(np.int64)
+        self.offsets = to_numpy(ids.offsets).astype(np.int64)
+        self.members = to_numpy(ids.values).astype(np.int64)
         self.kernel_count, self.duration_ns = ints("kernel_count"), ints("duration_ns")
-        self.metrics = np.stack([col(f"metrics.{f}").fill_null(np.nan).to_numpy() for f in self.metric_fields],
-                                axis=1) if self.metric_fields else np.zeros((self.n, 0))
+        self.metrics = np.zeros((self.n, len(self.metric_fields)))
+        for c, f in enumerate(self.metric_fields):
+            self.metrics[:, c] = filled(col(f"metrics.{f}"), np.nan)
         self.reasons = _Strings(col("metric_null_reasons"), json.loads)
         self.confidence = _Strings(col("confidence"), Confidence)
         self.library = _Strings(col("library"))

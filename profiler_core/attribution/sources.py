@@ -10,7 +10,6 @@ import json
 import os
 from pathlib import Path
 
-from profiler_core.attribution.engine import attribute
 from profiler_core.attribution.run_checks import check_inductor_matches, check_trace_matches, stale_profile_reason
 from profiler_core.confinement import read_input
 from profiler_core.errors import ArtifactFormatError, AttributionError, ProfilerError
@@ -117,6 +116,8 @@ def attribute_files(
                 raise
             ind = None
             note = f"Inductor artifacts not used: {err}"
+    from profiler_core.attribution.engine import attribute  # the engine: not for a caller that only checks staleness
+
     profile = attribute(
         kineto=kineto_trace,
         nsys=nsys_timeline,

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, sorted_unique
+from profiler_core.attribution.columns import NONE, ArrowStrings, sorted_unique
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.errors import SchemaError
+from profiler_core.ingest.arrow_columns import from_numpy, string_array, to_numpy
 from profiler_core.physical_checks import dram_bytes_columns, dram_problem
 from profiler_core.schema import Profile
 
@@ -59,7 +60,6 @@ def _first(mask: np.ndarray) -> int | None:
 
 def table_references(profile: Profile) -> None:
     """check_references on columns (``profile.kernels`` is a KernelTable)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     t = profile.kernels
@@ -79,8 +79,10 @@ def table_references(profile: Profile) -> None:
         raise SchemaError(f"kernel {j} ends ({int(t.end_ns[j])} ns) before it starts ({int(t.start_ns[j])} ns)")
     used = sorted_unique(t.operator[t.operator != NONE])
     if len(used):
-        names = pa.array([t.operator_keys[g] for g in used.tolist()], type=pa.string())
-        bad = _first(~pc.is_in(names, value_set=ops.keys).to_numpy(zero_copy_only=False))
+        keys = t.operator_keys
+        names = (keys.arrow.take(from_numpy(used)) if isinstance(keys, ArrowStrings)
+                 else string_array([keys[g] for g in used.tolist()]))
+        bad = _first(~to_numpy(pc.is_in(names, value_set=ops.keys)))
         if bad is not None:
             j = int(np.flatnonzero(t.operator == used[bad])[0])
             raise SchemaError(f"kernel {j} is attributed to operator {names[bad].as_py()!r}, "
@@ -96,7 +98,7 @@ def table_references(profile: Profile) -> None:
                           "which the profile does not list")
     rep = ops.inherited_from
     bad_rep = pc.and_(pc.is_valid(rep), pc.invert(pc.is_in(rep, value_set=ops.keys)))
-    bad_g = _first(bad_rep.to_numpy(zero_copy_only=False))
+    bad_g = _first(to_numpy(bad_rep))
     if bad_g is not None:
         raise SchemaError(f"operator {ops.keys[bad_g].as_py()!r} inherits from operator {rep[bad_g].as_py()!r}, "
                           "which is not listed")

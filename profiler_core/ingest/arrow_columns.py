@@ -68,12 +68,21 @@ class NameTable:
 
 def dense_indices(indices: pa.Array, null_code: int) -> np.ndarray:
     """The values of an integer array as numpy, ``null_code`` where null."""
-    import numpy as np
+    return filled(indices, null_code)
 
-    values = to_numpy(indices)
-    if indices.null_count == 0:
+
+def filled(array: pa.Array | pa.ChunkedArray, fill: float) -> np.ndarray:
+    """The values of a fixed-width array as numpy, ``fill`` where null (``fill_null`` without the
+    scalar it makes, whose conversion imports pandas). Read-only where it is a view of the array."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(array, pa.ChunkedArray):
+        array = one_chunk(array)
+    values = to_numpy(array)
+    if array.null_count == 0:
         return values
-    return np.where(validity(indices), values, null_code)
+    return np.where(validity(array), values, fill)
 
 
 def to_numpy(array: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from profiler_core.attribution import attribute_run, engine
+from profiler_core.attribution.columns import ArrowStrings
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.sources import capture_meta_from_manifest
 from profiler_core.errors import ArtifactFormatError, SchemaError
@@ -233,3 +236,59 @@ def test_a_columnar_profiles_shape_signature_is_its_operators(written: Path) -> 
     by_models = frozenset(tuple(s) for op in back.operators.models() for s in (op.input_shapes or [])
                           if isinstance(s, list) and s and all(isinstance(d, int) for d in s))
     assert len(by_models) > 5 and shape_signature(back) == by_models
+
+
+def test_reading_a_columnar_profile_loads_neither_pandas_nor_the_engine(written: Path) -> None:
+    """Reading and checking the Parquet tables, then summarising, stays on pyarrow and numpy: no
+    pandas (pyarrow's scalar and numpy conversions import it, 0.3 s), no engine or readers (0.3 s)."""
+    probe = ("import json, sys; from pathlib import Path; from profiler_core.profile_io import read_profile; "
+             "from profiler_core.attribution.operator_table import slowest; "
+             f"p = read_profile(Path({str(written)!r})); top = slowest(p.operators, 3); "
+             "print(json.dumps({'kernels': len(p.kernels), 'top': [op.key for op in top], "
+             "'loaded': [m for m in ('pandas', 'profiler_core.attribution.engine', 'profiler_core.ingest.nsys', "
+             "'profiler_core.ingest.kineto') if m in sys.modules], "
+             "'keys_as_list': p.kernels.operator_keys._values is not None}))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(out.stdout)
+    assert got["kernels"] > 100 and len(got["top"]) == 3
+    assert got["loaded"] == []
+    assert got["keys_as_list"] is False  # the operator keys stayed Arrow: nothing asked for one
+
+
+def test_operator_keys_read_as_arrow_are_the_keys_written(written: Path) -> None:
+    back = read_profile(written)
+    keys = back.kernels.operator_keys
+    assert isinstance(keys, ArrowStrings)
+    by_model = [k.attribution.operator_key for k in back.kernels.models()]
+    assert back.kernels.operator_key_list() == by_model
+    assert {op.key for op in back.operators.models()} >= {k for k in by_model if k is not None}
+    assert sum(k is None for k in by_model) < len(by_model)
+
+
+def test_a_key_dictionary_with_a_repeat_or_a_null_is_coded_key_by_key() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from profiler_core.attribution.columns import NONE
+    from profiler_core.columnar_profile import _operator_keys
+
+    column = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, None, 3], type=pa.int32()),
+                                            pa.array(["a", "b", "a", None]))
+    keys, codes = _operator_keys(column)
+    assert [None if c == NONE else keys[c] for c in codes.tolist()] == ["a", "b", "a", None, None]
+    assert isinstance(keys, list) and codes.dtype == np.int64
+    plain = pa.DictionaryArray.from_arrays(pa.array([1, None, 0], type=pa.int32()), pa.array(["x", "y"]))
+    keys, codes = _operator_keys(plain)
+    assert isinstance(keys, ArrowStrings) and codes.tolist() == [1, NONE, 0] and list(keys) == ["x", "y"]
+
+
+def test_filled_replaces_nulls_and_leaves_values() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from profiler_core.ingest.arrow_columns import filled
+
+    assert filled(pa.array([1.5, None, 3.0]), np.nan).tolist()[::2] == [1.5, 3.0]
+    assert np.isnan(filled(pa.array([1.5, None, 3.0]), np.nan)[1])
+    assert filled(pa.chunked_array([[1, None], [7]]), -1).tolist() == [1, -1, 7]
+    assert filled(pa.array([4, 5], type=pa.int64()), -1).tolist() == [4, 5]
