@@ -6,8 +6,9 @@ this package's table modules, and should not import the engine with them (0.3 s)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from profiler_core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from profiler_core.attribution.engine import attribute
@@ -31,10 +32,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)

@@ -6,8 +6,9 @@ package's Arrow helpers (``arrow_columns``) and should not import every reader w
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from profiler_core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from profiler_core.ingest.inductor import read_inductor
@@ -27,10 +28,4 @@ _MODULE_OF = {
 __all__ = ["read_inductor", "read_kineto", "read_ncu", "read_ncu_columns", "read_nsys", "read_nsys_columns"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
