@@ -32,7 +32,7 @@ from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColum
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.columnar_files import read_table_bytes, write_file_set
 from profiler_core.errors import SchemaError
-from profiler_core.ingest.arrow_columns import dense_indices, filled, to_numpy, validity
+from profiler_core.ingest.arrow_columns import filled, to_numpy, validity
 from profiler_core.schema import KernelTableRef, OperatorTableRef, Profile
 
 _CHUNK = 20_000  # operators serialised per batch
@@ -271,10 +271,10 @@ def _operator_keys(column: Any) -> tuple[Sequence[str], np.ndarray]:
 
     dictionary = column.dictionary
     if dictionary.null_count == 0 and pc.count_distinct(dictionary).as_py() == len(dictionary):
-        return ArrowStrings(dictionary), dense_indices(column.indices, NONE).astype(np.int64)
+        return ArrowStrings(dictionary), filled(column.indices, NONE).astype(np.int64)
     keys = Interner()
     table = np.array([NONE if v is None else keys.code(v) for v in dictionary.to_pylist()] + [NONE], dtype=np.int64)
-    return keys.values, table[dense_indices(column.indices, len(dictionary)).astype(np.int64)]
+    return keys.values, table[filled(column.indices, len(dictionary)).astype(np.int64)]
 
 
 def from_arrow(arrow: Any) -> KernelTable:
@@ -292,13 +292,7 @@ def from_arrow(arrow: Any) -> KernelTable:
     def codes(name: str, into: Interner = strings) -> np.ndarray:
         arr = col(name)
         values = arr.dictionary.to_pylist()
-        if not len(into) and None not in values and len(set(values)) == len(values):
-            # a fresh interner (the operator keys: one per operator) codes distinct values by position
-            into.values = [*values, None]
-            into.codes = dict(zip(into.values, range(len(into.values)), strict=True))
-            table = np.arange(len(into.values), dtype=np.int64)
-        else:
-            table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
+        table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
         return table[filled(arr.indices, len(values)).astype(np.int64)]
 
     def ints(name: str) -> np.ndarray:
