@@ -14,13 +14,14 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Final, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
-from profiler_core.analysis.counter_format import Direction, direction, shift_text
+from profiler_core.analysis.counter_format import Direction, direction, format_value, shift_text
 from profiler_core.analysis.findings import FindingsReport
-from profiler_core.analysis.profile_view import ProfileView, kernel_counters, kernel_counters_many, pct
+from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
@@ -134,37 +135,79 @@ def _scale(base: Profile, opt: Profile) -> tuple[float, float, bool]:
     return 1.0, 1.0, False
 
 
-def _counter_deltas(base: dict[str, float | None], opt: dict[str, float | None], t: Thresholds,
-                    ) -> list[CounterDelta]:
-    out = []
+def _counter_deltas_many(bases: Sequence[dict[str, float | None]], opts: Sequence[dict[str, float | None]],
+                         t: Thresholds) -> list[list[CounterDelta]]:
+    """Every row's counter deltas (``bases[i]`` against ``opts[i]``), taken a counter at a time.
+
+    The figures a call of ``direction`` and ``shift_text`` per counter gives: the tolerance and
+    the comparison run on the whole column as float64, and each distinct value is formatted once.
+    """
+    n = len(bases)
+    out: list[list[CounterDelta]] = [[] for _ in range(n)]
+    texts = _Texts()
+    new, set_attr = CounterDelta.__new__, object.__setattr__
     for f in COUNTER_FIELDS:
-        b, o = base.get(f), opt.get(f)
-        if b is None and o is None:
-            continue
-        # Trusted values built here, every field named: construct without validating (a comparison
-        # of two large profiles has a million of these)
-        out.append(construct_trusted(CounterDelta, {
-            "field": f, "base": b, "opt": o, "delta": (o - b) if b is not None and o is not None else None,
-            "direction": direction(f, b, o, same_abs=t.counter_same_abs, same_rel_pct=t.counter_same_rel_pct),
-            "text": shift_text(f, b, o)}))
+        b_col = [d.get(f) for d in bases]
+        o_col = [d.get(f) for d in opts]
+        both = [i for i in range(n) if b_col[i] is not None and o_col[i] is not None]
+        dirs: list[Direction] = ["n/a"] * n
+        if both:
+            b = np.array([b_col[i] for i in both], dtype=float)
+            o = np.array([o_col[i] for i in both], dtype=float)
+            points = t.counter_same_abs if f.endswith(("_pct", "_rate")) else 0.0
+            tolerance = np.maximum(points, np.abs(b) * t.counter_same_rel_pct / 100.0)
+            same, up = (np.abs(o - b) <= tolerance).tolist(), (o > b).tolist()
+            for j, i in enumerate(both):
+                dirs[i] = "same" if same[j] else ("up" if up[j] else "down")
+        # each distinct value formatted once (0 and None directly: 0.0 and -0.0 are one key)
+        b_txt = [texts[v] if v else format_value(v) for v in b_col]
+        o_txt = [texts[v] if v else format_value(v) for v in o_col]
+        for i in range(n):
+            bv, ov = b_col[i], o_col[i]
+            if bv is None and ov is None:
+                continue
+            # Trusted values built here, every field named: built without validation, as
+            # construct_trusted does (a comparison of two large profiles has a million of these)
+            values = {"field": f, "base": bv, "opt": ov,
+                      "delta": (ov - bv) if bv is not None and ov is not None else None,
+                      "direction": dirs[i], "text": f"{f} {b_txt[i]} -> {o_txt[i]}"}
+            m = new(CounterDelta)
+            set_attr(m, "__dict__", values)
+            set_attr(m, "__pydantic_fields_set__", set(values))
+            set_attr(m, "__pydantic_extra__", None)
+            set_attr(m, "__pydantic_private__", None)
+            out[i].append(m)
     return out
 
 
-def _time_row(b_ks: Sequence[Kernel], o_ks: Sequence[Kernel], bv: ProfileView, ov: ProfileView,
-              scale: tuple[float, float], t: Thresholds,
-              counters: tuple[dict[str, float | None], dict[str, float | None]] | None = None) -> dict:
-    """One row's times and counter deltas (``counters``: both sides' aggregates, when already taken)."""
-    b_c, o_c = counters if counters is not None else (kernel_counters(b_ks), kernel_counters(o_ks))
-    b_ns = round(sum(k.duration_ns for k in b_ks) * scale[0])
-    o_ns = round(sum(k.duration_ns for k in o_ks) * scale[1])
-    return {
-        "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
-        "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
-        "base_share_pct": round(bv.share_pct(sum(k.duration_ns for k in b_ks)), 3),
-        "opt_share_pct": round(ov.share_pct(sum(k.duration_ns for k in o_ks)), 3),
-        "base_kernels": len(b_ks), "opt_kernels": len(o_ks),
-        "counters": _counter_deltas(b_c, o_c, t),
-    }
+class _Texts(dict[float, str]):
+    """``format_value`` of each value asked for, remembered."""
+
+    def __missing__(self, value: float) -> str:
+        text = self[value] = format_value(value)
+        return text
+
+
+def _time_rows(b_sets: Sequence[Sequence[Kernel]], o_sets: Sequence[Sequence[Kernel]], bv: ProfileView,
+               ov: ProfileView, scale: tuple[float, float], t: Thresholds,
+               b_counters: Sequence[dict[str, float | None]], o_counters: Sequence[dict[str, float | None]],
+               ) -> list[dict]:
+    """Each row's times and counter deltas (``b_sets[i]`` against ``o_sets[i]``, their counters given)."""
+    rows = []
+    deltas = _counter_deltas_many(b_counters, o_counters, t)
+    for b_ks, o_ks, counters in zip(b_sets, o_sets, deltas, strict=True):
+        b_raw = sum(k.duration_ns for k in b_ks)
+        o_raw = sum(k.duration_ns for k in o_ks)
+        b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
+        rows.append({
+            "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
+            "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
+            "base_share_pct": round(bv.share_pct(b_raw), 3),
+            "opt_share_pct": round(ov.share_pct(o_raw), 3),
+            "base_kernels": len(b_ks), "opt_kernels": len(o_ks),
+            "counters": counters,
+        })
+    return rows
 
 
 def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
@@ -175,8 +218,11 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
         b_by[bv.kernel_class(k)].append(k)
     for k in ov.kernels:
         o_by[ov.kernel_class(k)].append(k)
-    rows = [ClassRow(op_class=c, **_time_row(b_by.get(c, []), o_by.get(c, []), bv, ov, scale, t))
-            for c in OperatorClass if c in b_by or c in o_by]
+    classes = [c for c in OperatorClass if c in b_by or c in o_by]
+    b_sets, o_sets = [b_by.get(c, []) for c in classes], [o_by.get(c, []) for c in classes]
+    times = _time_rows(b_sets, o_sets, bv, ov, scale, t, kernel_counters_many(b_sets, table=bv.counter_rows),
+                       kernel_counters_many(o_sets, table=ov.counter_rows))
+    rows = [ClassRow(op_class=c, **row) for c, row in zip(classes, times, strict=True)]
     return sorted(rows, key=lambda r: -max(r.base_ns, r.opt_ns))
 
 
@@ -190,17 +236,18 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
     # every row's counters in one vectorised pass per side (the figures of one aggregation per row)
     b_counters = kernel_counters_many(b_sets, table=bv.counter_rows)
     o_counters = kernel_counters_many(o_sets, table=ov.counter_rows)
-    for i, (g, (b_ops, o_ops)) in enumerate(zip(groups, sides, strict=True)):
+    times = _time_rows(b_sets, o_sets, bv, ov, scale, t, b_counters, o_counters)
+    for g, (b_ops, o_ops), time_row in zip(groups, sides, times, strict=True):
         first = (b_ops or o_ops)[0]
         cls = (bv if b_ops else ov).op_class(first)
         if len(b_ops) == 1 and len(o_ops) == 1 and b_ops[0].key == o_ops[0].key:
             label = b_ops[0].key
         else:
             label = f"{_keys_label(g.base_keys)} -> {_keys_label(g.opt_keys)}"
-        rows.append(OperatorRow(
-            label=label, op_class=cls, method=g.method, base_keys=list(g.base_keys),
-            opt_keys=list(g.opt_keys),
-            **_time_row(b_sets[i], o_sets[i], bv, ov, scale, t, (b_counters[i], o_counters[i]))))
+        # every field named, each already typed: built without validation (one row per operator)
+        rows.append(construct_trusted(OperatorRow, {
+            **time_row, "label": label, "op_class": cls, "method": g.method, "base_keys": list(g.base_keys),
+            "opt_keys": list(g.opt_keys)}))
     return rows
 
 

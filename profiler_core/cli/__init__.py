@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import os
 import signal
 import sys
@@ -238,11 +237,31 @@ def command(name: str | None = None, *, acyclic: bool = False, **kwargs: Any) ->
     return decorate
 
 
-def emit_json(payload: Any) -> None:
-    """Print a JSON document on stdout (the only thing ``--json`` writes there)."""
+def json_document(payload: Any) -> bytes:
+    """``payload`` as an indented UTF-8 JSON document with its final newline.
+
+    pydantic's serializer, not ``json.dumps``: an indent sends ``json.dumps`` down its pure-Python
+    encoder, 8x slower on a comparison of two 100k-kernel profiles (314 MB: 16.6 s against 2.1 s).
+    The values are the same; a float below 1e-4 is written out (``0.00001``, not ``1e-05``) and
+    characters beyond ASCII stay as they are (UTF-8) instead of ``\\u`` escapes.
+    """
+    from pydantic_core import to_json
+
     if hasattr(payload, "model_dump"):
         payload = payload.model_dump(mode="json")
-    sys.stdout.write(json.dumps(payload, indent=1, default=str) + "\n")
+    return to_json(payload, indent=1, fallback=str) + b"\n"
+
+
+def emit_json(payload: Any) -> None:
+    """Print a JSON document on stdout (the only thing ``--json`` writes there)."""
+    data = json_document(payload)
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (some test harnesses)
+        sys.stdout.write(data.decode())
+    else:
+        buffer.write(data)
+        buffer.flush()
     sys.stdout.flush()
 
 

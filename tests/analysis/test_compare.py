@@ -174,3 +174,30 @@ def test_different_iteration_counts_compare_per_iteration() -> None:
     assert c.per_iteration and (c.base_total_ns, c.opt_total_ns) == (50_000, 50_000)
     assert c.verdict == "unchanged"
     assert any("per measured iteration" in w for w in c.warnings)
+
+
+def test_counter_deltas_by_column_read_as_one_call_per_counter() -> None:
+    """The column-at-a-time deltas give what ``direction`` and ``shift_text`` give cell by cell."""
+    from profiler_core.analysis.compare import _counter_deltas_many
+    from profiler_core.analysis.counter_format import direction, shift_text
+    from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS as t
+    from profiler_core.metrics.catalog import COUNTER_FIELDS
+
+    pct_field = next(f for f in COUNTER_FIELDS if f.endswith("_pct"))
+    count_field = next(f for f in COUNTER_FIELDS if not f.endswith(("_pct", "_rate")))
+    pairs = [(None, None), (None, 3.0), (2.0, None), (0.0, -0.0), (-0.0, 0.0), (50.0, 50.4), (50.0, 52.0),
+             (7476736.0, 7476736.0), (1e-05, 2e-05), (0.0139, 61.27), (float("nan"), 1.0), (3, 3), (1e12, 9e11)]
+    bases = [{pct_field: b, count_field: b} for b, _ in pairs]
+    opts = [{pct_field: o, count_field: o} for _, o in pairs]
+    got = _counter_deltas_many(bases, opts, t)
+    for (b, o), row in zip(pairs, got, strict=True):
+        want = [] if b is None and o is None else [
+            {"field": f, "base": b, "opt": o, "delta": (o - b) if b is not None and o is not None else None,
+             "direction": direction(f, b, o, same_abs=t.counter_same_abs, same_rel_pct=t.counter_same_rel_pct),
+             "text": shift_text(f, b, o)} for f in COUNTER_FIELDS if f in (pct_field, count_field)]
+        dumped = [d.model_dump() for d in row]
+        assert len(dumped) == len(want)
+        for d, w in zip(dumped, want, strict=True):
+            assert d["text"] == w["text"] and d["direction"] == w["direction"] and d["field"] == w["field"]
+            assert str(d["delta"]) == str(w["delta"]) and str(d["base"]) == str(w["base"])
+    assert [d.text for d in got[3]][0].endswith("0 -> -0")  # -0.0 keeps its sign in the text

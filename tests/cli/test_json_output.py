@@ -1,0 +1,42 @@
+"""``--json`` documents: indented, UTF-8, the values ``json.dumps`` would give."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler_core.cli import emit_json, json_document
+
+
+def test_document_holds_the_values_json_dumps_gives() -> None:
+    payload = {"a": [1, 2.5, 1e-05, -0.0, None, True], "name": "ampere_sgemm_é", "nested": {"e": [], "p": Path("x")},
+               "big": 2**63, "f": 0.30000000000000004}
+    doc = json_document(payload)
+    assert doc.endswith(b"\n") and doc.startswith(b"{\n \"a\": [\n  1,")
+    back = json.loads(doc)
+    assert back == json.loads(json.dumps(payload, default=str))
+    assert "ampere_sgemm_é".encode() in doc  # UTF-8, not \u escapes
+
+
+def test_document_of_a_model_is_its_json_dump() -> None:
+    from profiler_core.analysis.findings import FindingEvidence
+
+    ev = FindingEvidence(duration_ns=5, share_pct=1.5, kernel_count=1, operator_count=1, counters={"x": 0.1},
+                         tiers={}, confidence={}, kernel_names=["k"], facts=[])
+    assert json.loads(json_document(ev)) == ev.model_dump(mode="json")
+    assert json_document(ev).decode() == json.dumps(ev.model_dump(mode="json"), indent=1) + "\n"
+
+
+@pytest.mark.parametrize("with_buffer", [True, False])
+def test_emit_writes_the_document_on_stdout(monkeypatch: pytest.MonkeyPatch, with_buffer: bool) -> None:
+    raw = io.BytesIO()
+    text = io.StringIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8") if with_buffer else text
+    monkeypatch.setattr(sys, "stdout", stream)
+    emit_json({"k": "é", "v": [1, 2]})
+    got = raw.getvalue().decode() if with_buffer else text.getvalue()
+    assert json.loads(got) == {"k": "é", "v": [1, 2]} and got.endswith("\n")
