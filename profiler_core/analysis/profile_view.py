@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from profiler_core.analysis.findings import FindingEvidence
-from profiler_core.attribution.aggregate import FIELDS, aggregate_arrays, aggregate_samples, counter_matrix
+from profiler_core.attribution.aggregate import (
+    FIELDS,
+    Aggregated,
+    aggregate_arrays,
+    aggregate_samples,
+    counter_matrix,
+)
 from profiler_core.attribution.columns import NONE
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.gc_pause import gc_paused
@@ -155,14 +161,7 @@ def _aggregate_sets(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, 
                     sizes: np.ndarray, fields: Collection[str] | None) -> list[dict[str, float | None]]:
     """The counters of consecutive sets of kernels: ``idx`` (rows of ``matrix``, set after set, each
     set in its order) and ``masks`` (their key masks) cut by ``sizes``; ``{}`` for an empty set."""
-    grp = np.repeat(np.arange(len(sizes)), sizes)
-    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes))
-    # the counters any kernel of a set names: the OR of its kernels' key masks
-    starts = np.cumsum(sizes) - sizes
-    present = sizes > 0
-    named = np.zeros(len(sizes), dtype=np.int64)
-    if present.any():
-        named[present] = np.bitwise_or.reduceat(masks, starts[present])
+    agg, named = _aggregate_arrays_named(matrix, durations, idx, masks, sizes)
     cache: dict[int, list[tuple[int, str]]] = {}
     out: list[dict[str, float | None]] = []
     for i, (mask, size) in enumerate(zip(named.tolist(), sizes.tolist(), strict=True)):
@@ -172,6 +171,44 @@ def _aggregate_sets(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, 
         row = agg.row(i)
         out.append({f: row[c] for c, f in _named_columns(mask, fields, cache)})
     return out
+
+
+def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, masks: np.ndarray,
+                            sizes: np.ndarray) -> tuple[Aggregated, np.ndarray]:
+    """The aggregate of consecutive sets (as :func:`_aggregate_sets` takes them) and, per set, the
+    key mask of the counters any of its kernels names (the OR of their masks; 0 for an empty set)."""
+    grp = np.repeat(np.arange(len(sizes)), sizes)
+    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes))
+    starts = np.cumsum(sizes) - sizes
+    present = sizes > 0
+    named = np.zeros(len(sizes), dtype=np.int64)
+    if present.any():
+        named[present] = np.bitwise_or.reduceat(masks, starts[present])
+    return agg, named
+
+
+class _OpAggregate:
+    """Every operator's aggregated counters, one row per operator: dicts built only when asked."""
+
+    _COLUMN = {f: c for c, f in enumerate(FIELDS)}
+
+    def __init__(self, group: dict[str, int], agg: Aggregated | None, named: np.ndarray) -> None:
+        self.group, self.agg, self.named = group, agg, named
+        self._columns: dict[int, list[tuple[int, str]]] = {}
+
+    def counters(self, g: int) -> dict[str, float | None]:
+        """The counters operator row ``g`` names, with their values (None where null)."""
+        assert self.agg is not None
+        row = self.agg.row(g)
+        return {f: row[c] for c, f in _named_columns(int(self.named[g]), None, self._columns)}
+
+    def value(self, g: int, field: str) -> float | None:
+        """One counter of row ``g``: None where no kernel names it or the aggregate is null."""
+        c = self._COLUMN.get(field)
+        if c is None or not int(self.named[g]) >> c & 1 or self.agg is None:
+            return None
+        v = float(self.agg.values[g, c])
+        return None if v != v else v
 
 
 def busy_and_span_ns(kernels: Iterable[Kernel]) -> tuple[int, int]:
@@ -363,20 +400,33 @@ class ProfileView:
         """The operator's aggregated counters (recomputed from kernels when they carry counters)."""
         cached = self._counters_of.get(op.key)
         if cached is None:
-            cached = self._all_op_counters.get(op.key)
-            if cached is None:  # an operator not among the profile's, or one whose kernels carry no counters
+            agg = self._op_aggregate
+            g = agg.group.get(op.key)
+            if g is not None:
+                cached = agg.counters(g)
+            else:  # an operator not among the profile's, or one whose kernels carry no counters
                 ks = [k for k in self.kernels_of(op) if k.counters]
                 cached = kernel_counters(ks) if ks else dict(op.metrics)
             self._counters_of[op.key] = cached
         return cached
 
+    def op_counter(self, op: Operator, field: str) -> float | None:
+        """``counter(op_counters(op), field)``, read from the aggregate without building the dict."""
+        if op.key not in self._counters_of:
+            agg = self._op_aggregate
+            g = agg.group.get(op.key)
+            if g is not None:
+                return agg.value(g, field)
+        value = self.op_counters(op).get(field)
+        return float(value) if value is not None else None
+
     @cached_property
-    def _all_op_counters(self) -> dict[str, dict[str, float | None]]:
+    def _op_aggregate(self) -> _OpAggregate:
         """Every operator's counters from its kernels, aggregated for all operators at once."""
         ops = [op for op in self.operators if op.key not in self._counters_of]
         table = self.counter_rows
         if not ops or not table.kernels:
-            return {}
+            return _OpAggregate({}, None, np.zeros(0, dtype=np.int64))
         # each operator's kernels present in the view, in timeline order (a stable sort, as
         # kernels_of gives them), less those without counters: one sort over every operator at once
         top = max(max(self.kernels_by_id), max((max(op.kernel_ids, default=0) for op in ops), default=0)) + 1
@@ -402,8 +452,9 @@ class ProfileView:
         keep = rows >= 0
         rows, grp = rows[keep], grp[keep]
         sizes = np.bincount(grp, minlength=len(ops))
-        many = _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], sizes, None)
-        return {op.key: c for op, c, n in zip(ops, many, sizes.tolist(), strict=True) if n}
+        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes)
+        return _OpAggregate({op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n},
+                            agg, named)
 
     @cached_property
     def counter_rows(self) -> CounterRows:

@@ -40,7 +40,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     for op in ctx.ops:
         if ctx.view.work_class(op) is not OperatorClass.GEMM:
             continue
-        tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
+        tc = ctx.view.op_counter(op, "tensor_core_active_pct")
         if tc is None or tc > limit:
             continue
         found = {p for k in ctx.view.kernels_of(op) if (p := gemm_precision(k.name)) is not None}

@@ -48,8 +48,9 @@ def _is_conv(ctx: RuleContext, op: Operator) -> bool:
 def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
     """Normalization work launched right after a convolution: an eval BatchNorm a fold would remove."""
     ops = ctx.ops
+    # the class tests first: they are remembered per operator, the name tests are not
     norms = [op for i, op in enumerate(ops)
-             if i and _is_batch_norm(ctx, op) and not _is_conv(ctx, op) and _is_conv(ctx, ops[i - 1])]
+             if i and _is_conv(ctx, ops[i - 1]) and not _is_conv(ctx, op) and _is_batch_norm(ctx, op)]
     if not norms:
         return []
     convs = sum(1 for op in ops if _is_conv(ctx, op))
@@ -114,7 +115,7 @@ def conv_tensor_core_low(ctx: RuleContext) -> list[Finding]:
     for op in ctx.ops:
         if not _is_conv(ctx, op):
             continue
-        tc = counter(ctx.view.op_counters(op), "tensor_core_active_pct")
+        tc = ctx.view.op_counter(op, "tensor_core_active_pct")
         if tc is None or tc > limit or any(ctx.view.matches(_HALF, k.name) for k in ctx.view.kernels_of(op)):
             continue
         low.append(op)

@@ -35,10 +35,11 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
     for op in ctx.ops:
         if not ctx.view.kernels_of(op):
             continue  # views and other kernel-less ops neither extend nor break a chain
-        c = ctx.view.op_counters(op)
-        dram, sm = counter(c, "dram_throughput_pct"), counter(c, "sm_throughput_pct")
-        bound = (ctx.view.work_class(op) in _MEMORY_CLASSES and dram is not None and sm is not None
-                 and dram >= t.memory_bound_dram_pct and sm < t.memory_bound_sm_max_pct)
+        bound = False
+        if ctx.view.work_class(op) in _MEMORY_CLASSES:
+            dram, sm = ctx.view.op_counter(op, "dram_throughput_pct"), ctx.view.op_counter(op, "sm_throughput_pct")
+            bound = (dram is not None and sm is not None
+                     and dram >= t.memory_bound_dram_pct and sm < t.memory_bound_sm_max_pct)
         if bound:
             run.append(op)
             continue
@@ -194,7 +195,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
     """Operators whose kernels spill registers to local memory."""
     limit = ctx.thresholds.spill_wavefronts_min
     ops = [op for op in ctx.ops
-           if (counter(ctx.view.op_counters(op), "local_memory_wavefronts") or 0) > limit]
+           if (ctx.view.op_counter(op, "local_memory_wavefronts") or 0) > limit]
     if not ops:
         return []
     agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _SPILL_FIELDS)

@@ -24,6 +24,22 @@ def test_every_operators_counters_match_a_per_operator_aggregation() -> None:
         assert compared > 10
 
 
+def test_one_counter_of_an_operator_is_what_its_counters_dict_holds() -> None:
+    from profiler_core.analysis.rules import counter
+    from profiler_core.attribution.aggregate import FIELDS as ALL
+
+    for profile in (pair_profile("base"), joinable_profile()):
+        view, fresh = ProfileView(profile), ProfileView(profile)
+        seen = Counter[str]()
+        for op in view.operators:
+            for field in (*ALL, "not_a_counter"):
+                got = view.op_counter(op, field)  # before any dict of this view is built
+                assert got == counter(fresh.op_counters(op), field), (op.key, field)
+                seen["value" if got is not None else "none"] += 1
+        assert seen["value"] > 100 and seen["none"] > 10
+        assert not view._counters_of  # read off the aggregate: no operator's dict was built
+
+
 def test_counters_of_many_matches_counters_of_per_set() -> None:
     view = ProfileView(pair_profile("base"))
     rng = random.Random(0)
