@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from profiler_core.analysis.roofline import FAR_BELOW, Roofline, roofline
-from profiler_core.attribution.aggregate import aggregate_samples
+from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many
+from profiler_core.analysis.roofline import FAR_BELOW, Roofline
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Profile
 
@@ -143,13 +143,14 @@ def _ancestors(path: str) -> list[str]:
 
 def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollup:
     """Roll operators up the module tree (operators without a module path are left out and counted)."""
-    roof = roof or roofline(profile, measured_roofs=True)
+    view = ProfileView.of(profile)  # its models and counter matrix: a large profile's tables are read once
+    roof = roof or view.measured_roofline
     rows = roof.by_key()
     nodes: dict[str, ModuleNode] = {}
     class_time: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kernel_sets: dict[str, list[int]] = defaultdict(list)
     covered = 0
-    for op in profile.operators:
+    for op in view.operators:
         if op.module_path is None:
             continue
         covered += op.duration_ns
@@ -173,10 +174,13 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
                 nodes[parent].children.append(path)
         times = class_time[path]
         node.top_class = max(times, key=times.__getitem__) if times else None
-        ks = [profile.kernels[i] for i in kernel_sets[path] if i < len(profile.kernels)]
-        node.counters = aggregate_samples(((k.counters, k.duration_ns) for k in ks if k.counters), ROLLUP_COUNTERS)
+    kernels = view.kernels
+    sets = [[kernels[i] for i in kernel_sets[path] if i < len(kernels)] for path in nodes]
+    for node, counters in zip(nodes.values(), kernel_counters_many(sets, ROLLUP_COUNTERS, view.counter_rows),
+                              strict=True):
+        node.counters = counters
     return ModuleRollup(nodes=nodes, groups=_groups(nodes), covered_ns=covered,
-                        total_ns=sum(op.duration_ns for op in profile.operators))
+                        total_ns=sum(op.duration_ns for op in view.operators))
 
 
 def _groups(nodes: dict[str, ModuleNode]) -> list[BlockGroup]:

@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from profiler_core.analysis.compare import Comparison
 from profiler_core.analysis.findings import FindingsReport, in_priority_order
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.profile_view import ProfileView, shared_views
 from profiler_core.errors import ProfilerError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
@@ -120,6 +120,7 @@ def yardstick_html(e: EndToEnd) -> str:
 
 
 @gc_paused()  # many acyclic models and rows: the cyclic collector only costs time here
+@shared_views()  # one view per profile for every section (a large profile's models are built once)
 def render_html(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                 comparison: Comparison | None = None, baseline: Profile | None = None,
                 title: str | None = None, end_to_end: EndToEnd | None = None,

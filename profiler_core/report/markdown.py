@@ -11,7 +11,7 @@ from __future__ import annotations
 from profiler_core.analysis.compare import Comparison, CounterDelta
 from profiler_core.analysis.counter_format import format_value
 from profiler_core.analysis.findings import FindingsReport, in_priority_order
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.profile_view import ProfileView, shared_views
 from profiler_core.errors import ProfilerError
 from profiler_core.report.digest import (
     KEY_COUNTERS,
@@ -150,6 +150,7 @@ def profile_markdown(profile: Profile, *, top_k: int = 10, heading: str = "Profi
     return lines + _more(len(top), len(profile.operators), "operators")
 
 
+@shared_views()  # one view per profile for every section (a large profile's models are built once)
 def render_markdown(profile: Profile | None = None, *, findings: FindingsReport | None = None,
                     comparison: Comparison | None = None, baseline: Profile | None = None,
                     top_k: int = 10, end_to_end: EndToEnd | None = None) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 from markupsafe import Markup
 
 from profiler_core.analysis.modules import ModuleRollup, module_rollup
-from profiler_core.analysis.roofline import Roofline, roofline
+from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.roofline import Roofline
 from profiler_core.report.roofline_chart import roofline_svg, si
 from profiler_core.report.svg_charts import hbar_chart
 from profiler_core.report.templating import render
@@ -30,7 +31,7 @@ def _pct(value: float | None) -> str:
 
 def roofline_html(profile: Profile, roof: Roofline | None = None, *, top_k: int = 12) -> str:
     """The roofline section: chart, then the operators with the most headroom."""
-    roof = roof or roofline(profile, measured_roofs=True)
+    roof = roof or ProfileView.of(profile).measured_roofline
     svg = roofline_svg(roof)
     rows = sorted((r for r in roof.operators if r.headroom_ns), key=lambda r: -(r.headroom_ns or 0))[:top_k]
     return render(
@@ -61,7 +62,7 @@ def modules_html(profile: Profile, rollup: ModuleRollup | None = None) -> str:
 
 def roofline_markdown(profile: Profile, *, top_k: int = 8) -> list[str]:
     """Markdown lines: per-class roofline, the operators with most headroom, the module tree's top levels."""
-    roof = roofline(profile, measured_roofs=True)
+    roof = ProfileView.of(profile).measured_roofline
     lines = ["### Roofline", ""]
     if roof.chip is None:
         return [*lines, roof.warnings[0] if roof.warnings else "no roofs", ""]
@@ -92,7 +93,7 @@ def _tree_prefix(depth: int) -> str:
 
 def roofline_summary(profile: Profile, *, top_k: int = 5) -> dict[str, Any]:
     """Compact fields for the agent summary: chip roofs, top headroom operators, repeated-block spread."""
-    roof = roofline(profile, measured_roofs=True)
+    roof = ProfileView.of(profile).measured_roofline
     rows = sorted((r for r in roof.operators if r.headroom_ns), key=lambda r: -(r.headroom_ns or 0))[:top_k]
     rollup = module_rollup(profile, roof)
     out: dict[str, Any] = {

@@ -117,6 +117,27 @@ def test_rollup_puts_the_twelve_layers_side_by_side(gpt2: Profile) -> None:
     assert [n.path for n in rollup.tree(max_depth=1)][:2] == ["", "h"]
 
 
+def test_rollup_counters_are_each_nodes_kernels_aggregated(gpt2: Profile) -> None:
+    # the rollup aggregates every node's kernels in one pass over the view's counter matrix; each
+    # node holds what aggregating its own kernels' dicts gives
+    from profiler_core.analysis.modules import ROLLUP_COUNTERS
+    from profiler_core.attribution.aggregate import aggregate_samples
+
+    rollup = module_rollup(gpt2)
+    kernels_of: dict[str, list[int]] = defaultdict(list)
+    for op in gpt2.operators:
+        if op.module_path is not None:
+            parts = op.module_path.split(".") if op.module_path else []
+            for path in ["", *(".".join(parts[: i + 1]) for i in range(len(parts)))]:
+                kernels_of[path].extend(op.kernel_ids)
+    assert set(kernels_of) == set(rollup.nodes) and len(rollup.nodes) > 30
+    for path, node in rollup.nodes.items():
+        ks = [gpt2.kernels[i] for i in kernels_of[path]]
+        assert node.counters == aggregate_samples(((k.counters, k.duration_ns) for k in ks if k.counters),
+                                                  ROLLUP_COUNTERS), (path, len(ks))
+    assert sum(bool(n.counters) for n in rollup.nodes.values()) > 30
+
+
 def _resnet18_conv_weights() -> dict[str, list[int]]:
     """torchvision resnet18's convolutions and their weight shapes, written from the architecture."""
     weights = {"conv1": [64, 3, 7, 7]}

@@ -76,3 +76,22 @@ def test_compact_summary_names_the_headroom_and_the_layers(gpt2: Profile) -> Non
     roof = s["roofline"]
     assert roof["chip"] == "h200_sxm" and roof["top_headroom"][0]["module"] == "wte"
     assert roof["blocks"]["parent"] == "h" and len(roof["blocks"]["us"]) == 12 and roof["blocks"]["outliers"] == []
+
+
+def test_one_report_works_out_the_roofline_once(gpt2: Profile, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the roofline section, the module tree and their markdown read the one view's roofline
+    import profiler_core.analysis.roofline as roofline_module
+
+    calls = []
+    real = roofline_module.roofline
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(kwargs.get("measured_roofs"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(roofline_module, "roofline", counted)
+    html = render_html(gpt2)
+    assert calls == [True] and "<h2>Roofline</h2>" in html and "<h2>Modules</h2>" in html
+    calls.clear()
+    md = render_markdown(gpt2)
+    assert calls == [True] and "### Modules" in md
