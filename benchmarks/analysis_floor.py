@@ -1,6 +1,6 @@
 """The analysis commands against a columns floor, on a large (columnar) profile.
 
-    python benchmarks/analysis_floor.py PROFILE [--commands summary diagnose]
+    python benchmarks/analysis_floor.py PROFILE [--commands summary diagnose compare] [--other OPT]
 
 PROFILE is a profile.json whose kernels and operators are Parquet tables beside it (any profile
 over the columnar threshold; ``benchmarks/bench_attribute.py``'s replicator makes them at any
@@ -13,7 +13,10 @@ numpy, and nothing else:
   (``argpartition``);
 * diagnose: the summary's floor, plus every counter column of both tables, the per-class
   duration-weighted mean of each counter, and one threshold mask per counter over the operators
-  (what a rule reads and evaluates when it is an array predicate).
+  (what a rule reads and evaluates when it is an array predicate);
+* compare (``oprof compare PROFILE OPT``; OPT is ``--other``, a copy of PROFILE by default): the
+  diagnose floor of PROFILE (compare diagnoses its baseline), the same columns of OPT, the
+  operators of both joined by key, and every counter's delta and direction mask per operator.
 
 For each it prints CPU seconds (user + system) and peak RSS of the child, and the ratio to the
 floor (#32's targets: at most 3x the floor and 2 GB). A figure from a busy machine is a figure
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +45,7 @@ try:
     if sys.argv[0] == "floor":
         sys.path.insert(0, os.environ["FLOOR_DIR"])
         from analysis_floor import floor
-        floor(sys.argv[1], sys.argv[2])
+        floor(*sys.argv[1:])
     else:
         from profiler_core.cli import main
         sys.argv = ["oprof", *sys.argv]
@@ -62,8 +66,33 @@ def _tables(profile: Path) -> tuple[Path, Path]:
     return profile.parent / meta["kernel_table"]["path"], profile.parent / meta["operator_table"]["path"]
 
 
-def floor(command: str, path: str) -> None:
+def floor(command: str, path: str, other: str | None = None) -> None:
     """What ``oprof <command>`` must at least do, on columns (printed, so nothing is optimised away)."""
+    if command == "compare":
+        _compare_floor(path, other or path)
+        return
+    print("\n".join(_floor_lines(command, path)[0]))
+
+
+def _compare_floor(path: str, other: str) -> None:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    out, base_ops = _floor_lines("diagnose", path)
+    opt_out, opt_ops = _floor_lines("diagnose", other)
+    at = pc.index_in(opt_ops["key"], value_set=base_ops["key"]).to_numpy(zero_copy_only=False)
+    joined = ~np.isnan(at.astype(float))
+    rows = at[joined].astype(np.int64)
+    for name in (n for n in base_ops.column_names if n.startswith("metrics.")):
+        b = base_ops[name].to_numpy(zero_copy_only=False).astype(float)[rows]
+        o = opt_ops[name].to_numpy(zero_copy_only=False).astype(float)[joined]
+        delta = o - b
+        same = np.abs(delta) <= np.maximum(0.5, np.abs(b) * 0.02)
+        out.append(f"{name}: {np.nansum(delta):.3g}, {int(same.sum())} same, {int((delta > 0).sum())} up")
+    print("\n".join(out + opt_out))
+
+
+def _floor_lines(command: str, path: str) -> tuple[list[str], Any]:
     import numpy as np
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -99,7 +128,7 @@ def floor(command: str, path: str) -> None:
             out.append(f"{name}: {weighted.sum():.3g}, {int(mask.sum())} over the median")
         for name in counters:
             out.append(f"{name}: {np.nansum(kernels[name].to_numpy(zero_copy_only=False).astype(float)):.3g}")
-    print("\n".join(out))
+    return out, ops
 
 
 def _child(argv: list[str]) -> dict:
@@ -113,16 +142,44 @@ def _child(argv: list[str]) -> dict:
         return json.loads(result.read_text())
 
 
+def _copy_of(profile: Path) -> Path:
+    """A copy of a columnar profile (its JSON and both tables) in a new folder beside it."""
+    import shutil
+
+    target = Path(tempfile.mkdtemp(prefix="compare-opt-", dir=profile.parent.parent))
+    for name in (profile, *_tables(profile)):
+        shutil.copy2(name, target / name.name)
+    return target / profile.name
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", type=Path)
-    parser.add_argument("--commands", nargs="+", default=["summary", "diagnose"], choices=["summary", "diagnose"])
+    parser.add_argument("--commands", nargs="+", default=["summary", "diagnose"],
+                        choices=["summary", "diagnose", "compare"])
+    parser.add_argument("--other", type=Path, default=None,
+                        help="compare's optimized profile (default: a copy of PROFILE, made beside it)")
     args = parser.parse_args(argv)
     _tables(args.profile)
+    other, made = args.other, None
+    if "compare" in args.commands and other is None:
+        other = _copy_of(args.profile)
+        made = other.parent
+    try:
+        return _run(args.commands, args.profile, other)
+    finally:
+        if made is not None:
+            import shutil
+
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _run(commands: list[str], profile: Path, other: Path | None) -> int:
     print(f"{'command':<10} {'oprof CPU s':>11} {'RSS MB':>8} {'floor CPU s':>11} {'RSS MB':>8} {'ratio':>6}")
-    for command in args.commands:
-        ours = _child([command, str(args.profile)])
-        base = _child(["floor", command, str(args.profile)])
+    for command in commands:
+        extra = [str(other)] if command == "compare" else []
+        ours = _child([command, str(profile), *extra])
+        base = _child(["floor", command, str(profile), *extra])
         if ours["rc"] not in (0, None) or base["rc"] not in (0, None):
             print(f"{command}: exit {ours['rc']} (oprof), {base['rc']} (floor)", file=sys.stderr)
             return 1
