@@ -315,15 +315,36 @@ class ProfileView:
     @cached_property
     def ops_in_order(self) -> list[Operator]:
         """Operators in launch order (first kernel start); kernel-less ones keep their list position."""
-        keyed: list[tuple[int, int, Operator]] = []
-        last_start = -1
-        for index, op in enumerate(self.operators):
-            starts = [self.kernels_by_id[i].start_ns for i in op.kernel_ids if i in self.kernels_by_id]
-            start = min(starts) if starts else last_start
-            last_start = start
-            keyed.append((start, index, op))
-        keyed.sort(key=lambda item: (item[0], item[1]))
-        return [op for _, _, op in keyed]
+        members = self._members
+        n = len(self.operators)
+        starts = members.first_start
+        # a kernel-less operator sorts at the start of the operator before it (-1 before any)
+        known = np.flatnonzero(members.sizes > 0)
+        carried = np.full(n, -1, dtype=np.int64)
+        if len(known):
+            last = np.maximum.accumulate(np.where(members.sizes > 0, np.arange(n), -1))
+            carried = np.where(last >= 0, starts[np.maximum(last, 0)], -1)
+        order = np.lexsort((np.arange(n), carried))
+        ops = self.operators
+        return [ops[g] for g in order.tolist()]
+
+    @cached_property
+    def _op_index(self) -> dict[str, int]:
+        """Operator key -> its position in ``operators`` (the first, should a key repeat)."""
+        out: dict[str, int] = {}
+        for g, op in enumerate(self.operators):
+            out.setdefault(op.key, g)
+        return out
+
+    def _row_of(self, op: Operator) -> int | None:
+        """``op``'s position in ``operators`` when it is the view's own model, else None."""
+        g = self._op_index.get(op.key)
+        return g if g is not None and self.operators[g] is op else None
+
+    @cached_property
+    def _members(self) -> _Members:
+        """Every operator's kernels present in the view, as positions in ``kernels``, in timeline order."""
+        return _Members(self.operators, self.kernels, self._columns)
 
     def op_class(self, op: Operator) -> OperatorClass:
         """The engine's class, or the name classifier's where the engine left OTHER."""
@@ -340,21 +361,41 @@ class ProfileView:
         """
         cached = self._work_class.get(op.key)
         if cached is None:
-            cached = self._work_class[op.key] = self._work_class_of(op)
+            if self._row_of(op) is not None and not self._work_class:
+                self._work_class_all()  # every operator's at once: the rules ask for nearly all of them
+                cached = self._work_class.get(op.key)
+            if cached is None:
+                cached = self._work_class[op.key] = self._work_class_of(op)
         return cached
 
     def _work_class_of(self, op: Operator) -> OperatorClass:
-        cls = self.op_class(op)
         kinds: dict[OperatorClass, int] = {}
         for k in self.kernels_of(op):
             kc = self.kernel_name_class(k)
             kinds[kc] = kinds.get(kc, 0) + k.duration_ns
-        for heavy in _HEAVY:
-            if heavy in kinds:
-                return heavy
-        if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
-            return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
-        return cls
+        return _work_class_from(self.op_class(op), kinds)
+
+    def _work_class_all(self) -> None:
+        """:meth:`_work_class_of` of every operator of the view, its kernels read by position."""
+        members, cols = self._members, self._columns
+        kernels = self.kernels
+        # each distinct kernel name's class, from its first kernel (kernel_name_class remembers it by name)
+        first: dict[int, int] = {}
+        for p, code in enumerate(cols.name.tolist()):
+            first.setdefault(code, p)
+        name_class = [self.kernel_name_class(kernels[first[c]]) for c in range(len(cols.names))]
+        kclass = [name_class[c] for c in cols.name.tolist()]
+        duration = cols.duration.tolist()
+        flat = members.flat.tolist()
+        bounds = members.offsets.tolist()
+        out = self._work_class
+        for g, op in enumerate(self.operators):
+            kinds: dict[OperatorClass, int] = {}
+            for p in flat[bounds[g]:bounds[g + 1]]:
+                kc = kclass[p]
+                kinds[kc] = kinds.get(kc, 0) + duration[p]
+            if op.key not in out:
+                out[op.key] = _work_class_from(self.op_class(op), kinds)
 
     def kernel_name_class(self, kernel: Kernel) -> OperatorClass:
         """The class a kernel's own name (and fused ops) says, whoever launched it."""
@@ -387,8 +428,14 @@ class ProfileView:
         """The operator's kernels present in the profile, in timeline order."""
         cached = self._kernels_of.get(op.key)
         if cached is None:
-            ks = [self.kernels_by_id[i] for i in op.kernel_ids if i in self.kernels_by_id]
-            cached = self._kernels_of[op.key] = sorted(ks, key=lambda k: k.start_ns)
+            g = self._row_of(op)
+            if g is not None:
+                members, kernels = self._members, self.kernels
+                cached = [kernels[p] for p in members.flat[members.offsets[g]:members.offsets[g + 1]].tolist()]
+            else:
+                ks = [self.kernels_by_id[i] for i in op.kernel_ids if i in self.kernels_by_id]
+                cached = sorted(ks, key=lambda k: k.start_ns)
+            self._kernels_of[op.key] = cached
         return cached
 
     def op_duration_ns(self, op: Operator) -> int:
@@ -427,8 +474,24 @@ class ProfileView:
         table = self.counter_rows
         if not ops or not table.kernels:
             return _OpAggregate({}, None, np.zeros(0, dtype=np.int64))
-        # each operator's kernels present in the view, in timeline order (a stable sort, as
-        # kernels_of gives them), less those without counters: one sort over every operator at once
+        if len(ops) == len(self.operators):
+            members = self._members  # each operator's kernels in timeline order, as kernels_of gives them
+            grp = np.repeat(np.arange(len(ops)), members.sizes)
+            rows = table.row_at[members.flat]
+        else:
+            rows, grp = self._timeline_rows(ops)
+        keep = rows >= 0  # less those without counters
+        rows, grp = rows[keep], grp[keep]
+        sizes = np.bincount(grp, minlength=len(ops))
+        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes)
+        return _OpAggregate({op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n},
+                            agg, named)
+
+    def _timeline_rows(self, ops: Sequence[Operator]) -> tuple[np.ndarray, np.ndarray]:
+        """The counter rows of each of ``ops``' kernels present in the view (-1: no counters), operator
+        after operator, each one's in timeline order (a stable sort, as kernels_of gives them), and
+        each row's operator (its index in ``ops``)."""
+        table = self.counter_rows
         top = max(max(self.kernels_by_id), max((max(op.kernel_ids, default=0) for op in ops), default=0)) + 1
         start = np.zeros(top, dtype=np.int64)
         present = np.zeros(top, dtype=bool)
@@ -447,14 +510,7 @@ class ProfileView:
         keep = present[flat]
         flat, grp = flat[keep], grp[keep]
         order = np.lexsort((start[flat], grp))
-        flat, grp = flat[order], grp[order]
-        rows = row[flat]
-        keep = rows >= 0
-        rows, grp = rows[keep], grp[keep]
-        sizes = np.bincount(grp, minlength=len(ops))
-        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes)
-        return _OpAggregate({op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n},
-                            agg, named)
+        return row[flat[order]], grp[order]
 
     @cached_property
     def counter_rows(self) -> CounterRows:
@@ -602,6 +658,47 @@ class ProfileView:
         return _CONFIDENCE_ORDER[int(cols.weakness[at].max())] if len(at) else Confidence.NONE
 
 
+def _work_class_from(cls: OperatorClass, kinds: dict[OperatorClass, int]) -> OperatorClass:
+    """An operator's work class from its own class and its kernels' name classes (each with its
+    time, in the order the kernels first name them): see :meth:`ProfileView.work_class`."""
+    for heavy in _HEAVY:
+        if heavy in kinds:
+            return heavy
+    if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
+        return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
+    return cls
+
+
+class _Members:
+    """Each operator's kernels present in a view, as positions into its kernel list: operator ``g``'s
+    are ``flat[offsets[g]:offsets[g + 1]]``, in timeline order (by start; ties in ``kernel_ids`` order)."""
+
+    def __init__(self, operators: Sequence[Operator], kernels: Sequence[Kernel], cols: _KernelColumns) -> None:
+        n = len(operators)
+        counts = np.fromiter((len(op.kernel_ids) for op in operators), dtype=np.int64, count=n)
+        ids = np.fromiter(itertools.chain.from_iterable(op.kernel_ids for op in operators), dtype=np.int64,
+                          count=int(counts.sum()))
+        grp = np.repeat(np.arange(n), counts)
+        if len(cols.pos_at) or not len(kernels):
+            inside = (ids >= 0) & (ids < len(cols.pos_at))
+            pos = np.full(len(ids), -1, dtype=np.int64)
+            pos[inside] = cols.pos_at[ids[inside]]
+        else:  # ids too sparse to index by: one dict lookup each
+            at = {k.id: p for p, k in enumerate(kernels)}
+            pos = np.fromiter((at.get(i, -1) for i in ids.tolist()), dtype=np.int64, count=len(ids))
+        keep = pos >= 0
+        pos, grp = pos[keep], grp[keep]
+        order = np.lexsort((cols.start[pos], grp))  # stable: equal starts keep kernel_ids order
+        self.flat = pos[order]
+        self.sizes = np.bincount(grp, minlength=n).astype(np.int64)
+        self.offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.sizes, out=self.offsets[1:])
+        # each operator's first start (0 for one without kernels)
+        self.first_start = np.zeros(n, dtype=np.int64)
+        has = self.sizes > 0
+        self.first_start[has] = cols.start[self.flat[self.offsets[:-1][has]]]
+
+
 class _KernelColumns:
     """What evidence reads of every kernel of a view, as arrays by the kernel's position."""
 
@@ -615,6 +712,7 @@ class _KernelColumns:
         if len(self.pos_at):
             self.pos_at[ids] = np.arange(n)
         self.duration = np.fromiter((k.duration_ns for k in kernels), dtype=np.int64, count=n)
+        self.start = np.fromiter((k.start_ns for k in kernels), dtype=np.int64, count=n)
         name_code: dict[str, int] = {}
         self.name = np.fromiter((name_code.setdefault(k.name, len(name_code)) for k in kernels),
                                 dtype=np.int64, count=n)

@@ -153,3 +153,53 @@ def test_evidence_names_the_heaviest_kernels_ties_in_first_seen_order() -> None:
     assert _heaviest(codes, weights, 3) == [c for c, _ in by_code.most_common(3)]
     assert _counts_first_seen(codes) == [(3, 2), (1, 2), (2, 2), (0, 1)] == list(Counter(codes.tolist()).items())
     assert _heaviest(codes[:0], weights[:0], 5) == [] and _counts_first_seen(codes[:0]) == []
+
+
+def _ops_in_order_one_by_one(view: ProfileView) -> list:
+    """Operators by first kernel start, a kernel-less one at the start of the operator listed before it."""
+    keyed, last = [], -1
+    for index, op in enumerate(view.operators):
+        starts = [view.kernels_by_id[i].start_ns for i in op.kernel_ids if i in view.kernels_by_id]
+        last = min(starts) if starts else last
+        keyed.append((last, index, op))
+    return [op for _, _, op in sorted(keyed, key=lambda t: (t[0], t[1]))]
+
+
+def _thinned(profile, rng: random.Random):
+    """``profile`` with a third of its kernels gone and its operators shuffled: operators whose kernels
+    are partly or wholly absent, listed out of launch order."""
+    kernels = [k for k in profile.kernels if rng.random() > 0.33]
+    ops = list(profile.operators)
+    rng.shuffle(ops)
+    return profile.model_copy(update={"kernels": kernels, "operators": ops})
+
+
+def test_operators_kernels_order_and_work_classes_all_at_once_are_what_one_by_one_gives() -> None:
+    rng = random.Random(3)
+    for base in (pair_profile("base"), joinable_profile()):
+        for profile in (base, _thinned(base, rng)):
+            view, fresh = ProfileView(profile), ProfileView(profile)
+            assert [op.key for op in view.ops_in_order] == [op.key for op in _ops_in_order_one_by_one(fresh)]
+            empty = 0
+            for op in view.operators:
+                ks = sorted((fresh.kernels_by_id[i] for i in op.kernel_ids if i in fresh.kernels_by_id),
+                            key=lambda k: k.start_ns)
+                assert [k.id for k in view.kernels_of(op)] == [k.id for k in ks], op.key
+                assert all(a is view.kernels_by_id[a.id] for a in view.kernels_of(op))
+                empty += not ks
+            # the first work_class works out every operator's at once; the fresh view's one at a time
+            classes = [view.work_class(op) for op in view.operators]
+            assert classes == [fresh._work_class_of(op) for op in fresh.operators]
+            assert len(view._work_class) == len({op.key for op in view.operators})
+            if profile is not base:
+                assert empty > 0  # some operator lost all its kernels
+            assert len(set(classes)) > 2
+
+
+def test_an_operator_not_the_views_gets_its_work_class_on_its_own() -> None:
+    profile = pair_profile("base")
+    view = ProfileView(profile)
+    op = next(op for op in view.operators if op.kernel_ids)
+    copy = op.model_copy()  # equal, but not the view's model
+    assert view.work_class(copy) == ProfileView(profile)._work_class_of(op)
+    assert list(view._work_class) == [op.key]  # only its own: not every operator's
