@@ -196,19 +196,24 @@ def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
     assert ref is not None
     arrow = _read_parquet(profile_path, ref, "kernel_table", ref.kernel_count, len(profile.kernels))
     parquet = profile_path.parent / ref.path
+    op_ref = profile.operator_table
+    op_arrow = None
+    if op_ref is not None:
+        op_arrow = _read_parquet(profile_path, op_ref, "operator_table", op_ref.operator_count,
+                                 len(profile.operators))
+    listed = None
+    if op_arrow is not None and "key" in op_arrow.column_names:
+        listed = op_arrow.column("key").combine_chunks()
     try:
-        kernels = from_arrow(arrow)
+        kernels = from_arrow(arrow, listed)
     except (KeyError, ValueError, TypeError) as err:
         raise SchemaError(f"{parquet}: not an oprof kernel table ({type(err).__name__}: {err}); "
                           "re-run 'oprof attribute'") from err
-    del arrow
+    del arrow, listed
     fields = {**profile.__dict__, "kernels": kernels}
-    op_ref = profile.operator_table
     if op_ref is not None:
         from profiler_core.attribution.operator_parquet import OperatorColumns
 
-        op_arrow = _read_parquet(profile_path, op_ref, "operator_table", op_ref.operator_count,
-                                 len(profile.operators))
         try:
             fields["operators"] = OperatorColumns(op_arrow)
         except (KeyError, ValueError, TypeError, AttributeError) as err:
@@ -261,24 +266,29 @@ def _dim_codes(dims: Interner, parts: list[np.ndarray]) -> list[np.ndarray]:
     return np.split(flat, np.cumsum([len(part) for part in parts])[:-1]) if parts else []
 
 
-def _operator_keys(column: Any) -> tuple[Sequence[str], np.ndarray]:
+def _operator_keys(column: Any, listed: Any = None) -> tuple[Sequence[str], np.ndarray]:
     """The kernel table's operator keys and each kernel's code into them (NONE: no operator).
 
     The column's dictionary holds each key once (as written): it is kept as Arrow, a Python list
     only when asked for. A dictionary that repeats a key or holds a null is coded key by key.
+    ``listed``: the operator table's key column. A dictionary equal to it (as written) is not
+    searched for repeats here: reading the profile checks the operator keys are distinct.
     """
     import pyarrow.compute as pc
 
     dictionary = column.dictionary
-    if dictionary.null_count == 0 and pc.count_distinct(dictionary).as_py() == len(dictionary):
+    if dictionary.null_count == 0 and (
+            (listed is not None and dictionary.type == listed.type and dictionary.equals(listed))
+            or pc.count_distinct(dictionary).as_py() == len(dictionary)):
         return ArrowStrings(dictionary), filled(column.indices, NONE).astype(np.int64)
     keys = Interner()
     table = np.array([NONE if v is None else keys.code(v) for v in dictionary.to_pylist()] + [NONE], dtype=np.int64)
     return keys.values, table[filled(column.indices, len(dictionary)).astype(np.int64)]
 
 
-def from_arrow(arrow: Any) -> KernelTable:
-    """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`)."""
+def from_arrow(arrow: Any, listed: Any = None) -> KernelTable:
+    """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`); ``listed``: the
+    operator table's key column, if the profile has one (see :func:`_operator_keys`)."""
     strings = Interner()
     strings.code(None)
     meta = arrow.schema.metadata or {}
@@ -318,7 +328,7 @@ def from_arrow(arrow: Any) -> KernelTable:
     tier_names = Interner()
     for t in TIERS:
         tier_names.code(t.value)
-    operator_keys, operator = _operator_keys(col("operator_key"))
+    operator_keys, operator = _operator_keys(col("operator_key"), listed)
     evidence = []
     for tier in TIER_ORDER:
         o = codes(f"evidence.{tier.value}.operator")

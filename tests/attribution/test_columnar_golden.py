@@ -11,7 +11,9 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -292,3 +294,67 @@ def test_filled_replaces_nulls_and_leaves_values() -> None:
     assert np.isnan(filled(pa.array([1.5, None, 3.0]), np.nan)[1])
     assert filled(pa.chunked_array([[1, None], [7]]), -1).tolist() == [1, -1, 7]
     assert filled(pa.array([4, 5], type=pa.int64()), -1).tolist() == [4, 5]
+
+
+def _rewritten(profile: Path, kind: str, change: Callable[[Any], Any]) -> None:
+    """The ``kind`` table of ``profile`` replaced by ``change(table)``, its size and digest recorded
+    in profile.json as a writer would (so only the reference checks can refuse it)."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = _table(profile.parent, kind)
+    sink = pa.BufferOutputStream()
+    pq.write_table(change(pq.ParquetFile(table).read()), sink)
+    data = sink.getvalue().to_pybytes()
+    table.write_bytes(data)
+    doc = json.loads(profile.read_bytes())
+    ref = doc["kernel_table" if kind == "kernels" else "operator_table"]
+    ref.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    profile.write_text(json.dumps(doc))
+
+
+def _keys_replaced(table: Any, column: str, old: str, new: str) -> Any:
+    """``table`` with ``old`` written as ``new`` in the string (or dictionary of strings) ``column``."""
+    import pyarrow as pa
+
+    col = table.column(column).combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        values = [new if v == old else v for v in col.dictionary.to_pylist()]
+        col = pa.DictionaryArray.from_arrays(col.indices, pa.array(values, type=col.dictionary.type))
+    else:
+        col = pa.array([new if v == old else v for v in col.to_pylist()], type=col.type)
+    return table.set_column(table.column_names.index(column), column, col)
+
+
+def test_keys_equal_to_the_operator_tables_are_still_checked(written: Path, tmp_path: Path) -> None:
+    # the kernels' key dictionary as written is the operator table's key column: reading takes it as
+    # it is (no search for repeats, no lookup per key), so a repeat there must still be refused
+    profile, _ = _copy(written, tmp_path)
+    back = read_profile(profile)
+    first, second = back.operators[0].key, back.operators[1].key
+    _rewritten(profile, "operators", lambda t: _keys_replaced(t, "key", second, first))
+    _rewritten(profile, "kernels", lambda t: _keys_replaced(t, "operator_key", second, first))
+    with pytest.raises(SchemaError, match=f"operator key '{first}' appears twice"):
+        read_profile(profile)
+    # a kernel key the operator table does not hold: the dictionaries differ, each key is looked up
+    (tmp_path / "other").mkdir()
+    profile, _ = _copy(written, tmp_path / "other")
+    used = next(k for k in read_profile(profile).kernels.operator_key_list() if k is not None)
+    _rewritten(profile, "kernels", lambda t: _keys_replaced(t, "operator_key", used, "nope#0"))
+    with pytest.raises(SchemaError, match="attributed to operator 'nope#0', which the profile does not list"):
+        read_profile(profile)
+
+
+def test_an_operator_key_dictionary_equal_to_the_listed_keys_is_kept_as_arrow() -> None:
+    import pyarrow as pa
+
+    from profiler_core.columnar_profile import _operator_keys
+
+    repeat = pa.array(["a", "b", "a"])
+    column = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2], type=pa.int32()), repeat)
+    keys, _ = _operator_keys(column, pa.array(["a", "b", "a"]))
+    assert isinstance(keys, ArrowStrings)  # the operator table's keys: their repeat is the reference check's
+    keys, codes = _operator_keys(column, pa.array(["a", "b", "c"]))
+    assert isinstance(keys, list) and codes.tolist() == [0, 1, 0]  # otherwise searched and coded key by key
