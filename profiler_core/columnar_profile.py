@@ -334,10 +334,13 @@ def from_arrow(arrow: Any, listed: Any = None) -> KernelTable:
         o = codes(f"evidence.{tier.value}.operator")
         evidence.append(EvidenceColumns(o != strings.codes[None], o, ints(f"evidence.{tier.value}.op_id"),
                                         codes(f"evidence.{tier.value}.detail")))
-    values = np.zeros((n, len(fields)))
+    # filled counter by counter into a (counters, rows) array and handed on transposed: writing a
+    # column of a row-major (rows, counters) array strides across memory (1M kernels: 0.53 -> 0.04 s)
+    values = np.zeros((len(fields), n))
     if have_counters:
         for c, f in enumerate(fields):
-            values[:, c] = filled(col(f"counters.{f}"), np.nan)
+            values[c] = filled(col(f"counters.{f}"), np.nan)
+    values = values.T
     agree_arr = col("tiers_agree")
     agree = np.where(validity(agree_arr), to_numpy(agree_arr).astype(np.int8), NONE).astype(np.int8)
     graph = col("graph_id")

@@ -90,10 +90,13 @@ class CounterRows:
             self.kernels = list(kernels)  # each holds every counter field, None where not measured
             rows = np.asarray(table.counter_row)
             has = rows != NONE
-            self.matrix = np.full((len(kernels), len(FIELDS)), np.nan)
+            # filled counter by counter (contiguous writes), then laid out a kernel per row
+            matrix = np.full((len(FIELDS), len(kernels)), np.nan)
+            values = np.asarray(table.counter_values)
             for c, f in enumerate(FIELDS):
                 if f in fields:
-                    self.matrix[has, c] = np.asarray(table.counter_values)[rows[has], fields.index(f)]
+                    matrix[c, has] = values[rows[has], fields.index(f)]
+            self.matrix = np.ascontiguousarray(matrix.T)
             self.durations = (np.asarray(table.end_ns) - np.asarray(table.start_ns)).astype(float)
             self.key_masks = np.full(len(kernels), _key_mask(dict.fromkeys(fields)), dtype=np.int64)
         else:
