@@ -233,6 +233,26 @@ def test_rows_shared_by_repeated_calls_are_each_operators_own(gpt2: Profile) -> 
         assert len({id(r.flops_by_roof) for r in rows}) == len(rows)  # each row's split its own dict
 
 
+def test_rows_built_without_the_dataclass_init_are_what_it_builds(gpt2: Profile) -> None:
+    # roofline() fills each row's __dict__ directly: every field must be there, nothing else, and
+    # the row must equal (and hash, print and replace as) the one OperatorRoofline(...) builds
+    import dataclasses
+
+    from profiler_core.analysis.roofline import OperatorRoofline
+
+    names = [f.name for f in dataclasses.fields(OperatorRoofline)]
+    rows = roofline(gpt2).operators
+    assert rows and any(r.notes for r in rows)
+    for r in rows:
+        assert list(vars(r)) == names
+        built = OperatorRoofline(**{n: getattr(r, n) for n in names})
+        assert r == built and repr(r) == repr(built)
+        assert dataclasses.replace(r, duration_ns=r.duration_ns + 1) == dataclasses.replace(
+            built, duration_ns=built.duration_ns + 1)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.duration_ns = 0  # type: ignore[misc]
+
+
 def test_exact_key_tells_apart_values_equal_only_as_numbers() -> None:
     from profiler_core.analysis.roofline import exact_key
 
