@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -12,10 +12,12 @@ from rich.table import Table
 from profiler_core import api
 from profiler_core.attribution.operator_table import slowest
 from profiler_core.cli import command, emit_json, err_console, out_console
-from profiler_core.distributed.attribute import MultiRankProfile
 from profiler_core.profile_io import write_profile
 from profiler_core.rundir import PROFILE_NAME, RANKS_JSON
 from profiler_core.schema import Profile
+
+if TYPE_CHECKING:  # a multi-rank run's merge (its package imports the analysis layer)
+    from profiler_core.distributed.attribute import MultiRankProfile
 
 ELSEWHERE = Path("oprof-runs") / "attribute"  # profiles of captures the user only asked to read
 

@@ -29,7 +29,9 @@ except SystemExit as done:
     code = done.code or 0
 else:
     code = 0
-print(json.dumps({{"code": code, "loaded": [m for m in HEAVY if m in sys.modules]}}), file=sys.stderr)
+print(json.dumps({{"code": code, "loaded": [m for m in HEAVY if m in sys.modules],
+                  "layers": sorted({{m.split(".")[1] for m in sys.modules if m.startswith("profiler_core.")}})}}),
+      file=sys.stderr)
 """
 
 
@@ -56,6 +58,21 @@ def test_light_commands_never_import_torch(tmp_path: Path, args: list[str]) -> N
     drawn = ["matplotlib"] if "--html" in args else []
     assert verdict["loaded"] == drawn, f"oprof {args[0]} imported {verdict['loaded']}"
     assert result.stdout.strip()
+
+
+@pytest.mark.slow
+def test_attribute_of_one_rank_loads_neither_the_analysis_nor_the_multi_rank_layer(tmp_path: Path) -> None:
+    # `oprof attribute` should cost what its library calls cost: the rules, roofline and the
+    # multi-rank package (which imports them) load only for a command that diagnoses
+    layers = {}
+    for args in (["attribute", str(GPT2 / "baseline"), "--out", str(tmp_path / "profile.json")],
+                 ["diagnose", str(tmp_path / "profile.json"), "--json"]):
+        verdict = json.loads(_run(args).stderr.strip().splitlines()[-1])
+        assert verdict["code"] == 0, args
+        layers[args[0]] = set(verdict["layers"])
+    assert "attribution" in layers["attribute"]
+    assert not layers["attribute"] & {"analysis", "distributed"}, layers["attribute"]
+    assert "analysis" in layers["diagnose"]  # the probe sees the layer when it loads
 
 
 @pytest.mark.slow
