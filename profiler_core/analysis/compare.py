@@ -193,18 +193,26 @@ def _time_rows(b_sets: Sequence[Sequence[Kernel]], o_sets: Sequence[Sequence[Ker
                b_counters: Sequence[dict[str, float | None]], o_counters: Sequence[dict[str, float | None]],
                ) -> list[dict]:
     """Each row's times and counter deltas (``b_sets[i]`` against ``o_sets[i]``, their counters given)."""
+    return _time_rows_of([sum(k.duration_ns for k in ks) for ks in b_sets], [len(ks) for ks in b_sets],
+                         [sum(k.duration_ns for k in ks) for ks in o_sets], [len(ks) for ks in o_sets],
+                         bv, ov, scale, t, b_counters, o_counters)
+
+
+def _time_rows_of(b_raws: Sequence[int], b_counts: Sequence[int], o_raws: Sequence[int], o_counts: Sequence[int],
+                  bv: ProfileView, ov: ProfileView, scale: tuple[float, float], t: Thresholds,
+                  b_counters: Sequence[dict[str, float | None]], o_counters: Sequence[dict[str, float | None]],
+                  ) -> list[dict]:
+    """:func:`_time_rows` from each row's kernel time and count on either side."""
     rows = []
     deltas = _counter_deltas_many(b_counters, o_counters, t)
-    for b_ks, o_ks, counters in zip(b_sets, o_sets, deltas, strict=True):
-        b_raw = sum(k.duration_ns for k in b_ks)
-        o_raw = sum(k.duration_ns for k in o_ks)
+    for b_raw, b_n, o_raw, o_n, counters in zip(b_raws, b_counts, o_raws, o_counts, deltas, strict=True):
         b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
         rows.append({
             "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
             "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
             "base_share_pct": round(bv.share_pct(b_raw), 3),
             "opt_share_pct": round(ov.share_pct(o_raw), 3),
-            "base_kernels": len(b_ks), "opt_kernels": len(o_ks),
+            "base_kernels": b_n, "opt_kernels": o_n,
             "counters": counters,
         })
     return rows
@@ -231,12 +239,21 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
     rows = []
     sides = [([bv.operators_by_key[k] for k in g.base_keys], [ov.operators_by_key[k] for k in g.opt_keys])
              for g in groups]
-    b_sets = [bv.kernels_of_ops(b_ops) for b_ops, _ in sides]
-    o_sets = [ov.kernels_of_ops(o_ops) for _, o_ops in sides]
-    # every row's counters in one vectorised pass per side (the figures of one aggregation per row)
-    b_counters = kernel_counters_many(b_sets, table=bv.counter_rows)
-    o_counters = kernel_counters_many(o_sets, table=ov.counter_rows)
-    times = _time_rows(b_sets, o_sets, bv, ov, scale, t, b_counters, o_counters)
+    b_found = bv.kernel_positions_of_ops([b_ops for b_ops, _ in sides])
+    o_found = ov.kernel_positions_of_ops([o_ops for _, o_ops in sides])
+    if b_found is not None and o_found is not None:
+        # each row's kernels as positions in its view: times summed and counters aggregated on the columns
+        (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
+        times = _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes),
+                              o_sizes.tolist(), bv, ov, scale, t, bv.counters_of_positions(b_pos, b_sizes),
+                              ov.counters_of_positions(o_pos, o_sizes))
+    else:
+        b_sets = [bv.kernels_of_ops(b_ops) for b_ops, _ in sides]
+        o_sets = [ov.kernels_of_ops(o_ops) for _, o_ops in sides]
+        # every row's counters in one vectorised pass per side (the figures of one aggregation per row)
+        b_counters = kernel_counters_many(b_sets, table=bv.counter_rows)
+        o_counters = kernel_counters_many(o_sets, table=ov.counter_rows)
+        times = _time_rows(b_sets, o_sets, bv, ov, scale, t, b_counters, o_counters)
     for g, (b_ops, o_ops), time_row in zip(groups, sides, times, strict=True):
         first = (b_ops or o_ops)[0]
         cls = (bv if b_ops else ov).op_class(first)
@@ -249,6 +266,14 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
             **time_row, "label": label, "op_class": cls, "method": g.method, "base_keys": list(g.base_keys),
             "opt_keys": list(g.opt_keys)}))
     return rows
+
+
+def _sums(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> list[int]:
+    """The kernel time of each consecutive set of the view's kernels (``positions`` cut by ``sizes``)."""
+    durations = view.kernel_durations[positions]
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    totals = np.add.reduceat(np.append(durations, 0), bounds[:-1]) if len(sizes) else np.zeros(0, np.int64)
+    return np.where(sizes > 0, totals, 0).tolist()
 
 
 def _keys_label(keys: Sequence[str]) -> str:

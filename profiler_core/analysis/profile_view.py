@@ -563,6 +563,11 @@ class ProfileView:
     def _columns(self) -> _KernelColumns:
         return _KernelColumns(self.kernels)
 
+    @property
+    def kernel_durations(self) -> np.ndarray:
+        """Each kernel's duration in ns (int64), by its position in ``kernels``."""
+        return self._columns.duration
+
     def positions(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The positions of ``kernels`` in the view's kernel list, or None when one is not the view's."""
         cols = self._columns
@@ -645,11 +650,58 @@ class ProfileView:
 
     def kernels_of_ops(self, ops: Iterable[Operator]) -> list[Kernel]:
         """All kernels of ``ops``, in timeline order, each once."""
+        ops = list(ops)
+        found = self.kernel_positions_of_ops([ops]) if len(ops) > 1 else None
+        if found is not None:
+            kernels = self.kernels
+            return [kernels[p] for p in found[0].tolist()]
         seen: dict[int, Kernel] = {}
         for op in ops:
             for k in self.kernels_of(op):
                 seen[k.id] = k
         return sorted(seen.values(), key=lambda k: k.start_ns)
+
+    def kernel_positions_of_ops(self, op_sets: Sequence[Sequence[Operator]]
+                                ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`kernels_of_ops` of each set, as positions in ``kernels``: one array, set after set
+        (each set's kernels once, in timeline order, ties in the order its operators list them),
+        and each set's size. None when an operator is not one of the view's own."""
+        row_of = self._row_of
+        at: list[int] = []
+        for ops in op_sets:
+            for op in ops:
+                row = row_of(op)
+                if row is None:
+                    return None
+                at.append(row)
+        members = self._members
+        g = np.array(at, dtype=np.int64)
+        sizes = members.sizes[g]
+        total = int(sizes.sum())
+        # every member of every listed operator, in listing order (``occ``), with its set
+        first = np.cumsum(sizes) - sizes
+        pos = members.flat[np.arange(total) - np.repeat(first - members.offsets[g], sizes)]
+        grp = np.repeat(np.repeat(np.arange(len(op_sets)), [len(ops) for ops in op_sets]), sizes)
+        occ = np.arange(total)
+        # a kernel listed twice in one set is kept where it is first listed
+        order = np.lexsort((occ, pos, grp))
+        repeat = np.zeros(total, dtype=bool)
+        repeat[order[1:]] = (grp[order[1:]] == grp[order[:-1]]) & (pos[order[1:]] == pos[order[:-1]])
+        if repeat.any():
+            pos, grp, occ = pos[~repeat], grp[~repeat], occ[~repeat]
+        order = np.lexsort((occ, self._columns.start[pos], grp))  # timeline order, first listing breaking ties
+        return pos[order], np.bincount(grp, minlength=len(op_sets)).astype(np.int64)
+
+    def counters_of_positions(self, positions: np.ndarray, sizes: np.ndarray,
+                              fields: Collection[str] | None = None) -> list[dict[str, float | None]]:
+        """:func:`kernel_counters_many` of consecutive sets of the view's kernels, given as positions
+        in ``kernels`` (set after set, cut by ``sizes``): the same figures, read off the counter rows."""
+        table = self.counter_rows
+        rows = table.row_at[positions]
+        keep = rows >= 0  # less the kernels without counters
+        kept = np.bincount(np.repeat(np.arange(len(sizes)), sizes)[keep], minlength=len(sizes)).astype(np.int64)
+        rows = rows[keep]
+        return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], kept, fields)
 
     def confidence_of(self, kernels: Iterable[Kernel]) -> Confidence:
         """The weakest attribution confidence among ``kernels``."""

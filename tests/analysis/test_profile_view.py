@@ -203,3 +203,43 @@ def test_an_operator_not_the_views_gets_its_work_class_on_its_own() -> None:
     copy = op.model_copy()  # equal, but not the view's model
     assert view.work_class(copy) == ProfileView(profile)._work_class_of(op)
     assert list(view._work_class) == [op.key]  # only its own: not every operator's
+
+
+def _kernels_of_ops_one_by_one(view: ProfileView, ops: list) -> list:
+    """Every kernel of ``ops`` once (where first listed), in timeline order."""
+    seen: dict[int, object] = {}
+    for op in ops:
+        for k in sorted((view.kernels_by_id[i] for i in op.kernel_ids if i in view.kernels_by_id),
+                        key=lambda k: k.start_ns):
+            seen.setdefault(k.id, k)
+    return sorted(seen.values(), key=lambda k: k.start_ns)  # type: ignore[attr-defined]
+
+
+def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_give() -> None:
+    from profiler_core.analysis.profile_view import kernel_counters_many
+
+    rng = random.Random(5)
+    for base in (pair_profile("base"), joinable_profile()):
+        # coarse: start times on a 50 us grid, so kernels of different operators start together
+        coarse = base.model_copy(update={"kernels": [k.model_copy(update={"start_ns": k.start_ns // 50_000 * 50_000})
+                                                     for k in base.kernels]})
+        for profile in (base, _thinned(base, rng), coarse):
+            view = ProfileView(profile)
+            ops = list(view.operators)
+            # sets of one, of neighbours sharing kernels' start times, of repeats and of nothing
+            sets = [[op] for op in ops[:40]] + [rng.sample(ops, rng.randint(2, 6)) for _ in range(60)]
+            sets += [[ops[3], ops[3], ops[7]], [], ops]
+            found = view.kernel_positions_of_ops(sets)
+            assert found is not None
+            positions, sizes = found
+            assert sizes.sum() == len(positions) and len(sizes) == len(sets)
+            bounds = [0, *sizes.cumsum().tolist()]
+            expected = [_kernels_of_ops_one_by_one(view, s) for s in sets]
+            for i, ks in enumerate(expected):
+                got = [view.kernels[p] for p in positions[bounds[i]:bounds[i + 1]].tolist()]
+                assert [k.id for k in got] == [k.id for k in ks], i
+                assert [k.id for k in view.kernels_of_ops(sets[i])] == [k.id for k in ks], i
+            assert view.counters_of_positions(positions, sizes) == kernel_counters_many(
+                expected, table=view.counter_rows)
+            assert any(len(ks) > 1 for ks in expected) and any(not ks for ks in expected)
+            assert view.kernel_positions_of_ops([[ops[0].model_copy()]]) is None  # not the view's own
