@@ -169,10 +169,20 @@ def _write_json(out: IO[bytes], profile: Profile, ref: KernelTableRef, op_ref: O
 
 def _read_parquet(profile_path: Path, ref: Any, what: str, rows: int, listed: int) -> Any:
     """The Parquet table ``ref`` points at, checked against its size, digest and row count (errors name the file)."""
+    return _parse_parquet(profile_path, ref, what, rows, _parquet_bytes(profile_path, ref, what, listed))
+
+
+def _parquet_bytes(profile_path: Path, ref: Any, what: str, listed: int) -> Any:
+    """The bytes of the Parquet table ``ref`` points at, checked against its size and digest."""
     if listed:
         raise SchemaError(f"{profile_path}: lists {what.split('_')[0]}s and a {what.replace('_', ' ')}; "
                           "a profile holds one or the other")
-    data = read_table_bytes(profile_path, ref, what)
+    return read_table_bytes(profile_path, ref, what)
+
+
+def _parse_parquet(profile_path: Path, ref: Any, what: str, rows: int, data: Any,
+                   columns: list[str] | None = None) -> Any:
+    """The table in ``data`` (the bytes of ``ref``'s file), or only its ``columns``, checked against its row count."""
     parquet = profile_path.parent / ref.path
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -180,7 +190,7 @@ def _read_parquet(profile_path: Path, ref: Any, what: str, rows: int, listed: in
     try:
         # ParquetFile, not read_table: the latter goes through pyarrow.dataset, whose import pulls
         # in pandas (0.3 s) for the same table
-        arrow = pq.ParquetFile(pa.BufferReader(data)).read()
+        arrow = pq.ParquetFile(pa.BufferReader(data)).read(columns=columns)
     except (pa.ArrowException, OSError) as err:
         raise SchemaError(f"{parquet}: not a readable Parquet {what.replace('_', ' ')} ({err}); the file is "
                           "truncated or damaged: re-run 'oprof attribute'") from err
@@ -190,6 +200,22 @@ def _read_parquet(profile_path: Path, ref: Any, what: str, rows: int, listed: in
     return arrow
 
 
+def _key_column(profile_path: Path, ref: Any, data: Any) -> Any:
+    """The operator table's key column alone (None without one): decoded before the kernel table is,
+    while the whole operator table is decoded once the kernel table's Arrow is released."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.ParquetFile(pa.BufferReader(data)).schema_arrow.names
+    except (pa.ArrowException, OSError):
+        return None  # reading the whole table names the damage
+    if "key" not in names:
+        return None
+    keys = _parse_parquet(profile_path, ref, "operator_table", ref.operator_count, data, ["key"])
+    return keys.column("key").combine_chunks()
+
+
 def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
     """Load the Parquet tables a profile.json points at into ``profile.kernels`` / ``profile.operators``."""
     ref = profile.kernel_table
@@ -197,13 +223,10 @@ def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
     arrow = _read_parquet(profile_path, ref, "kernel_table", ref.kernel_count, len(profile.kernels))
     parquet = profile_path.parent / ref.path
     op_ref = profile.operator_table
-    op_arrow = None
+    op_data = listed = None
     if op_ref is not None:
-        op_arrow = _read_parquet(profile_path, op_ref, "operator_table", op_ref.operator_count,
-                                 len(profile.operators))
-    listed = None
-    if op_arrow is not None and "key" in op_arrow.column_names:
-        listed = op_arrow.column("key").combine_chunks()
+        op_data = _parquet_bytes(profile_path, op_ref, "operator_table", len(profile.operators))
+        listed = _key_column(profile_path, op_ref, op_data)
     try:
         kernels = from_arrow(arrow, listed)
     except (KeyError, ValueError, TypeError) as err:
@@ -214,6 +237,8 @@ def attach_kernel_table(profile_path: Path, profile: Profile) -> None:
     if op_ref is not None:
         from profiler_core.attribution.operator_parquet import OperatorColumns
 
+        op_arrow = _parse_parquet(profile_path, op_ref, "operator_table", op_ref.operator_count, op_data)
+        del op_data
         try:
             fields["operators"] = OperatorColumns(op_arrow)
         except (KeyError, ValueError, TypeError, AttributeError) as err:

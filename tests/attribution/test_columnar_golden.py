@@ -153,6 +153,44 @@ def test_truncated_operator_parquet_is_a_named_error(written: Path, tmp_path: Pa
         read_profile(profile)
 
 
+def test_damaged_operator_parquet_without_a_digest_is_a_named_error(written: Path, tmp_path: Path) -> None:
+    profile, _ = _copy(written, tmp_path)
+    table = _table(tmp_path, "operators")
+    data = bytearray(table.read_bytes())
+    data[-6:] = b"XXXXXX"  # the footer's length and magic
+    table.write_bytes(bytes(data))
+    doc = json.loads(profile.read_bytes())
+    del doc["operator_table"]["sha256"]
+    profile.write_text(json.dumps(doc))
+    with pytest.raises(SchemaError, match=r"profile\.operators\.\w+\.parquet: not a readable Parquet operator table"):
+        read_profile(profile)
+
+
+def test_the_operator_table_is_decoded_whole_after_the_kernel_tables_arrow_is_released(
+        written: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # its key column alone is decoded first (the kernels' key dictionary is checked against it), so
+    # the kernel table's Arrow and the whole operator table are never held at once
+    from profiler_core import columnar_profile
+
+    steps: list[str] = []
+    parse, build = columnar_profile._parse_parquet, columnar_profile.from_arrow
+
+    def parse_logged(profile_path: Path, ref: Any, what: str, rows: int, data: Any,
+                     columns: list[str] | None = None) -> Any:
+        steps.append(f"{what} {columns or 'all'}")
+        return parse(profile_path, ref, what, rows, data, columns)
+
+    def build_logged(arrow: Any, listed: Any = None) -> Any:
+        steps.append(f"kernels built, keys {'given' if listed is not None else 'not given'}")
+        return build(arrow, listed)
+
+    monkeypatch.setattr(columnar_profile, "_parse_parquet", parse_logged)
+    monkeypatch.setattr(columnar_profile, "from_arrow", build_logged)
+    back = read_profile(written)
+    assert steps == ["kernel_table all", "operator_table ['key']", "kernels built, keys given", "operator_table all"]
+    assert [op.key for op in back.operators] == [op.key for op in read_profile(written).operators]
+
+
 def test_operators_are_read_lazily_and_rewritten_as_they_are(written: Path, tmp_path: Path) -> None:
     from profiler_core.attribution.operator_parquet import OperatorColumns
 
