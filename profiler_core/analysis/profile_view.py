@@ -616,6 +616,16 @@ class ProfileView:
             out.append({f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted})
         return out
 
+    def counters_of_op_sets(self, op_sets: Sequence[Sequence[Operator]], fields: Sequence[str],
+                            ) -> list[dict[str, float | None]]:
+        """:meth:`counters_of_many` of each set's :meth:`kernels_of_ops`, read by position in one pass."""
+        found = self.kernel_positions_of_ops(op_sets)
+        if found is None:
+            return self.counters_of_many([self.kernels_of_ops(ops) for ops in op_sets], fields)
+        wanted = list(fields)
+        return [{f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted}
+                for counters in self.counters_of_positions(*found, wanted)]
+
     def evidence(self, kernels: Sequence[Kernel], *, operator_count: int = 0,
                  facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
                  ) -> FindingEvidence:
@@ -651,7 +661,8 @@ class ProfileView:
     def kernels_of_ops(self, ops: Iterable[Operator]) -> list[Kernel]:
         """All kernels of ``ops``, in timeline order, each once."""
         ops = list(ops)
-        found = self.kernel_positions_of_ops([ops]) if len(ops) > 1 else None
+        # by positions where the operators are many (one set: a few operators merge faster one by one)
+        found = self.kernel_positions_of_ops([ops]) if len(ops) >= 16 else None
         if found is not None:
             kernels = self.kernels
             return [kernels[p] for p in found[0].tolist()]

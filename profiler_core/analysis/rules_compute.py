@@ -88,7 +88,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
                                         max_size=t.max_parallel_projections)
     chosen, facts, sizes = [], [], Counter[int]()
     op_groups = [[ctx.ops[i] for i in group] for group in groups]
-    aggregates = ctx.view.counters_of_many([ctx.view.kernels_of_ops(ops) for ops in op_groups], _GEMM_FIELDS)
+    aggregates = ctx.view.counters_of_op_sets(op_groups, _GEMM_FIELDS)
     for ops, agg in zip(op_groups, aggregates, strict=True):
         occupancy = counter(agg, "achieved_occupancy_pct")
         if occupancy is None or occupancy >= t.low_occupancy_pct:

@@ -243,3 +243,8 @@ def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_
                 expected, table=view.counter_rows)
             assert any(len(ks) > 1 for ks in expected) and any(not ks for ks in expected)
             assert view.kernel_positions_of_ops([[ops[0].model_copy()]]) is None  # not the view's own
+            fields = ["achieved_occupancy_pct", "dram_throughput_pct", "tensor_core_active_pct"]
+            assert view.counters_of_op_sets(sets, fields) == view.counters_of_many(expected, fields)
+            alien = [*sets[:5], [ops[0].model_copy()]]  # one set not the view's own: read from the models
+            assert view.counters_of_op_sets(alien, fields) == view.counters_of_many(
+                [_kernels_of_ops_one_by_one(view, s) for s in alien], fields)
