@@ -247,8 +247,7 @@ def json_document(payload: Any) -> bytes:
     """
     from pydantic_core import to_json
 
-    if hasattr(payload, "model_dump"):
-        payload = payload.model_dump(mode="json")
+    # a model goes to JSON in one pass (its JSON-mode serialization, without a dump to Python first)
     return to_json(payload, indent=1, fallback=str) + b"\n"
 
 
