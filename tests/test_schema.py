@@ -100,6 +100,24 @@ def test_construct_trusted_matches_model_construct() -> None:
     assert fast.model_fields_set == slow.model_fields_set
 
 
+def test_trusted_models_share_one_fields_set_and_stay_independent() -> None:
+    from profiler_core.schema import construct_trusted
+
+    a = construct_trusted(Kernel, dict(_kernel(3).__dict__))
+    b = construct_trusted(Kernel, dict(_kernel(4).__dict__))
+    assert a.model_fields_set is b.model_fields_set  # every field named: one set for the class
+    assert a.model_fields_set == set(Kernel.model_fields)
+    a.name = "renamed"  # assignment adds a name the set holds already
+    c = a.model_copy(update={"stream": 99})  # a copy gets a set of its own
+    assert b.name != "renamed" and b.model_fields_set == set(Kernel.model_fields)
+    assert c.model_fields_set is not a.model_fields_set and c.stream == 99 and b.stream != 99
+    assert set(b.model_dump(exclude_unset=True)) == set(Kernel.model_fields)
+    partial = dict(_kernel(5).__dict__)
+    del partial["stream"]  # not every field: a set of its own, naming what is set
+    p = construct_trusted(Kernel, partial)
+    assert p.model_fields_set == set(partial) and p.model_fields_set is not a.model_fields_set
+
+
 REAL_PROFILE = Path(__file__).parent / "data" / "h200_joinable" / "expected" / "profile.json"
 
 

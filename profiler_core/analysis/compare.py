@@ -26,7 +26,7 @@ from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import COUNTER_FIELDS
-from profiler_core.schema import Kernel, OperatorClass, Profile, construct_trusted
+from profiler_core.schema import Kernel, OperatorClass, Profile, all_fields_set, construct_trusted
 
 COMPARISON_SCHEMA_VERSION: Final = 1
 
@@ -146,6 +146,7 @@ def _counter_deltas_many(bases: Sequence[dict[str, float | None]], opts: Sequenc
     out: list[list[CounterDelta]] = [[] for _ in range(n)]
     texts = _Texts()
     new, set_attr = CounterDelta.__new__, object.__setattr__
+    every_field = all_fields_set(CounterDelta)  # each model names every field: they share its set
     for f in COUNTER_FIELDS:
         b_col = [d.get(f) for d in bases]
         o_col = [d.get(f) for d in opts]
@@ -173,7 +174,7 @@ def _counter_deltas_many(bases: Sequence[dict[str, float | None]], opts: Sequenc
                       "direction": dirs[i], "text": f"{f} {b_txt[i]} -> {o_txt[i]}"}
             m = new(CounterDelta)
             set_attr(m, "__dict__", values)
-            set_attr(m, "__pydantic_fields_set__", set(values))
+            set_attr(m, "__pydantic_fields_set__", every_field)
             set_attr(m, "__pydantic_extra__", None)
             set_attr(m, "__pydantic_private__", None)
             out[i].append(m)
