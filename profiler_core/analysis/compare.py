@@ -221,16 +221,20 @@ def _time_rows_of(b_raws: Sequence[int], b_counts: Sequence[int], o_raws: Sequen
 
 def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
                 t: Thresholds) -> list[ClassRow]:
-    b_by: dict[OperatorClass, list[Kernel]] = defaultdict(list)
-    o_by: dict[OperatorClass, list[Kernel]] = defaultdict(list)
-    for k in bv.kernels:
-        b_by[bv.kernel_class(k)].append(k)
-    for k in ov.kernels:
-        o_by[ov.kernel_class(k)].append(k)
-    classes = [c for c in OperatorClass if c in b_by or c in o_by]
-    b_sets, o_sets = [b_by.get(c, []) for c in classes], [o_by.get(c, []) for c in classes]
-    times = _time_rows(b_sets, o_sets, bv, ov, scale, t, kernel_counters_many(b_sets, table=bv.counter_rows),
-                       kernel_counters_many(o_sets, table=ov.counter_rows))
+    # each class's kernels on either side, as positions in kernel order (ProfileView.kernel_class)
+    b_codes, o_codes = bv.kernel_class_codes, ov.kernel_class_codes
+    every = list(OperatorClass)
+    b_n = np.bincount(b_codes, minlength=len(every))
+    o_n = np.bincount(o_codes, minlength=len(every))
+    present = [c for c in range(len(every)) if b_n[c] or o_n[c]]
+    classes = [every[c] for c in present]
+    b_pos, o_pos = np.argsort(b_codes, kind="stable"), np.argsort(o_codes, kind="stable")
+    b_pos = b_pos[np.isin(b_codes[b_pos], present)]
+    o_pos = o_pos[np.isin(o_codes[o_pos], present)]
+    b_sizes, o_sizes = b_n[present].astype(np.int64), o_n[present].astype(np.int64)
+    times = _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes), o_sizes.tolist(),
+                          bv, ov, scale, t, bv.counters_of_positions(b_pos, b_sizes),
+                          ov.counters_of_positions(o_pos, o_sizes))
     rows = [ClassRow(op_class=c, **row) for c, row in zip(classes, times, strict=True)]
     return sorted(rows, key=lambda r: -max(r.base_ns, r.opt_ns))
 

@@ -535,6 +535,29 @@ class ProfileView:
                 out[k.id] = self.operators_by_key[key]
         return out
 
+    @cached_property
+    def kernel_class_codes(self) -> np.ndarray:
+        """:meth:`kernel_class` of every kernel, by position in ``kernels``, as its index in
+        ``list(OperatorClass)``: read off the operators' kernel positions, the kernels no operator
+        lists classed one by one."""
+        classes = {c: i for i, c in enumerate(OperatorClass)}
+        members = self._members
+        op_codes = np.fromiter((classes[self.op_class(op)] for op in self.operators), dtype=np.int64,
+                               count=len(self.operators))
+        codes = np.full(len(self.kernels), -1, dtype=np.int64)
+        grp = np.repeat(np.arange(len(self.operators)), members.sizes)
+        # a kernel two operators list is the later operator's (as kernel_operator builds it)
+        order = np.lexsort((grp, members.flat))
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = members.flat[order[1:]] != members.flat[order[:-1]]
+        codes[members.flat[order[last]]] = op_codes[grp[order[last]]]
+        kernels, by_key = self.kernels, self.operators_by_key
+        for p in np.flatnonzero(codes < 0).tolist():  # as kernel_operator and kernel_class take them
+            k = kernels[p]
+            op = by_key.get(k.attribution.operator_key) if k.attribution.operator_key is not None else None
+            codes[p] = classes[self.op_class(op) if op is not None else classify_operator(k.name, k.fused_with)]
+        return codes
+
     def is_unattributed(self, kernel: Kernel) -> bool:
         """True when no operator owns the kernel."""
         return kernel.attribution.tier is Tier.UNATTRIBUTED or kernel.id not in self.kernel_operator

@@ -248,3 +248,34 @@ def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_
             alien = [*sets[:5], [ops[0].model_copy()]]  # one set not the view's own: read from the models
             assert view.counters_of_op_sets(alien, fields) == view.counters_of_many(
                 [_kernels_of_ops_one_by_one(view, s) for s in alien], fields)
+
+
+def _relisted(profile, rng: random.Random):
+    """``profile`` with kernels listed by two operators (the later one owns them), kernels no operator
+    lists (their attribution's operator, or none, decides) and an attribution naming no operator."""
+    ops = list(profile.operators)
+    with_kernels = [g for g, op in enumerate(ops) if op.kernel_ids]
+    for g in rng.sample(with_kernels, 6):  # a kernel of g listed again by a later operator
+        h = rng.randrange(g, len(ops))
+        ops[h] = ops[h].model_copy(update={"kernel_ids": [*ops[h].kernel_ids, ops[g].kernel_ids[0]]})
+    for g in rng.sample(with_kernels, 6):  # the first kernel of g listed by no operator
+        ops[g] = ops[g].model_copy(update={"kernel_ids": ops[g].kernel_ids[1:]})
+    kernels = list(profile.kernels)
+    for p in rng.sample(range(len(kernels)), 4):
+        k = kernels[p]
+        kernels[p] = k.model_copy(update={"attribution": k.attribution.model_copy(update={"operator_key": "nope#0"})})
+    return profile.model_copy(update={"kernels": kernels, "operators": ops})
+
+
+def test_every_kernels_class_at_once_is_what_kernel_class_gives() -> None:
+    from profiler_core.schema import OperatorClass
+
+    rng = random.Random(11)
+    every = list(OperatorClass)
+    for base in (pair_profile("base"), pair_profile("opt"), joinable_profile()):
+        for profile in (base, _thinned(base, rng), _relisted(base, rng)):
+            view = ProfileView(profile)
+            got = [every[c] for c in view.kernel_class_codes.tolist()]
+            expected = [view.kernel_class(k) for k in view.kernels]
+            assert got == expected
+            assert len(set(expected)) > 2
