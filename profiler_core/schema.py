@@ -329,7 +329,7 @@ _ALL_FIELDS: dict[type, set[str]] = {}
 def all_fields_set(cls: type[BaseModel]) -> set[str]:
     """The names of every field of ``cls``: the fields set its models built with every field share.
 
-    One set per class, not one per model: a set of 20 names takes 2.3 kB, more than the values it
+    One set per class, not one per model: a set of 23 names takes 2.3 kB, more than the values it
     names (a million kernel models: 2 GB). Sharing it is safe because it already holds every field:
     pydantic adds a field's name on assignment (a no-op here), and copies the set for a copied model.
     """

@@ -228,13 +228,9 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
     o_n = np.bincount(o_codes, minlength=len(every))
     present = [c for c in range(len(every)) if b_n[c] or o_n[c]]
     classes = [every[c] for c in present]
-    b_pos, o_pos = np.argsort(b_codes, kind="stable"), np.argsort(o_codes, kind="stable")
-    b_pos = b_pos[np.isin(b_codes[b_pos], present)]
-    o_pos = o_pos[np.isin(o_codes[o_pos], present)]
-    b_sizes, o_sizes = b_n[present].astype(np.int64), o_n[present].astype(np.int64)
-    times = _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes), o_sizes.tolist(),
-                          bv, ov, scale, t, bv.counters_of_positions(b_pos, b_sizes),
-                          ov.counters_of_positions(o_pos, o_sizes))
+    # every kernel's class is a present one: sorted by class, the kernels are the present classes' in turn
+    times = _time_rows_at(bv, ov, (np.argsort(b_codes, kind="stable"), b_n[present].astype(np.int64)),
+                          (np.argsort(o_codes, kind="stable"), o_n[present].astype(np.int64)), scale, t)
     rows = [ClassRow(op_class=c, **row) for c, row in zip(classes, times, strict=True)]
     return sorted(rows, key=lambda r: -max(r.base_ns, r.opt_ns))
 
@@ -247,11 +243,7 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
     b_found = bv.kernel_positions_of_ops([b_ops for b_ops, _ in sides])
     o_found = ov.kernel_positions_of_ops([o_ops for _, o_ops in sides])
     if b_found is not None and o_found is not None:
-        # each row's kernels as positions in its view: times summed and counters aggregated on the columns
-        (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
-        times = _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes),
-                              o_sizes.tolist(), bv, ov, scale, t, bv.counters_of_positions(b_pos, b_sizes),
-                              ov.counters_of_positions(o_pos, o_sizes))
+        times = _time_rows_at(bv, ov, b_found, o_found, scale, t)
     else:
         b_sets = [bv.kernels_of_ops(b_ops) for b_ops, _ in sides]
         o_sets = [ov.kernels_of_ops(o_ops) for _, o_ops in sides]
@@ -271,6 +263,16 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
             **time_row, "label": label, "op_class": cls, "method": g.method, "base_keys": list(g.base_keys),
             "opt_keys": list(g.opt_keys)}))
     return rows
+
+
+def _time_rows_at(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, np.ndarray],
+                  o_found: tuple[np.ndarray, np.ndarray], scale: tuple[float, float], t: Thresholds) -> list[dict]:
+    """:func:`_time_rows` of sets of kernels given as positions in each view (positions set after set,
+    and each set's size): times summed and counters aggregated on the columns."""
+    (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
+    return _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes), o_sizes.tolist(),
+                         bv, ov, scale, t, bv.counters_of_positions(b_pos, b_sizes),
+                         ov.counters_of_positions(o_pos, o_sizes))
 
 
 def _sums(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> list[int]:

@@ -634,10 +634,7 @@ class ProfileView:
                          ) -> list[dict[str, float | None]]:
         """:meth:`counters_of` for each of ``kernel_sets`` (with ``fields``), in one vectorised pass."""
         wanted = list(fields)
-        out = []
-        for counters in kernel_counters_many(kernel_sets, wanted, self.counter_rows):
-            out.append({f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted})
-        return out
+        return _rounded(kernel_counters_many(kernel_sets, wanted, self.counter_rows), wanted)
 
     def counters_of_op_sets(self, op_sets: Sequence[Sequence[Operator]], fields: Sequence[str],
                             ) -> list[dict[str, float | None]]:
@@ -646,8 +643,7 @@ class ProfileView:
         if found is None:
             return self.counters_of_many([self.kernels_of_ops(ops) for ops in op_sets], fields)
         wanted = list(fields)
-        return [{f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in wanted}
-                for counters in self.counters_of_positions(*found, wanted)]
+        return _rounded(self.counters_of_positions(*found, wanted), wanted)
 
     def evidence(self, kernels: Sequence[Kernel], *, operator_count: int = 0,
                  facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
@@ -756,6 +752,12 @@ def _work_class_from(cls: OperatorClass, kinds: dict[OperatorClass, int]) -> Ope
     if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
         return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
     return cls
+
+
+def _rounded(aggregates: Iterable[dict[str, float | None]], fields: list[str]) -> list[dict[str, float | None]]:
+    """Each aggregate's ``fields``, rounded to four places (None where not measured)."""
+    return [{f: (round(v, 4) if (v := counters.get(f)) is not None else None) for f in fields}
+            for counters in aggregates]
 
 
 class _Members:
