@@ -28,7 +28,9 @@ from profiler_core.attribution.aggregate import (
     counter_matrix,
 )
 from profiler_core.attribution.columns import NONE
+from profiler_core.attribution.kernel_table import TIERS, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
+from profiler_core.attribution.profile_meta import TIER_CONFIDENCE
 from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from profiler_core.analysis.roofline import Roofline
 
 _ID = attrgetter("id")
+CLASS_CODES: dict[OperatorClass, int] = {c: i for i, c in enumerate(OperatorClass)}  # an operator class as a code
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW, Confidence.NONE]
 # Classes whose kernels do the operator's real work; a lighter kernel under them is an epilogue.
 _HEAVY = (OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.CONVOLUTION, OperatorClass.RNN,
@@ -85,9 +88,11 @@ class CounterRows:
         """``table``: the KernelTable ``kernels`` were built from (``models()``, in order), whose
         counter columns are read as they are instead of every kernel's dict."""
         fields = list(getattr(table, "counter_fields", ()))
+        self._by_id = False  # a kernel's row is its id (its position): no dict of ids
         if (table is not None and table.have_counters and fields and len(table) == len(kernels)
                 and all(k.id == i for i, k in enumerate(kernels))):
-            self.kernels = list(kernels)  # each holds every counter field, None where not measured
+            self.kernels = kernels  # each holds every counter field, None where not measured
+            self._by_id = True
             rows = np.asarray(table.counter_row)
             has = rows != NONE
             # filled counter by counter (contiguous writes), then laid out a kernel per row
@@ -105,7 +110,7 @@ class CounterRows:
             self.durations = np.array([k.duration_ns for k in self.kernels], dtype=float)
             self.key_masks = np.fromiter((_key_mask(k.counters) for k in self.kernels), dtype=np.int64,
                                          count=len(self.kernels))
-        self.row_of = {k.id: i for i, k in enumerate(self.kernels)}
+        self.row_of: dict[int, int] = {} if self._by_id else {k.id: i for i, k in enumerate(self.kernels)}
         # the row of each of ``kernels`` by position (-1: it carries no counters)
         if len(self.kernels) == len(kernels):
             self.row_at = np.arange(len(kernels), dtype=np.int64)
@@ -115,8 +120,14 @@ class CounterRows:
 
     def rows(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The rows of ``kernels`` (each carrying counters), or None when one is not this table's."""
+        mine = self.kernels
+        if self._by_id:
+            out = np.fromiter(map(_ID, kernels), dtype=np.int64, count=len(kernels))
+            if len(out) and (out.min() < 0 or out.max() >= len(mine)):
+                return None
+            return out if all(map(is_, map(mine.__getitem__, out.tolist()), kernels)) else None
         out = np.empty(len(kernels), dtype=np.int64)
-        row_of, mine = self.row_of, self.kernels
+        row_of = self.row_of
         for j, k in enumerate(kernels):
             i = row_of.get(k.id)
             if i is None or mine[i] is not k:
@@ -288,6 +299,7 @@ class ProfileView:
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
         self._kernels_of: dict[str, list[Kernel]] = {}
         self._counters_of: dict[str, dict[str, float | None]] = {}
+        self._counter_values: dict[str, np.ndarray] = {}
         self._name_class: dict[str, OperatorClass] = {}
         self._work_class: dict[str, OperatorClass] = {}
         self._matches: dict[re.Pattern[str], dict[str, bool]] = {}
@@ -318,6 +330,13 @@ class ProfileView:
     @cached_property
     def ops_in_order(self) -> list[Operator]:
         """Operators in launch order (first kernel start); kernel-less ones keep their list position."""
+        ops = self.operators
+        return [ops[g] for g in self.op_order.tolist()]
+
+    @cached_property
+    def op_order(self) -> np.ndarray:
+        """The positions in ``operators`` of :attr:`ops_in_order`, in that order: an array over the
+        operators (``work_class_codes``, ``op_counter_values``) indexed by it follows launch order."""
         members = self._members
         n = len(self.operators)
         starts = members.first_start
@@ -327,9 +346,46 @@ class ProfileView:
         if len(known):
             last = np.maximum.accumulate(np.where(members.sizes > 0, np.arange(n), -1))
             carried = np.where(last >= 0, starts[np.maximum(last, 0)], -1)
-        order = np.lexsort((np.arange(n), carried))
-        ops = self.operators
-        return [ops[g] for g in order.tolist()]
+        return np.lexsort((np.arange(n), carried))
+
+    @cached_property
+    def work_class_codes(self) -> np.ndarray:
+        """:meth:`work_class` of every operator, by position in ``operators``, as its index in
+        ``list(OperatorClass)`` (``CLASS_CODES``)."""
+        return np.fromiter((CLASS_CODES[self.work_class(op)] for op in self.operators), dtype=np.int64,
+                           count=len(self.operators))
+
+    @cached_property
+    def op_kernel_counts(self) -> np.ndarray:
+        """``len(kernels_of(op))`` of every operator, by position in ``operators``."""
+        counts = self._members.sizes.copy()
+        for g, op in enumerate(self.operators):
+            if self._row_of(op) != g:  # an operator repeating an earlier one's key
+                counts[g] = len(self.kernels_of(op))
+        return counts
+
+    def op_counter_values(self, field: str) -> np.ndarray:
+        """:meth:`op_counter` of every operator for ``field``, by position in ``operators`` (NaN where it
+        is None): what a rule compares with a threshold, for all operators at once."""
+        cached = self._counter_values.get(field)
+        if cached is not None:
+            return cached
+        ops, agg = self.operators, self._op_aggregate
+        rows = np.fromiter((-1 if op.key in self._counters_of else agg.group.get(op.key, -1) for op in ops),
+                           dtype=np.int64, count=len(ops))
+        out = np.full(len(ops), np.nan)
+        column = _OpAggregate._COLUMN.get(field)
+        if column is not None and agg.agg is not None:
+            read = np.flatnonzero(rows >= 0)
+            named = (agg.named[rows[read]] >> column) & 1 == 1
+            out[read[named]] = agg.agg.values[rows[read[named]], column]
+        for g in np.flatnonzero(rows < 0).tolist():  # the stored metrics, or a dict already worked out
+            value = self.op_counter(ops[g], field)
+            if value is not None:
+                out[g] = value
+        out.flags.writeable = False
+        self._counter_values[field] = out
+        return out
 
     @cached_property
     def _op_index(self) -> dict[str, int]:
@@ -540,7 +596,7 @@ class ProfileView:
         """:meth:`kernel_class` of every kernel, by position in ``kernels``, as its index in
         ``list(OperatorClass)``: read off the operators' kernel positions, the kernels no operator
         lists classed one by one."""
-        classes = {c: i for i, c in enumerate(OperatorClass)}
+        classes = CLASS_CODES
         members = self._members
         op_codes = np.fromiter((classes[self.op_class(op)] for op in self.operators), dtype=np.int64,
                                count=len(self.operators))
@@ -584,6 +640,9 @@ class ProfileView:
     # -- evidence
     @cached_property
     def _columns(self) -> _KernelColumns:
+        table = self.profile.kernels
+        if isinstance(table, KernelTable):  # the kernels are its models: kernel j (id j) at position j
+            return _KernelColumns.of_table(table)  # read off the columns the models were built from
         return _KernelColumns(self.kernels)
 
     @property
@@ -817,6 +876,32 @@ class _KernelColumns:
         self.confidences = [c.value for c in levels]
         weakness = np.array([_CONFIDENCE_ORDER.index(c) for c in levels], dtype=np.int64)
         self.weakness = weakness[self.confidence] if n else np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def of_table(cls, table: KernelTable) -> _KernelColumns:
+        """The columns of the models ``table.models()`` builds (kernel j, id j, at position j), read off
+        the table's own: names coded in the order each first appears, as :meth:`__init__` codes them."""
+        self = cls.__new__(cls)
+        n = len(table)
+        self.pos_at = np.arange(n, dtype=np.int64)
+        self.start = np.asarray(table.start_ns, dtype=np.int64)
+        self.duration = np.asarray(table.end_ns, dtype=np.int64) - self.start
+        uniq, first, inverse = np.unique(np.asarray(table.name), return_index=True, return_inverse=True)
+        texts, text_code = table.strings.values, dict[str, int]()
+        code = np.empty(len(uniq), dtype=np.int64)
+        for u in np.argsort(first, kind="stable").tolist():  # a text two string codes share is one name
+            code[u] = text_code.setdefault(texts[int(uniq[u])], len(text_code))
+        self.name = code[inverse.reshape(-1)] if n else np.zeros(0, dtype=np.int64)
+        self.names = list(text_code)
+        tiers, levels = list(Tier), list(Confidence)
+        tier = np.asarray(table.tier, dtype=np.int64)
+        self.tier = np.array([tiers.index(t) for t in TIERS], dtype=np.int64)[tier]
+        self.tiers = [t.value for t in tiers]
+        self.confidence = np.array([levels.index(TIER_CONFIDENCE[t]) for t in TIERS], dtype=np.int64)[tier]
+        self.confidences = [c.value for c in levels]
+        weakness = np.array([_CONFIDENCE_ORDER.index(c) for c in levels], dtype=np.int64)
+        self.weakness = weakness[self.confidence]
+        return self
 
 
 def _counts_first_seen(codes: np.ndarray) -> list[tuple[int, int]]:

@@ -12,6 +12,8 @@ import re
 import statistics
 from collections import Counter
 
+import numpy as np
+
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.patterns import (
     gemm_rows,
@@ -19,7 +21,7 @@ from profiler_core.analysis.patterns import (
     parallel_projection_groups,
     same_shape_gemm_runs,
 )
-from profiler_core.analysis.profile_view import busy_and_span_ns, idle_inside_pct, pct
+from profiler_core.analysis.profile_view import CLASS_CODES, busy_and_span_ns, idle_inside_pct, pct
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import decode_loop_of
 from profiler_core.attribution.operator_class import gemm_precision
@@ -37,12 +39,12 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     """GEMMs whose Tensor Core pipe is (nearly) idle and whose kernels are not reduced precision."""
     limit = ctx.thresholds.tensor_core_idle_pct
     idle, precisions = [], Counter[str]()
-    for op in ctx.ops:
-        if ctx.view.work_class(op) is not OperatorClass.GEMM:
-            continue
-        tc = ctx.view.op_counter(op, "tensor_core_active_pct")
-        if tc is None or tc > limit:
-            continue
+    view, order = ctx.view, ctx.view.op_order
+    # GEMMs at or under the limit (an operator without the counter is NaN, under nothing), in launch order
+    gemm = view.work_class_codes[order] == CLASS_CODES[OperatorClass.GEMM]
+    low = view.op_counter_values("tensor_core_active_pct")[order] <= limit
+    for i in np.flatnonzero(gemm & low).tolist():
+        op = ctx.ops[i]
         found = {p for k in ctx.view.kernels_of(op) if (p := gemm_precision(k.name)) is not None}
         if found - {"fp32"}:
             continue  # already reduced precision: the FP32 premise does not hold

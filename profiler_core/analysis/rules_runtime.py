@@ -13,7 +13,10 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
+import numpy as np
+
 from profiler_core.analysis.findings import Finding, FindingKind
+from profiler_core.analysis.profile_view import CLASS_CODES
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
@@ -32,14 +35,15 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
     t = ctx.thresholds
     chains: list[list[Operator]] = []
     run: list[Operator] = []
-    for op in ctx.ops:
-        if not ctx.view.kernels_of(op):
+    view, order = ctx.view, ctx.view.op_order
+    # each operator's verdict, in launch order: a memory class, both counters known, DRAM busy, SMs not
+    memory = np.isin(view.work_class_codes[order], [CLASS_CODES[c] for c in _MEMORY_CLASSES])
+    bound_at = (memory & (view.op_counter_values("dram_throughput_pct")[order] >= t.memory_bound_dram_pct)
+                & (view.op_counter_values("sm_throughput_pct")[order] < t.memory_bound_sm_max_pct))
+    for op, has_kernels, bound in zip(ctx.ops, (view.op_kernel_counts[order] > 0).tolist(), bound_at.tolist(),
+                                      strict=True):
+        if not has_kernels:
             continue  # views and other kernel-less ops neither extend nor break a chain
-        bound = False
-        if ctx.view.work_class(op) in _MEMORY_CLASSES:
-            dram, sm = ctx.view.op_counter(op, "dram_throughput_pct"), ctx.view.op_counter(op, "sm_throughput_pct")
-            bound = (dram is not None and sm is not None
-                     and dram >= t.memory_bound_dram_pct and sm < t.memory_bound_sm_max_pct)
         if bound:
             run.append(op)
             continue

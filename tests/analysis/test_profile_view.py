@@ -102,6 +102,32 @@ def test_a_columnar_profiles_counter_matrix_is_read_off_its_table_as_its_models_
     assert np.array_equal(fast.matrix, slow.matrix, equal_nan=True)
     assert np.array_equal(fast.durations, slow.durations) and np.array_equal(fast.key_masks, slow.key_masks)
     assert not np.isnan(fast.matrix).all()
+    # the kernels' time, names, tiers and confidence are read off the table as the models give them
+    from dataclasses import replace
+
+    from profiler_core.analysis.profile_view import _KernelColumns
+    from profiler_core.attribution.kernel_table import TIERS
+
+    table = profile.kernels
+    # every tier code, so the tier and confidence codes are checked for each (the capture's are all CUPTI),
+    # and the names' string codes reversed (the first kernel's name has the largest)
+    used = np.unique(table.name)
+    recode = np.zeros(int(used.max()) + 1, dtype=np.int64)
+    recode[used] = used[::-1]
+    every_tier = replace(table, tier=np.arange(len(table)) % len(TIERS), name=recode[table.name])
+    for t in (table, every_tier):
+        cols, of_models = _KernelColumns.of_table(t), _KernelColumns(t.models())
+        for column in ("pos_at", "start", "duration", "name", "tier", "confidence", "weakness"):
+            assert np.array_equal(getattr(cols, column), getattr(of_models, column)), column
+        assert (cols.names, cols.tiers, cols.confidences) == (of_models.names, of_models.tiers,
+                                                              of_models.confidences)
+        assert len(cols.names) > 10
+    assert len(set(cols.confidence.tolist())) > 2
+    assert isinstance(view._columns, _KernelColumns) and view._columns.names == _KernelColumns(view.kernels).names
+    # a kernel's counter row is its id, for the view's own models only
+    some = [k for op in view.operators[:40] for k in view.kernels_of(op)]
+    assert np.array_equal(fast.rows(some), slow.rows(some)) and len(some) > 20
+    assert fast.rows([*some[:3], some[3].model_copy()]) is None
     compared = 0
     for op in view.operators:
         ks = [k for k in view.kernels_of(op) if k.counters]
@@ -279,3 +305,41 @@ def test_every_kernels_class_at_once_is_what_kernel_class_gives() -> None:
             expected = [view.kernel_class(k) for k in view.kernels]
             assert got == expected
             assert len(set(expected)) > 2
+
+
+def _uncounted(profile, rng: random.Random):
+    """``profile`` with half its kernels' counters gone (operators whose kernels carry none read their
+    stored metrics) and an operator repeating another's key with other kernels."""
+    kernels = [k.model_copy(update={"counters": {}}) if rng.random() < 0.5 else k for k in profile.kernels]
+    ops = list(profile.operators)
+    with_kernels = [op for op in ops if len(op.kernel_ids) > 1]
+    ops.append(with_kernels[0].model_copy(update={"kernel_ids": with_kernels[1].kernel_ids}))
+    return profile.model_copy(update={"kernels": kernels, "operators": ops})
+
+
+def test_every_operators_work_class_counter_and_kernel_count_at_once_are_what_one_by_one_gives() -> None:
+    import math
+
+    import numpy as np
+
+    from profiler_core.schema import OperatorClass
+
+    rng = random.Random(5)
+    every = list(OperatorClass)
+    for base in (pair_profile("base"), pair_profile("opt"), joinable_profile()):
+        for kind, profile in (("base", base), ("thinned", _thinned(base, rng)), ("uncounted", _uncounted(base, rng))):
+            view, fresh = ProfileView(profile), ProfileView(profile)
+            # some operators' counter dicts worked out before the arrays are asked for
+            for op in rng.sample(view.operators, 5):
+                view.op_counters(op)
+            assert [every[c] for c in view.work_class_codes.tolist()] == [fresh.work_class(op)
+                                                                           for op in fresh.operators]
+            assert view.op_kernel_counts.tolist() == [len(fresh.kernels_of(op)) for op in fresh.operators]
+            assert all(view.ops_in_order[i] is view.operators[g] for i, g in enumerate(view.op_order.tolist()))
+            for field in (*FIELDS, "not_a_counter"):
+                got = view.op_counter_values(field).tolist()
+                expected = [fresh.op_counter(op, field) for op in fresh.operators]
+                assert [None if math.isnan(v) else v for v in got] == expected, field
+            assert not np.isnan(view.op_counter_values("tensor_core_active_pct")).all()
+            if kind == "uncounted":  # operators none of whose kernels carry counters read their stored metrics
+                assert any(op.key not in view._op_aggregate.group for op in view.operators)
