@@ -708,7 +708,13 @@ class ProfileView:
                  facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
                  ) -> FindingEvidence:
         """Evidence for a set of kernels: time, share, aggregated counters, tiers, confidence."""
-        at = self.positions(kernels)
+        return self.evidence_at(kernels, self.positions(kernels), operator_count=operator_count, facts=facts,
+                                counter_fields=counter_fields)
+
+    def evidence_at(self, kernels: Sequence[Kernel], at: np.ndarray | None, *, operator_count: int = 0,
+                    facts: Iterable[str] = (), counter_fields: Iterable[str] | None = None,
+                    ) -> FindingEvidence:
+        """:meth:`evidence` of ``kernels`` found at positions ``at`` (:meth:`positions`; None: not all the view's)."""
         if at is None:  # kernels not (all) the view's: read from the models
             duration = sum(k.duration_ns for k in kernels)
             by_name: Counter[str] = Counter()
@@ -749,6 +755,17 @@ class ProfileView:
             for k in self.kernels_of(op):
                 seen[k.id] = k
         return sorted(seen.values(), key=lambda k: k.start_ns)
+
+    def kernels_of_ops_at(self, ops: Iterable[Operator]) -> tuple[list[Kernel], np.ndarray | None]:
+        """:meth:`kernels_of_ops` and their :meth:`positions`, the positions read off the operators where
+        they are many (those kernels are the view's own: no check of each)."""
+        ops = list(ops)
+        found = self.kernel_positions_of_ops([ops]) if len(ops) >= 16 and len(self._columns.pos_at) else None
+        if found is not None:
+            kernels = self.kernels
+            return [kernels[p] for p in found[0].tolist()], found[0]
+        ks = self.kernels_of_ops(ops)
+        return ks, self.positions(ks)
 
     def kernel_positions_of_ops(self, op_sets: Sequence[Sequence[Operator]]
                                 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -795,9 +812,12 @@ class ProfileView:
     def confidence_of(self, kernels: Iterable[Kernel]) -> Confidence:
         """The weakest attribution confidence among ``kernels``."""
         ks = kernels if isinstance(kernels, Sequence) else list(kernels)
-        at = self.positions(ks)
+        return self.confidence_at(ks, self.positions(ks))
+
+    def confidence_at(self, kernels: Sequence[Kernel], at: np.ndarray | None) -> Confidence:
+        """:meth:`confidence_of` ``kernels`` found at positions ``at`` (:meth:`positions`; None: not all the view's)."""
         if at is None:
-            return weakest_confidence(k.attribution.confidence for k in ks)
+            return weakest_confidence(k.attribution.confidence for k in kernels)
         cols = self._columns
         return _CONFIDENCE_ORDER[int(cols.weakness[at].max())] if len(at) else Confidence.NONE
 

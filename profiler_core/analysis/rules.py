@@ -122,9 +122,13 @@ class RuleContext:
         gain_whole_ns: int | None = None,
     ) -> Finding:
         """Build a finding with its evidence and the Amdahl bound on the affected time."""
-        ks = list(kernels) if kernels is not None else self.view.kernels_of_ops(ops)
-        evidence = self.view.evidence(ks, operator_count=len(ops), facts=facts,
-                                      counter_fields=counter_fields)
+        if kernels is not None:
+            ks = list(kernels)
+            at = self.view.positions(ks)
+        else:
+            ks, at = self.view.kernels_of_ops_at(ops)
+        evidence = self.view.evidence_at(ks, at, operator_count=len(ops), facts=facts,
+                                         counter_fields=counter_fields)
         affected = evidence.duration_ns if gain_ns is None else gain_ns
         whole = gain_whole_ns if gain_whole_ns is not None else self.view.total_ns
         bound_pct = min(100.0, 100.0 * affected / whole) if whole else 0.0
@@ -139,7 +143,7 @@ class RuleContext:
             is_structural=kind is FindingKind.STRUCTURAL,
             operators=[op.key for op in ops],
             evidence=evidence,
-            confidence=self.view.confidence_of(ks),
+            confidence=self.view.confidence_at(ks, at),
             gain_bound_pct=round(bound_pct, 3),
             gain_bound_ns=int(affected),
             gain_basis=gain_basis,  # type: ignore[arg-type]

@@ -343,3 +343,28 @@ def test_every_operators_work_class_counter_and_kernel_count_at_once_are_what_on
             assert not np.isnan(view.op_counter_values("tensor_core_active_pct")).all()
             if kind == "uncounted":  # operators none of whose kernels carry counters read their stored metrics
                 assert any(op.key not in view._op_aggregate.group for op in view.operators)
+
+
+def test_a_findings_kernels_read_off_its_operators_give_what_their_models_give() -> None:
+    from profiler_core.analysis.findings import FindingKind
+    from profiler_core.analysis.rules import RuleContext
+    from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS
+
+    def finding(view: ProfileView, ops: list, kernels: list | None = None):  # type: ignore[no-untyped-def]
+        return RuleContext(view=view, thresholds=DEFAULT_THRESHOLDS).finding(
+            "tensor_core_idle", title="t", kind=FindingKind.NOTE, symptom="s", bottleneck="b", ops=ops,
+            kernels=kernels, counter_fields=FIELDS)
+
+    checked = 0
+    for profile in (joinable_profile(), pair_profile("base"), pair_profile("opt")):
+        view = ProfileView(profile)
+        ops = [op for op in view.ops_in_order if view.kernels_of(op)]
+        for chosen in (ops[:3], ops[:20], ops[len(ops) // 2:], ops[::-1], [*ops[:20], ops[0].model_copy()]):
+            got = finding(view, chosen)
+            # the same kernels as copies, not the view's models: read one by one off the models
+            copies = [k.model_copy() for k in ProfileView(profile).kernels_of_ops(chosen)]
+            expected = finding(ProfileView(profile), chosen, copies)
+            assert got.evidence == expected.evidence and got.confidence == expected.confidence
+            assert got.evidence.kernel_count == len(copies) > 0
+            checked += len(chosen) >= 16
+    assert checked >= 4
