@@ -303,6 +303,7 @@ class ProfileView:
         self._name_class: dict[str, OperatorClass] = {}
         self._work_class: dict[str, OperatorClass] = {}
         self._matches: dict[re.Pattern[str], dict[str, bool]] = {}
+        self._name_masks: dict[re.Pattern[str], np.ndarray] = {}
         # hand-written attention groups per (operator list, window): the rules and decode-loop detection
         # ask for the same ones; the list is kept beside its groups so its id is not reused
         self.attention_groups: dict[tuple[int, int], tuple[Sequence[Operator], list[list[int]]]] = {}
@@ -649,6 +650,24 @@ class ProfileView:
     def kernel_durations(self) -> np.ndarray:
         """Each kernel's duration in ns (int64), by its position in ``kernels``."""
         return self._columns.duration
+
+    @property
+    def kernel_name_codes(self) -> np.ndarray:
+        """Each kernel's name as a code (an index into :attr:`kernel_names`), by its position in ``kernels``."""
+        return self._columns.name
+
+    @property
+    def kernel_names(self) -> list[str]:
+        """The distinct kernel names, in the order each first appears."""
+        return self._columns.names
+
+    def name_matches(self, pattern: re.Pattern[str]) -> np.ndarray:
+        """:meth:`matches` of every distinct kernel name, as booleans by name code."""
+        mask = self._name_masks.get(pattern)
+        if mask is None:
+            mask = self._name_masks[pattern] = np.array([self.matches(pattern, name) for name in self._columns.names],
+                                                        dtype=bool)
+        return mask
 
     def positions(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The positions of ``kernels`` in the view's kernel list, or None when one is not the view's."""

@@ -165,20 +165,28 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         if len(idxs) < t.recurrent_min_gemms:
             continue
         ops = [ctx.ops[i] for i in idxs]
-        run_kernels = view.kernels_of_ops(ops)
+        run_kernels, at = view.kernels_of_ops_at(ops)
         # per launch, not per operator: an operator holds its launches of every measured iteration
-        durations = [k.duration_ns for k in run_kernels
-                     if view.kernel_class(k) is OperatorClass.GEMM and not view.matches(_SPLIT_K_EPILOGUE, k.name)]
+        if at is not None:  # read by position: each kernel's class, and each distinct name's match
+            names = view.kernel_name_codes[at]
+            gemm = view.kernel_class_codes[at] == CLASS_CODES[OperatorClass.GEMM]
+            durations = view.kernel_durations[at][gemm & ~view.name_matches(_SPLIT_K_EPILOGUE)[names]].tolist()
+        else:
+            durations = [k.duration_ns for k in run_kernels if view.kernel_class(k) is OperatorClass.GEMM
+                         and not view.matches(_SPLIT_K_EPILOGUE, k.name)]
         if not durations or statistics.median(durations) > t.tiny_gemm_us * 1000:
             continue
-        split_k = sum(1 for k in run_kernels if view.matches(_SPLIT_K, k.name))
+        split_k = (int(view.name_matches(_SPLIT_K)[names].sum()) if at is not None
+                   else sum(1 for k in run_kernels if view.matches(_SPLIT_K, k.name)))
         rows = gemm_rows(ops[0])
         if split_k < t.split_k_min_epilogues and (rows is None or rows > t.recurrent_gemm_max_rows):
             continue
         loop_ops.extend(ops)
         facts.append(f"{len(durations)} GEMM launches of one shape (M={rows if rows is not None else '?'}), "
                      f"median {statistics.median(durations) / 1000:.1f} us, {split_k} split-K kernels")
-    rnn_kernels = [k for k in view.kernels if _opaque_rnn(ctx, k)]
+    # the kernels classed RNN (read off every kernel's class at once), those of an opaque call
+    rnn_kernels = [k for p in np.flatnonzero(view.kernel_class_codes == CLASS_CODES[OperatorClass.RNN]).tolist()
+                   if _opaque_rnn(ctx, k := view.kernels[p])]
     rnn_ns = sum(k.duration_ns for k in rnn_kernels)
     opaque = view.share_pct(rnn_ns) >= t.rnn_opaque_min_pct
     if opaque:

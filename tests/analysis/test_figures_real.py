@@ -122,3 +122,21 @@ def test_gain_bounds_are_the_affected_share_of_kernel_time(profiles: dict, name:
         elif f.transformation in TARGET_ROOF:
             affected = min(affected, precision_bound_ns(prof, f.operators, *TARGET_ROOF[f.transformation]))
         assert f.gain_bound_pct == pytest.approx(100.0 * affected / total, abs=1e-3), f.rule_id
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_findings_read_by_kernel_position_are_what_the_models_give(profiles: dict, name: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # every rule that reads a finding's kernels by position (their classes, names, times) against the
+    # same rules reading them off the models one by one
+    prof = profiles[name]
+    by_position = diagnose(prof)
+
+    def models_only(view: ProfileView, ops):  # type: ignore[no-untyped-def]
+        return view.kernels_of_ops(ops), None
+
+    monkeypatch.setattr(ProfileView, "kernels_of_ops_at", models_only)
+    by_models = diagnose(prof)
+    assert by_position == by_models and by_position.findings
+    if name.startswith("lstm_encoder"):
+        assert by_position.by_rule("recurrent_region")

@@ -390,6 +390,19 @@ def test_recurrent_region_is_structural(build: Callable[[], Profile]) -> None:
         assert len(f.operators) == 40 and "40 split-K" in f.evidence.facts[0]
 
 
+@pytest.mark.parametrize("build", [recurrence_unrolled, rnn_opaque], ids=["unrolled", "opaque"])
+def test_recurrent_region_read_by_kernel_position_is_what_the_models_give(
+        build: Callable[[], Profile], monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiler_core.analysis.profile_view import ProfileView
+
+    profile = build()
+    by_position = diagnose(profile, rules=["recurrent_region"])
+    monkeypatch.setattr(ProfileView, "kernels_of_ops_at", lambda view, ops: (view.kernels_of_ops(ops), None))
+    assert by_position == diagnose(profile, rules=["recurrent_region"]) and by_position.findings
+    if build is recurrence_unrolled:  # the split-K epilogues are not GEMM launches of the run
+        assert by_position.findings[0].evidence.facts[0].startswith("40 GEMM launches")
+
+
 def test_high_unattributed_says_the_work_left_the_graph() -> None:
     (f,) = diagnose(unattributed(30)(), rules=["high_unattributed"]).findings
     assert f.transformation is None and f.is_structural
