@@ -593,26 +593,41 @@ class ProfileView:
         return out
 
     @cached_property
-    def kernel_class_codes(self) -> np.ndarray:
-        """:meth:`kernel_class` of every kernel, by position in ``kernels``, as its index in
-        ``list(OperatorClass)``: read off the operators' kernel positions, the kernels no operator
-        lists classed one by one."""
-        classes = CLASS_CODES
+    def kernel_owner_rows(self) -> np.ndarray:
+        """:attr:`kernel_operator` of every kernel, by position in ``kernels``, as the operator's position
+        in ``operators`` (-1: none): read off the operators' kernel positions (a kernel two operators
+        list is the later one's), the kernels no operator lists by their attribution's operator."""
         members = self._members
-        op_codes = np.fromiter((classes[self.op_class(op)] for op in self.operators), dtype=np.int64,
-                               count=len(self.operators))
-        codes = np.full(len(self.kernels), -1, dtype=np.int64)
+        owner = np.full(len(self.kernels), -1, dtype=np.int64)
         grp = np.repeat(np.arange(len(self.operators)), members.sizes)
-        # a kernel two operators list is the later operator's (as kernel_operator builds it)
         order = np.lexsort((grp, members.flat))
         last = np.ones(len(order), dtype=bool)
         last[:-1] = members.flat[order[1:]] != members.flat[order[:-1]]
-        codes[members.flat[order[last]]] = op_codes[grp[order[last]]]
-        kernels, by_key = self.kernels, self.operators_by_key
-        for p in np.flatnonzero(codes < 0).tolist():  # as kernel_operator and kernel_class take them
+        owner[members.flat[order[last]]] = grp[order[last]]
+        unlisted = np.flatnonzero(owner < 0).tolist()
+        if unlisted:
+            row_of_key = {op.key: g for g, op in enumerate(self.operators)}  # the later of a repeated key, as
+            kernels = self.kernels                                            # operators_by_key has it
+            for p in unlisted:
+                g = row_of_key.get(kernels[p].attribution.operator_key)  # type: ignore[arg-type]
+                if g is not None:
+                    owner[p] = g
+        owner.flags.writeable = False
+        return owner
+
+    @cached_property
+    def kernel_class_codes(self) -> np.ndarray:
+        """:meth:`kernel_class` of every kernel, by position in ``kernels``, as its index in
+        ``list(OperatorClass)``: its operator's class (:attr:`kernel_owner_rows`), a kernel of no
+        operator classed by its own name."""
+        owner = self.kernel_owner_rows
+        op_codes = np.fromiter((CLASS_CODES[self.op_class(op)] for op in self.operators), dtype=np.int64,
+                               count=len(self.operators))
+        codes = np.where(owner >= 0, op_codes[np.maximum(owner, 0)] if len(op_codes) else -1, -1)
+        kernels = self.kernels
+        for p in np.flatnonzero(owner < 0).tolist():
             k = kernels[p]
-            op = by_key.get(k.attribution.operator_key) if k.attribution.operator_key is not None else None
-            codes[p] = classes[self.op_class(op) if op is not None else classify_operator(k.name, k.fused_with)]
+            codes[p] = CLASS_CODES[classify_operator(k.name, k.fused_with)]
         return codes
 
     def is_unattributed(self, kernel: Kernel) -> bool:
@@ -645,6 +660,27 @@ class ProfileView:
         if isinstance(table, KernelTable):  # the kernels are its models: kernel j (id j) at position j
             return _KernelColumns.of_table(table)  # read off the columns the models were built from
         return _KernelColumns(self.kernels)
+
+    @property
+    def kernel_columns(self) -> _KernelColumns:
+        """Every kernel's times, name, kind, stream, tier and confidence, as arrays by its position in ``kernels``."""
+        return self._columns
+
+    def launch_gaps_ns(self, at: np.ndarray, max_gap_ns: int) -> int:
+        """The idle gaps (0 < gap <= ``max_gap_ns``) between consecutive kernels of each stream, summed,
+        over the kernels at positions ``at``: each gap from the latest end so far to the next start."""
+        cols = self._columns
+        order = np.lexsort((at, cols.start[at], cols.stream[at], cols.device[at]))  # by stream, start, position
+        at = at[order]
+        device, stream, start, end = cols.device[at], cols.stream[at], cols.start[at], cols.end[at]
+        cuts = np.flatnonzero((device[1:] != device[:-1]) | (stream[1:] != stream[:-1])) + 1
+        total = 0
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(at)], strict=True):
+            if hi - lo < 2:
+                continue
+            gaps = start[lo + 1:hi] - np.maximum.accumulate(end[lo:hi - 1])
+            total += int(gaps[(gaps > 0) & (gaps <= max_gap_ns)].sum())
+        return total
 
     @property
     def kernel_durations(self) -> np.ndarray:
@@ -902,6 +938,11 @@ class _KernelColumns:
             self.pos_at[ids] = np.arange(n)
         self.duration = np.fromiter((k.duration_ns for k in kernels), dtype=np.int64, count=n)
         self.start = np.fromiter((k.start_ns for k in kernels), dtype=np.int64, count=n)
+        self.end = np.fromiter((k.end_ns for k in kernels), dtype=np.int64, count=n)
+        self.device = np.fromiter((k.device for k in kernels), dtype=np.int64, count=n)
+        self.stream = np.fromiter((k.stream for k in kernels), dtype=np.int64, count=n)
+        self.is_kernel = np.fromiter((k.kind == "kernel" for k in kernels), dtype=bool, count=n)
+        self.in_graph = np.fromiter((k.graph_id is not None for k in kernels), dtype=bool, count=n)
         name_code: dict[str, int] = {}
         self.name = np.fromiter((name_code.setdefault(k.name, len(name_code)) for k in kernels),
                                 dtype=np.int64, count=n)
@@ -924,7 +965,13 @@ class _KernelColumns:
         n = len(table)
         self.pos_at = np.arange(n, dtype=np.int64)
         self.start = np.asarray(table.start_ns, dtype=np.int64)
-        self.duration = np.asarray(table.end_ns, dtype=np.int64) - self.start
+        self.end = np.asarray(table.end_ns, dtype=np.int64)
+        self.duration = self.end - self.start
+        self.device = np.asarray(table.device, dtype=np.int64)
+        self.stream = np.asarray(table.stream, dtype=np.int64)
+        kinds = np.asarray(table.kind)
+        self.is_kernel = np.isin(kinds, [c for c in np.unique(kinds).tolist() if table.strings.values[c] == "kernel"])
+        self.in_graph = np.asarray(table.graph_id_known, dtype=bool)
         uniq, first, inverse = np.unique(np.asarray(table.name), return_index=True, return_inverse=True)
         texts, text_code = table.strings.values, dict[str, int]()
         code = np.empty(len(uniq), dtype=np.int64)

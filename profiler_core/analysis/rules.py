@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import entry_points
 
+import numpy as np
+
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.thresholds import Thresholds
@@ -112,6 +114,7 @@ class RuleContext:
         bottleneck: str,
         ops: Sequence[Operator] = (),
         kernels: Sequence[Kernel] | None = None,
+        kernel_positions: np.ndarray | None = None,
         transformation: Transformation | str | None = None,
         alternatives: Iterable[Transformation | str] = (),
         facts: Iterable[str] = (),
@@ -121,8 +124,16 @@ class RuleContext:
         gain_basis: str = "kernel_time",
         gain_whole_ns: int | None = None,
     ) -> Finding:
-        """Build a finding with its evidence and the Amdahl bound on the affected time."""
-        if kernels is not None:
+        """Build a finding with its evidence and the Amdahl bound on the affected time.
+
+        Its kernels: ``kernel_positions`` (positions in the view's kernel list, where the rule read
+        them off the view's arrays), else ``kernels``, else those of ``ops``.
+        """
+        at: np.ndarray | None
+        if kernel_positions is not None:  # the rule read them off the view's arrays: its very models
+            every = self.view.kernels
+            ks, at = [every[p] for p in kernel_positions.tolist()], kernel_positions
+        elif kernels is not None:
             ks = list(kernels)
             at = self.view.positions(ks)
         else:

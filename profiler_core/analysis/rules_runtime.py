@@ -21,7 +21,7 @@ from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, register
 from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
-from profiler_core.schema import CounterSource, ExecutionContext, Kernel, Operator, OperatorClass
+from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
 from profiler_core.transformations import Transformation
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
@@ -81,21 +81,22 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
 def launch_bound(ctx: RuleContext) -> list[Finding]:
     """Most kernels are shorter than a launch, or launch-sized gaps fill much of the timeline."""
     t, view = ctx.thresholds, ctx.view
-    kernels = [k for k in view.kernels if k.kind == "kernel"]
+    cols = view.kernel_columns
+    kernels = np.flatnonzero(cols.is_kernel)  # positions of the kernels proper (no copies, no memsets)
     if len(kernels) < t.launch_bound_min_kernels:
         return []
     if (view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES:
         return []
-    if sum(1 for k in kernels if k.graph_id is not None) * 2 > len(kernels):
+    if int(cols.in_graph[kernels].sum()) * 2 > len(kernels):
         return []  # already replayed from CUDA graphs
-    gap_ns = _launch_gaps_ns(kernels, int(t.launch_gap_max_us * 1000))
+    gap_ns = view.launch_gaps_ns(kernels, int(t.launch_gap_max_us * 1000))
     if gap_ns <= 0:
         return []  # the GPU never waited: short kernels, but not launch-bound
-    tiny = [k for k in kernels if k.duration_ns < t.launch_bound_kernel_us * 1000]
+    tiny = kernels[cols.duration[kernels] < t.launch_bound_kernel_us * 1000]
     tiny_pct = 100.0 * len(tiny) / len(kernels)
     if tiny_pct < t.launch_bound_min_kernel_pct:
         return _gap_bound(ctx, kernels, gap_ns)
-    median_us = statistics.median(k.duration_ns for k in tiny) / 1000
+    median_us = statistics.median(cols.duration[tiny].tolist()) / 1000
     return _launch_finding(
         ctx, tiny, gap_ns, title="Launch-bound: many tiny kernels",
         symptom=(f"{len(tiny)} of {len(kernels)} kernels ({tiny_pct:.0f}%) run under "
@@ -105,18 +106,19 @@ def launch_bound(ctx: RuleContext) -> list[Finding]:
                "the bound is on the timeline (kernel time + those gaps): graphs remove gaps, not kernels"])
 
 
-def _gap_bound(ctx: RuleContext, kernels: list[Kernel], gap_ns: int) -> list[Finding]:
+def _gap_bound(ctx: RuleContext, kernels: np.ndarray, gap_ns: int) -> list[Finding]:
     """Kernels of ordinary length, but the host launches them slower than the GPU runs them.
 
     A convolution network's cuDNN calls cost the host more than a Triton launch: the GPU waits
-    in short gaps between kernels that are themselves not tiny.
+    in short gaps between kernels that are themselves not tiny. ``kernels``: their positions.
     """
     t = ctx.thresholds
-    busy_ns = sum(k.duration_ns for k in kernels)
+    durations = ctx.view.kernel_durations[kernels]
+    busy_ns = int(durations.sum())
     gap_pct = 100.0 * gap_ns / (busy_ns + gap_ns)
     if gap_pct < t.launch_gap_min_pct:
         return []
-    median_us = statistics.median(k.duration_ns for k in kernels) / 1000
+    median_us = statistics.median(durations.tolist()) / 1000
     return _launch_finding(
         ctx, kernels, gap_ns, title="Launch-bound: the GPU waits between kernels",
         symptom=(f"the GPU idles {gap_pct:.0f}% of the timeline in gaps of at most {t.launch_gap_max_us:g} us "
@@ -130,11 +132,15 @@ def _gap_bound(ctx: RuleContext, kernels: list[Kernel], gap_ns: int) -> list[Fin
                "the profiler lengthens host time, so the end-to-end timing decides"])
 
 
-def _launch_finding(ctx: RuleContext, kernels: list[Kernel], gap_ns: int, *, title: str, symptom: str,
+def _launch_finding(ctx: RuleContext, kernels: np.ndarray, gap_ns: int, *, title: str, symptom: str,
                     bottleneck: str, facts: list[str]) -> list[Finding]:
-    """The launch_bound finding over ``kernels`` (and their operators), bound by the gaps on the timeline."""
-    owner = ctx.view.kernel_operator
-    ops = list({op.key: op for k in kernels if (op := owner.get(k.id)) is not None}.values())
+    """The launch_bound finding over the kernels at positions ``kernels`` (and their operators, in the
+    order their first kernel comes), bound by the gaps on the timeline."""
+    owners = ctx.view.kernel_owner_rows[kernels]
+    owners = owners[owners >= 0]
+    rows, first = np.unique(owners, return_index=True)
+    every = ctx.view.operators
+    ops = list({op.key: op for op in (every[g] for g in rows[np.argsort(first)].tolist())}.values())
     # A training step launching short kernels in every phase: graph the whole step, optimizer included.
     whole_step = {op.phase for op in ops} >= {"forward", "backward", "optimizer"}
     if whole_step:
@@ -143,30 +149,13 @@ def _launch_finding(ctx: RuleContext, kernels: list[Kernel], gap_ns: int, *, tit
     graphs = Transformation.WHOLE_STEP_CUDA_GRAPHS if whole_step else Transformation.CUDA_GRAPHS
     return [ctx.finding(
         "launch_bound", title=title, kind=FindingKind.STRUCTURAL if blocked else FindingKind.OPTIMIZATION,
-        symptom=symptom, bottleneck=bottleneck, ops=ops, kernels=kernels,
+        symptom=symptom, bottleneck=bottleneck, ops=ops, kernel_positions=kernels,
         facts=[*facts, *([blocked] if blocked else [])],
         transformation=None if blocked else graphs,
         alternatives=[Transformation.CUDA_GRAPHS] if whole_step and not blocked else (),
         counter_fields=("achieved_occupancy_pct", "sm_throughput_pct"),
         gain_ns=gap_ns, gain_basis="timeline", gain_whole_ns=ctx.view.total_ns + gap_ns,
     )]
-
-
-def _launch_gaps_ns(kernels: list, max_gap_ns: int) -> int:
-    """Sum of idle gaps (0 < gap <= max_gap_ns) between consecutive kernels on each stream."""
-    by_stream: dict[tuple[int, int], list] = {}
-    for k in kernels:
-        by_stream.setdefault((k.device, k.stream), []).append(k)
-    total = 0
-    for ks in by_stream.values():
-        ks.sort(key=lambda k: k.start_ns)
-        end = ks[0].end_ns
-        for k in ks[1:]:
-            gap = k.start_ns - end
-            if 0 < gap <= max_gap_ns:
-                total += gap
-            end = max(end, k.end_ns)
-    return total
 
 
 @rule("cast_overhead")

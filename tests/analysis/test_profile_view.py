@@ -299,11 +299,18 @@ def test_every_kernels_class_at_once_is_what_kernel_class_gives() -> None:
     rng = random.Random(11)
     every = list(OperatorClass)
     for base in (pair_profile("base"), pair_profile("opt"), joinable_profile()):
-        for profile in (base, _thinned(base, rng), _relisted(base, rng)):
+        relisted = _relisted(base, rng)
+        for profile in (base, _thinned(base, rng), relisted):
             view = ProfileView(profile)
             got = [every[c] for c in view.kernel_class_codes.tolist()]
             expected = [view.kernel_class(k) for k in view.kernels]
             assert got == expected
+            owners = [view.operators[g] if g >= 0 else None for g in view.kernel_owner_rows.tolist()]
+            assert all(a is b for a, b in zip(owners, [view.kernel_operator.get(k.id) for k in view.kernels],
+                                              strict=True))
+            if profile is relisted:  # kernels no operator lists, owned by their attribution's operator
+                listed = {i for op in view.operators for i in op.kernel_ids}
+                assert any(o is not None and k.id not in listed for k, o in zip(view.kernels, owners, strict=True))
             assert len(set(expected)) > 2
 
 
@@ -368,3 +375,54 @@ def test_a_findings_kernels_read_off_its_operators_give_what_their_models_give()
             assert got.evidence.kernel_count == len(copies) > 0
             checked += len(chosen) >= 16
     assert checked >= 4
+
+
+def _launch_gaps_one_by_one(kernels: list, max_gap_ns: int) -> int:
+    """Each stream's kernels by start (ties in list order): the gaps from the latest end so far."""
+    by_stream: dict = {}
+    for k in kernels:
+        by_stream.setdefault((k.device, k.stream), []).append(k)
+    total = 0
+    for ks in by_stream.values():
+        ks.sort(key=lambda k: k.start_ns)
+        end = ks[0].end_ns
+        for k in ks[1:]:
+            gap = k.start_ns - end
+            if 0 < gap <= max_gap_ns:
+                total += gap
+            end = max(end, k.end_ns)
+    return total
+
+
+def _restreamed(profile, rng: random.Random):
+    """``profile`` with its kernels spread over two devices (stream 7 on both, 13 on one), some shifted
+    into their neighbours and some lasting past the next ones."""
+    kernels = []
+    for k in profile.kernels:
+        shift = rng.choice([0, 0, -k.duration_ns // 2, 3000])
+        longer = rng.choice([0, 0, 0, 0, 40_000])
+        device = rng.choice([0, 1])
+        kernels.append(k.model_copy(update={"stream": 7 if device == 0 else rng.choice([7, 13]), "device": device,
+                                            "start_ns": k.start_ns + shift, "end_ns": k.end_ns + shift + longer,
+                                            "duration_ns": k.duration_ns + longer}))
+    return profile.model_copy(update={"kernels": kernels})
+
+
+def test_launch_gaps_and_kernel_columns_read_at_once_are_what_the_models_give() -> None:
+    import numpy as np
+
+    rng = random.Random(9)
+    for base in (pair_profile("base"), pair_profile("opt"), joinable_profile()):
+        for profile in (base, _thinned(base, rng), _restreamed(base, rng)):
+            view = ProfileView(profile)
+            cols = view.kernel_columns
+            assert cols.is_kernel.tolist() == [k.kind == "kernel" for k in view.kernels]
+            assert cols.in_graph.tolist() == [k.graph_id is not None for k in view.kernels]
+            kernels = np.flatnonzero(cols.is_kernel)
+            for max_gap in (0, 2_000, 10_000, 10**12):
+                some = kernels[::2]
+                assert view.launch_gaps_ns(some, max_gap) == _launch_gaps_one_by_one(
+                    [view.kernels[p] for p in some.tolist()], max_gap)
+                expected = _launch_gaps_one_by_one([view.kernels[p] for p in kernels.tolist()], max_gap)
+                assert view.launch_gaps_ns(kernels, max_gap) == expected
+            assert expected > 0
