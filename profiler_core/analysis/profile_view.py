@@ -498,6 +498,19 @@ class ProfileView:
             self._kernels_of[op.key] = cached
         return cached
 
+    @cached_property
+    def op_durations(self) -> np.ndarray:
+        """:meth:`op_duration_ns` of every operator, by position in ``operators``."""
+        members, ops = self._members, self.operators
+        summed = np.concatenate(([0], np.cumsum(self._columns.duration[members.flat])))
+        out = np.where(members.sizes > 0, summed[members.offsets[1:]] - summed[members.offsets[:-1]],
+                       np.fromiter((op.duration_ns for op in ops), dtype=np.int64, count=len(ops)))
+        for g, op in enumerate(ops):
+            if self._row_of(op) != g:  # an operator repeating an earlier one's key
+                out[g] = self.op_duration_ns(op)
+        out.flags.writeable = False
+        return out
+
     def op_duration_ns(self, op: Operator) -> int:
         """Sum of the operator's kernel durations (the stored figure when its kernels are absent)."""
         ks = self.kernels_of(op)
@@ -642,9 +655,16 @@ class ProfileView:
         return classify_operator(kernel.name, kernel.fused_with)
 
     @cached_property
+    def unattributed_mask(self) -> np.ndarray:
+        """:meth:`is_unattributed` of every kernel, by position in ``kernels``."""
+        unattributed = list(Tier).index(Tier.UNATTRIBUTED)
+        return (self._columns.tier == unattributed) | (self.kernel_owner_rows < 0)
+
+    @cached_property
     def unattributed_kernels(self) -> list[Kernel]:
         """Kernels no operator owns, in timeline order."""
-        return [k for k in self.kernels if self.is_unattributed(k)]
+        kernels = self.kernels
+        return [kernels[p] for p in np.flatnonzero(self.unattributed_mask).tolist()]
 
     @cached_property
     def unattributed_ns(self) -> int:

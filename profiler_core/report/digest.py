@@ -10,6 +10,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from profiler_core.analysis.compare import CounterDelta, TimeRow
 from profiler_core.analysis.counter_format import format_value
 from profiler_core.analysis.profile_view import ProfileView, idle_inside_pct
@@ -97,18 +99,29 @@ def bottleneck_label(op_class: OperatorClass, counters: dict[str, float | None],
 
 def time_by_class(view: ProfileView) -> list[Share]:
     """Kernel time per operator class (unattributed kernels by their name), largest first."""
-    by: dict[OperatorClass, int] = defaultdict(int)
-    for k in view.kernels:  # the view's models, built once (a large profile's table builds them per access)
-        by[view.kernel_class(k)] += k.duration_ns
-    return sorted((Share(c.value, ns, view.share_pct(ns)) for c, ns in by.items()),
-                  key=lambda s: -s.duration_ns)
+    # every kernel's class and time read at once; classes in the order their first kernel comes
+    every = list(OperatorClass)
+    by = _sums_first_seen(view.kernel_class_codes, view.kernel_durations)
+    return sorted((Share(every[c].value, ns, view.share_pct(ns)) for c, ns in by), key=lambda s: -s.duration_ns)
+
+
+def _sums_first_seen(codes: np.ndarray, durations: np.ndarray) -> list[tuple[int, int]]:
+    """(code, summed duration) of each code present, in the order each first appears."""
+    if not len(codes):
+        return []
+    present, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    sums = np.zeros(len(present), dtype=np.int64)
+    np.add.at(sums, inverse.reshape(-1), durations)
+    order = np.argsort(first, kind="stable")
+    return list(zip(present[order].tolist(), sums[order].tolist(), strict=True))
 
 
 def coverage_by_tier(view: ProfileView) -> list[Share]:
     """Kernel time per attribution tier, in the tiers' order of trust."""
-    by: dict[str, int] = defaultdict(int)
-    for k in view.kernels:
-        by[Tier.UNATTRIBUTED.value if view.is_unattributed(k) else k.attribution.tier.value] += k.duration_ns
+    tiers = list(Tier)
+    codes = np.where(view.unattributed_mask, tiers.index(Tier.UNATTRIBUTED), view.kernel_columns.tier)
+    by: dict[str, int] = defaultdict(int, {tiers[c].value: ns
+                                           for c, ns in _sums_first_seen(codes, view.kernel_durations)})
     if not view.profile.kernels:
         by.update({t: c.duration_ns for t, c in view.profile.coverage.by_tier.items()})
     return [Share(t.value, by[t.value], view.share_pct(by[t.value])) for t in Tier if by.get(t.value)]
@@ -116,7 +129,8 @@ def coverage_by_tier(view: ProfileView) -> list[Share]:
 
 def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESHOLDS) -> list[OperatorLine]:
     """The ``k`` operators with the most kernel time, with their key counters."""
-    ops = sorted(view.operators, key=lambda op: -view.op_duration_ns(op))[:k]
+    every = view.operators
+    ops = [every[g] for g in np.argsort(-view.op_durations, kind="stable")[:k].tolist()]  # as a stable sort
     lines = []
     for op in ops:
         counters = view.op_counters(op)

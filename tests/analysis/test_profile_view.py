@@ -293,6 +293,26 @@ def _relisted(profile, rng: random.Random):
     return profile.model_copy(update={"kernels": kernels, "operators": ops})
 
 
+def _check_digest_shares(view: ProfileView) -> None:
+    """The report's time by class and by tier, and its top operators, as the models give them one by one."""
+    from collections import defaultdict
+
+    from profiler_core.report.digest import coverage_by_tier, time_by_class, top_operators
+    from profiler_core.schema import Tier
+
+    by_class: dict = defaultdict(int)
+    by_tier: dict = defaultdict(int)
+    for k in view.kernels:
+        by_class[view.kernel_class(k)] += k.duration_ns
+        by_tier[Tier.UNATTRIBUTED.value if view.is_unattributed(k) else k.attribution.tier.value] += k.duration_ns
+    shares = sorted(((c.value, ns) for c, ns in by_class.items()), key=lambda s: -s[1])
+    assert [(s.label, s.duration_ns) for s in time_by_class(view)] == shares and len(shares) > 2
+    tiers = [(t.value, by_tier[t.value]) for t in Tier if by_tier.get(t.value)]
+    assert [(s.label, s.duration_ns) for s in coverage_by_tier(view)] == tiers
+    top = sorted(view.operators, key=lambda op: -view.op_duration_ns(op))[:10]
+    assert [line.key for line in top_operators(view, 10)] == [op.key for op in top]
+
+
 def test_every_kernels_class_at_once_is_what_kernel_class_gives() -> None:
     from profiler_core.schema import OperatorClass
 
@@ -308,6 +328,9 @@ def test_every_kernels_class_at_once_is_what_kernel_class_gives() -> None:
             owners = [view.operators[g] if g >= 0 else None for g in view.kernel_owner_rows.tolist()]
             assert all(a is b for a, b in zip(owners, [view.kernel_operator.get(k.id) for k in view.kernels],
                                               strict=True))
+            assert view.unattributed_mask.tolist() == [view.is_unattributed(k) for k in view.kernels]
+            assert view.op_durations.tolist() == [view.op_duration_ns(op) for op in view.operators]
+            _check_digest_shares(view)
             if profile is relisted:  # kernels no operator lists, owned by their attribution's operator
                 listed = {i for op in view.operators for i in op.kernel_ids}
                 assert any(o is not None and k.id not in listed for k, o in zip(view.kernels, owners, strict=True))
