@@ -353,6 +353,8 @@ class ProfileView:
     def work_class_codes(self) -> np.ndarray:
         """:meth:`work_class` of every operator, by position in ``operators``, as its index in
         ``list(OperatorClass)`` (``CLASS_CODES``)."""
+        if not self._work_class and len(self._op_index) == len(self.operators):
+            return self._work_class_codes  # every operator's (keys distinct), none worked out one by one before
         return np.fromiter((CLASS_CODES[self.work_class(op)] for op in self.operators), dtype=np.int64,
                            count=len(self.operators))
 
@@ -436,26 +438,58 @@ class ProfileView:
         return _work_class_from(self.op_class(op), kinds)
 
     def _work_class_all(self) -> None:
-        """:meth:`_work_class_of` of every operator of the view, its kernels read by position."""
-        members, cols = self._members, self._columns
-        kernels = self.kernels
-        # each distinct kernel name's class, from its first kernel (kernel_name_class remembers it by name)
-        first: dict[int, int] = {}
-        for p, code in enumerate(cols.name.tolist()):
-            first.setdefault(code, p)
-        name_class = [self.kernel_name_class(kernels[first[c]]) for c in range(len(cols.names))]
-        kclass = [name_class[c] for c in cols.name.tolist()]
-        duration = cols.duration.tolist()
-        flat = members.flat.tolist()
-        bounds = members.offsets.tolist()
-        out = self._work_class
-        for g, op in enumerate(self.operators):
-            kinds: dict[OperatorClass, int] = {}
-            for p in flat[bounds[g]:bounds[g + 1]]:
-                kc = kclass[p]
-                kinds[kc] = kinds.get(kc, 0) + duration[p]
+        """:meth:`_work_class_of` of every operator of the view, read at once off its kernels' positions."""
+        codes = self._work_class_codes
+        every, out = list(OperatorClass), self._work_class
+        for op, code in zip(self.operators, codes.tolist(), strict=True):
             if op.key not in out:
-                out[op.key] = _work_class_from(self.op_class(op), kinds)
+                out[op.key] = every[code]
+
+    @cached_property
+    def _work_class_codes(self) -> np.ndarray:
+        """:meth:`_work_class_of` of every operator, by position in ``operators``, as a class code.
+
+        Per operator and kernel name class: whether one of its kernels is named so, their time, and
+        where the first of them comes among its kernels; a heavy class named decides, else an operator
+        classed heavy works as its kernels' class of most time (ties: the first named), else as classed.
+        """
+        members, cols, kernels = self._members, self._columns, self.kernels
+        n, n_classes = len(self.operators), len(CLASS_CODES)
+        # each distinct kernel name's class, from its first kernel (kernel_name_class remembers it by name)
+        name_class = np.zeros(len(cols.names), dtype=np.int64)
+        codes, first_of_name = np.unique(cols.name, return_index=True)
+        name_class[codes] = [CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first_of_name.tolist()]
+        kclass = name_class[cols.name[members.flat]] if len(members.flat) else np.zeros(0, dtype=np.int64)
+        grp = np.repeat(np.arange(n), members.sizes)
+        cell = grp * n_classes + kclass
+        present = np.zeros(n * n_classes, dtype=bool)
+        present[cell] = True
+        time = np.zeros(n * n_classes, dtype=np.int64)
+        np.add.at(time, cell, cols.duration[members.flat])
+        first = np.full(n * n_classes, len(cell), dtype=np.int64)
+        np.minimum.at(first, cell, np.arange(len(cell)))
+        named, times, firsts = present.reshape(n, n_classes), time.reshape(n, n_classes), first.reshape(n, n_classes)
+        out = self.op_class_codes.copy()
+        decided = np.zeros(n, dtype=bool)
+        for heavy in _HEAVY:  # the first heavy class in _HEAVY's order that a kernel's name says
+            take = named[:, CLASS_CODES[heavy]] & ~decided
+            out[take] = CLASS_CODES[heavy]
+            decided |= take
+        named = named.copy()
+        named[:, CLASS_CODES[OperatorClass.OTHER]] = False
+        heavy_op = np.isin(self.op_class_codes, [CLASS_CODES[c] for c in _HEAVY])
+        rest = np.flatnonzero(~decided & heavy_op & named.any(axis=1))
+        if len(rest):  # the named class of most time, ties to the one named first
+            score = np.where(named[rest], times[rest], -1)
+            best = score.max(axis=1, keepdims=True)
+            out[rest] = np.where(score == best, firsts[rest], np.iinfo(np.int64).max).argmin(axis=1)
+        return out
+
+    @cached_property
+    def op_class_codes(self) -> np.ndarray:
+        """:meth:`op_class` of every operator, by position in ``operators``, as a class code."""
+        return np.fromiter((CLASS_CODES[self.op_class(op)] for op in self.operators), dtype=np.int64,
+                           count=len(self.operators))
 
     def kernel_name_class(self, kernel: Kernel) -> OperatorClass:
         """The class a kernel's own name (and fused ops) says, whoever launched it."""
@@ -634,8 +668,7 @@ class ProfileView:
         ``list(OperatorClass)``: its operator's class (:attr:`kernel_owner_rows`), a kernel of no
         operator classed by its own name."""
         owner = self.kernel_owner_rows
-        op_codes = np.fromiter((CLASS_CODES[self.op_class(op)] for op in self.operators), dtype=np.int64,
-                               count=len(self.operators))
+        op_codes = self.op_class_codes
         codes = np.where(owner >= 0, op_codes[np.maximum(owner, 0)] if len(op_codes) else -1, -1)
         kernels = self.kernels
         for p in np.flatnonzero(owner < 0).tolist():

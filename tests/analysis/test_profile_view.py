@@ -449,3 +449,26 @@ def test_launch_gaps_and_kernel_columns_read_at_once_are_what_the_models_give() 
                 expected = _launch_gaps_one_by_one([view.kernels[p] for p in kernels.tolist()], max_gap)
                 assert view.launch_gaps_ns(kernels, max_gap) == expected
             assert expected > 0
+
+
+def test_work_classes_at_once_decide_heavy_names_epilogues_and_ties_as_one_by_one() -> None:
+    from profiler_core.schema import OperatorClass
+    from tests.analysis.profile_builder import ProfileBuilder, k
+
+    gemm, attention = "ampere_sgemm_128x64_nn", "flash_fwd_kernel<Flash_fwd_kernel_traits>"
+    pointwise, cast = "triton_poi_fused_add_0", "void at::native::unrolled_elementwise_kernel<copy>"
+    b = ProfileBuilder()
+    b.op("aten::addmm", k(pointwise, 5))  # a GEMM operator whose kernel is its bias epilogue
+    b.op("aten::addmm", k(pointwise, 3), k(cast, 3))  # two lighter classes tied on time: the first named
+    b.op("aten::addmm", k(cast, 3), k(pointwise, 3))
+    b.op("aten::addmm", k(pointwise, 2), k(cast, 4))  # the one of most time
+    b.op("aten::mm", k(attention, 4), k(gemm, 9))  # two heavy names: attention comes first in the order
+    b.op("aten::add", k(gemm, 4))  # a light operator running a GEMM kernel works as GEMM
+    b.op("aten::addmm", k("mystery_kernel", 4))  # only a name no class claims: as classed
+    b.op("aten::relu", k(pointwise, 4))
+    view, fresh = ProfileView(b.build()), ProfileView(b.build())
+    got = [view.work_class(op) for op in view.operators]
+    assert got == [fresh._work_class_of(op) for op in fresh.operators]
+    e, c = OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY
+    assert [fresh.kernel_name_class(kern) for kern in fresh.kernels_of(fresh.operators[1])] == [e, c]
+    assert got == [e, e, c, c, OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.GEMM, e]
