@@ -26,8 +26,10 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from profiler_core.analysis.patterns import manual_attention_groups
-from profiler_core.analysis.profile_view import ProfileView, busy_and_span_ns, pct
+from profiler_core.analysis.profile_view import CLASS_CODES, ProfileView, busy_and_span_ns, pct
 from profiler_core.attribution.operator_class import is_softmax
 from profiler_core.schema import Kernel, Operator, OperatorClass
 
@@ -101,8 +103,14 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
     """The attention operators with readable query/key shapes, in launch order: fused attention
     (SDPA, flash) by its query and key, and attention written by hand (score GEMM -> softmax ->
     value GEMM, transformers' ``eager`` implementation) by its softmax's [batch, heads, query, key]."""
-    picked = [(op, _shape_pair(op)) for op in ops
-              if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
+    if ops is view.ops_in_order:  # the view's own operators in launch order: their classes read at once
+        order = view.op_order
+        take = ((view.work_class_codes[order] == CLASS_CODES[OperatorClass.ATTENTION])
+                & (view.op_kernel_counts[order] > 0))
+        chosen = [ops[i] for i in np.flatnonzero(take).tolist()]
+    else:
+        chosen = [op for op in ops if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
+    picked = [(op, _shape_pair(op)) for op in chosen]
     by_name: dict[str, list[tuple[list, list]]] = {}
     for op, pair in picked:
         if pair is not None:

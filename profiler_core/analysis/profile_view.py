@@ -302,6 +302,7 @@ class ProfileView:
         self._counter_values: dict[str, np.ndarray] = {}
         self._name_class: dict[str, OperatorClass] = {}
         self._work_class: dict[str, OperatorClass] = {}
+        self._work_class_single: set[str] = set()  # keys whose work class was worked out on its own
         self._matches: dict[re.Pattern[str], dict[str, bool]] = {}
         self._name_masks: dict[re.Pattern[str], np.ndarray] = {}
         # hand-written attention groups per (operator list, window): the rules and decode-loop detection
@@ -353,10 +354,16 @@ class ProfileView:
     def work_class_codes(self) -> np.ndarray:
         """:meth:`work_class` of every operator, by position in ``operators``, as its index in
         ``list(OperatorClass)`` (``CLASS_CODES``)."""
-        if not self._work_class and len(self._op_index) == len(self.operators):
-            return self._work_class_codes  # every operator's (keys distinct), none worked out one by one before
-        return np.fromiter((CLASS_CODES[self.work_class(op)] for op in self.operators), dtype=np.int64,
-                           count=len(self.operators))
+        if len(self._op_index) != len(self.operators):  # a repeated key: each operator as work_class has it
+            return np.fromiter((CLASS_CODES[self.work_class(op)] for op in self.operators), dtype=np.int64,
+                               count=len(self.operators))
+        codes = self._work_class_codes.copy()
+        for key in self._work_class_single:  # a class remembered before every operator's was worked out
+            g = self._op_index.get(key)
+            if g is not None:
+                codes[g] = CLASS_CODES[self._work_class[key]]
+        codes.flags.writeable = False
+        return codes
 
     @cached_property
     def op_kernel_counts(self) -> np.ndarray:
@@ -428,6 +435,7 @@ class ProfileView:
                 cached = self._work_class.get(op.key)
             if cached is None:
                 cached = self._work_class[op.key] = self._work_class_of(op)
+                self._work_class_single.add(op.key)
         return cached
 
     def _work_class_of(self, op: Operator) -> OperatorClass:

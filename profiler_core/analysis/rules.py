@@ -32,7 +32,7 @@ from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.thresholds import Thresholds
 from profiler_core.errors import ProfilerError
 from profiler_core.plugins import load_plugin_modules
-from profiler_core.schema import Kernel, Operator
+from profiler_core.schema import Kernel, Operator, OperatorClass
 from profiler_core.transformations import Transformation, check_transformation, register_transformation
 
 RuleFn = Callable[["RuleContext"], list[Finding]]
@@ -103,6 +103,12 @@ class RuleContext:
     def ops(self) -> list[Operator]:
         """Operators in launch order."""
         return self.view.ops_in_order
+
+    @cached_property
+    def work_classes(self) -> list[OperatorClass]:
+        """The work class of each of :attr:`ops` (``view.work_class``), read at once."""
+        every = list(OperatorClass)
+        return [every[c] for c in self.view.work_class_codes[self.view.op_order].tolist()]
 
     def finding(
         self,

@@ -40,20 +40,15 @@ def _is_batch_norm(ctx: RuleContext, op: Operator) -> bool:
                for k in view.kernels_of(op))
 
 
-def _is_conv(ctx: RuleContext, op: Operator) -> bool:
-    return ctx.view.work_class(op) is OperatorClass.CONVOLUTION
-
-
 @rule("conv_batchnorm")
 def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
     """Normalization work launched right after a convolution: an eval BatchNorm a fold would remove."""
-    ops = ctx.ops
-    # the class tests first: they are remembered per operator, the name tests are not
-    norms = [op for i, op in enumerate(ops)
-             if i and _is_conv(ctx, ops[i - 1]) and not _is_conv(ctx, op) and _is_batch_norm(ctx, op)]
+    ops, conv = ctx.ops, [c is OperatorClass.CONVOLUTION for c in ctx.work_classes]
+    # the class tests first: they are read at once, the name tests are not
+    norms = [op for i, op in enumerate(ops) if i and conv[i - 1] and not conv[i] and _is_batch_norm(ctx, op)]
     if not norms:
         return []
-    convs = sum(1 for op in ops if _is_conv(ctx, op))
+    convs = sum(conv)
     kernels = ctx.view.kernels_of_ops(norms)
     agg = ctx.view.counters_of(kernels, ("dram_throughput_pct", "sm_throughput_pct"))
     fused = sum(1 for op in norms if op.is_fused or any(k.fused_with for k in ctx.view.kernels_of(op)))
@@ -81,8 +76,8 @@ def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
 def layout_transposition(ctx: RuleContext) -> list[Finding]:
     """Layout-conversion kernels around convolutions, or convolutions writing NCHW."""
     layout = [k for k in ctx.view.kernels if ctx.view.matches(_LAYOUT, k.name)]
-    nchw_convs = [k for op in ctx.ops if _is_conv(ctx, op) for k in ctx.view.kernels_of(op)
-                  if ctx.view.matches(_NCHW_OUTPUT, k.name)]
+    nchw_convs = [k for op, c in zip(ctx.ops, ctx.work_classes, strict=True) if c is OperatorClass.CONVOLUTION
+                  for k in ctx.view.kernels_of(op) if ctx.view.matches(_NCHW_OUTPUT, k.name)]
     layout_ns = sum(k.duration_ns for k in layout)
     if not nchw_convs and ctx.view.share_pct(layout_ns) < ctx.thresholds.layout_transpose_min_pct:
         return []
@@ -112,8 +107,8 @@ def conv_tensor_core_low(ctx: RuleContext) -> list[Finding]:
     """Convolutions whose Tensor Cores are mostly idle, in kernels that say no 16-bit precision."""
     limit = ctx.thresholds.conv_tensor_core_low_pct
     low = []
-    for op in ctx.ops:
-        if not _is_conv(ctx, op):
+    for op, c in zip(ctx.ops, ctx.work_classes, strict=True):
+        if c is not OperatorClass.CONVOLUTION:
             continue
         tc = ctx.view.op_counter(op, "tensor_core_active_pct")
         if tc is None or tc > limit or any(ctx.view.matches(_HALF, k.name) for k in ctx.view.kernels_of(op)):

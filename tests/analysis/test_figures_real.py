@@ -140,3 +140,18 @@ def test_findings_read_by_kernel_position_are_what_the_models_give(profiles: dic
     assert by_position == by_models and by_position.findings
     if name.startswith("lstm_encoder"):
         assert by_position.by_rule("recurrent_region")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_attention_calls_and_work_classes_read_at_once_are_what_one_by_one_gives(profiles: dict, name: str) -> None:
+    from profiler_core.analysis.decode_loop import attention_calls
+    from profiler_core.analysis.rules import RuleContext
+    from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS
+
+    view = ProfileView(profiles[name])
+    at_once = attention_calls(view, view.ops_in_order)  # the view's own list: read off its arrays
+    assert at_once == attention_calls(view, list(view.ops_in_order))  # another list: one by one
+    if name.startswith("sdpa_attention"):
+        assert at_once
+    ctx = RuleContext(view=view, thresholds=DEFAULT_THRESHOLDS)
+    assert ctx.work_classes == [ProfileView(profiles[name]).work_class(op) for op in ctx.ops]

@@ -472,3 +472,35 @@ def test_work_classes_at_once_decide_heavy_names_epilogues_and_ties_as_one_by_on
     e, c = OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY
     assert [fresh.kernel_name_class(kern) for kern in fresh.kernels_of(fresh.operators[1])] == [e, c]
     assert got == [e, e, c, c, OperatorClass.ATTENTION, OperatorClass.GEMM, OperatorClass.GEMM, e]
+
+
+def test_work_class_codes_keep_a_class_worked_out_before_every_operators() -> None:
+    from profiler_core.schema import OperatorClass
+
+    every = list(OperatorClass)
+    view, fresh = ProfileView(pair_profile("base")), ProfileView(pair_profile("base"))
+    op = next(op for op in view.operators if fresh.op_class(op) is OperatorClass.GEMM and fresh.kernels_of(op))
+    # a model of the operator that is not the view's own, worked out first: its class is remembered by key
+    alien = op.model_copy(update={"op_class": OperatorClass.REDUCTION, "kernel_ids": []})
+    assert view.work_class(alien) is OperatorClass.REDUCTION
+    codes = [every[c] for c in view.work_class_codes.tolist()]
+    assert codes == [view.work_class(o) for o in view.operators]
+    assert codes[view.operators.index(op)] is OperatorClass.REDUCTION
+    assert codes.count(OperatorClass.GEMM) > 0
+
+
+def test_attention_calls_read_at_once_leave_out_attention_without_kernels() -> None:
+    from profiler_core.analysis.decode_loop import attention_calls
+    from tests.analysis.profile_builder import ProfileBuilder, k
+
+    flash = "flash_fwd_kernel<Flash_fwd_kernel_traits>"
+    b = ProfileBuilder()
+    q, kv = [8, 8, 1, 64], [8, 8, 65, 64]
+    b.op("aten::_scaled_dot_product_flash_attention", k(flash, 4), shapes=[q, kv, kv])
+    b.op("aten::_scaled_dot_product_flash_attention", shapes=[q, kv, kv])  # no kernel of its own
+    b.op("aten::_scaled_dot_product_flash_attention", k(flash, 4), shapes=[q, kv, kv])
+    view = ProfileView(b.build())
+    at_once = attention_calls(view, view.ops_in_order)
+    assert at_once == attention_calls(view, list(view.ops_in_order))
+    assert [c.op.key for c in at_once] == ["aten::_scaled_dot_product_flash_attention#0",
+                                           "aten::_scaled_dot_product_flash_attention#2"]
