@@ -16,6 +16,8 @@ import re
 import statistics
 from collections import Counter
 
+import numpy as np
+
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, rule
 from profiler_core.schema import ExecutionContext, Kernel, Operator, OperatorClass
@@ -75,7 +77,8 @@ def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
 @rule("layout_transposition")
 def layout_transposition(ctx: RuleContext) -> list[Finding]:
     """Layout-conversion kernels around convolutions, or convolutions writing NCHW."""
-    layout = [k for k in ctx.view.kernels if ctx.view.matches(_LAYOUT, k.name)]
+    view = ctx.view  # the layout kernels by name code: each distinct name matched once
+    layout = [view.kernels[p] for p in np.flatnonzero(view.name_matches(_LAYOUT)[view.kernel_name_codes]).tolist()]
     nchw_convs = [k for op, c in zip(ctx.ops, ctx.work_classes, strict=True) if c is OperatorClass.CONVOLUTION
                   for k in ctx.view.kernels_of(op) if ctx.view.matches(_NCHW_OUTPUT, k.name)]
     layout_ns = sum(k.duration_ns for k in layout)

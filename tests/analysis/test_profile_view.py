@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters
@@ -440,6 +441,10 @@ def test_launch_gaps_and_kernel_columns_read_at_once_are_what_the_models_give() 
             view = ProfileView(profile)
             cols = view.kernel_columns
             assert cols.is_kernel.tolist() == [k.kind == "kernel" for k in view.kernels]
+            for pattern in (re.compile(r"gemm|nvjet", re.I), re.compile(r"^triton_"), re.compile("nothing")):
+                matched = view.name_matches(pattern)[view.kernel_name_codes].tolist()
+                assert matched == [pattern.search(k.name) is not None for k in view.kernels]
+                assert any(matched) or pattern.pattern == "nothing"
             assert cols.in_graph.tolist() == [k.graph_id is not None for k in view.kernels]
             kernels = np.flatnonzero(cols.is_kernel)
             for max_gap in (0, 2_000, 10_000, 10**12):
