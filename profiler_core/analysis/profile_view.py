@@ -374,15 +374,21 @@ class ProfileView:
                 counts[g] = len(self.kernels_of(op))
         return counts
 
+    @cached_property
+    def _op_aggregate_rows(self) -> np.ndarray:
+        """Each operator's row in the counter aggregate, by position in ``operators`` (-1: none). A dict
+        :meth:`op_counters` remembered for a key the aggregate holds is that row's, so it is not asked."""
+        group = self._op_aggregate.group
+        return np.fromiter((group.get(op.key, -1) for op in self.operators), dtype=np.int64,
+                           count=len(self.operators))
+
     def op_counter_values(self, field: str) -> np.ndarray:
         """:meth:`op_counter` of every operator for ``field``, by position in ``operators`` (NaN where it
         is None): what a rule compares with a threshold, for all operators at once."""
         cached = self._counter_values.get(field)
         if cached is not None:
             return cached
-        ops, agg = self.operators, self._op_aggregate
-        rows = np.fromiter((-1 if op.key in self._counters_of else agg.group.get(op.key, -1) for op in ops),
-                           dtype=np.int64, count=len(ops))
+        ops, agg, rows = self.operators, self._op_aggregate, self._op_aggregate_rows
         out = np.full(len(ops), np.nan)
         column = _OpAggregate._COLUMN.get(field)
         if column is not None and agg.agg is not None:
