@@ -21,7 +21,7 @@ from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_op
 from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
 from profiler_core.analysis.counter_format import Direction, direction, format_value, shift_text
 from profiler_core.analysis.findings import FindingsReport
-from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many, pct
+from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many, pct, segment_sums
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
@@ -277,10 +277,7 @@ def _time_rows_at(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, n
 
 def _sums(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> list[int]:
     """The kernel time of each consecutive set of the view's kernels (``positions`` cut by ``sizes``)."""
-    durations = view.kernel_durations[positions]
-    bounds = np.concatenate(([0], np.cumsum(sizes)))
-    totals = np.add.reduceat(np.append(durations, 0), bounds[:-1]) if len(sizes) else np.zeros(0, np.int64)
-    return np.where(sizes > 0, totals, 0).tolist()
+    return segment_sums(view.kernel_durations[positions], sizes).tolist()
 
 
 def _keys_label(keys: Sequence[str]) -> str:

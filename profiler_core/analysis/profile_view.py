@@ -354,7 +354,7 @@ class ProfileView:
     def work_class_codes(self) -> np.ndarray:
         """:meth:`work_class` of every operator, by position in ``operators``, as its index in
         ``list(OperatorClass)`` (``CLASS_CODES``)."""
-        if len(self._op_index) != len(self.operators):  # a repeated key: each operator as work_class has it
+        if self._repeats:  # a repeated key: each operator as work_class has it
             return np.fromiter((CLASS_CODES[self.work_class(op)] for op in self.operators), dtype=np.int64,
                                count=len(self.operators))
         codes = self._work_class_codes.copy()
@@ -369,10 +369,17 @@ class ProfileView:
     def op_kernel_counts(self) -> np.ndarray:
         """``len(kernels_of(op))`` of every operator, by position in ``operators``."""
         counts = self._members.sizes.copy()
-        for g, op in enumerate(self.operators):
-            if self._row_of(op) != g:  # an operator repeating an earlier one's key
-                counts[g] = len(self.kernels_of(op))
+        for g in self._repeats:
+            counts[g] = len(self.kernels_of(self.operators[g]))
         return counts
+
+    @cached_property
+    def _repeats(self) -> list[int]:
+        """The positions of the operators repeating an earlier one's key (none where keys are distinct):
+        what the view answers by key, not by position, for them."""
+        if len(self._op_index) == len(self.operators):
+            return []
+        return [g for g, op in enumerate(self.operators) if self._row_of(op) != g]
 
     @cached_property
     def _op_aggregate_rows(self) -> np.ndarray:
@@ -550,12 +557,10 @@ class ProfileView:
     def op_durations(self) -> np.ndarray:
         """:meth:`op_duration_ns` of every operator, by position in ``operators``."""
         members, ops = self._members, self.operators
-        summed = np.concatenate(([0], np.cumsum(self._columns.duration[members.flat])))
-        out = np.where(members.sizes > 0, summed[members.offsets[1:]] - summed[members.offsets[:-1]],
+        out = np.where(members.sizes > 0, segment_sums(self._columns.duration[members.flat], members.sizes),
                        np.fromiter((op.duration_ns for op in ops), dtype=np.int64, count=len(ops)))
-        for g, op in enumerate(ops):
-            if self._row_of(op) != g:  # an operator repeating an earlier one's key
-                out[g] = self.op_duration_ns(op)
+        for g in self._repeats:
+            out[g] = self.op_duration_ns(ops[g])
         out.flags.writeable = False
         return out
 
@@ -953,6 +958,13 @@ def _work_class_from(cls: OperatorClass, kinds: dict[OperatorClass, int]) -> Ope
     if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
         return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
     return cls
+
+
+def segment_sums(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The sum of each consecutive segment of ``values`` (int64), cut by ``sizes`` (0 for an empty one)."""
+    summed = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    return summed[bounds[1:]] - summed[bounds[:-1]]
 
 
 def _rounded(aggregates: Iterable[dict[str, float | None]], fields: list[str]) -> list[dict[str, float | None]]:
