@@ -29,8 +29,12 @@ from dataclasses import dataclass, field
 from itertools import filterfalse
 from typing import Literal
 
+import numpy as np
+
+from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.attribution.operator_class import gemm_precision
+from profiler_core.attribution.operator_parquet import OperatorColumns
 from profiler_core.metrics.flop_counters import MEASURED_FLOP_FIELDS, MeasuredFlops, measured_flops
 from profiler_core.metrics.flop_model import modelled_flops
 from profiler_core.metrics.peaks import ChipPeaks, peaks_for_gpu
@@ -129,19 +133,27 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
                         "(metrics/peaks.py lists the chips with roofs)")
     kernels = profile.kernels if kernels is None else kernels
     n_kernels = len(kernels)
+    operators = profile.operators if operators is None else operators
     # A large profile repeats a few operator calls (name, shapes, counters, kernels) many times
     # over: what does not depend on an operator's time is worked out once per distinct call.
-    works: dict[tuple[object, ...], _Work] = {}
+    works: dict[object, _Work] = {}
+    calls = _call_codes(profile, len(operators))
     shape_keys: dict[int, tuple[object, str]] = {}
     rows = []
-    for op in (profile.operators if operators is None else operators):
+    for g, op in enumerate(operators):
         if op.duration_ns <= 0:
             continue
-        names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
-        key = (op.name, _shapes_key(op.input_shapes, shape_keys), names,
-               exact_key(map(op.metrics.get, _READ_FIELDS)))
+        names: tuple[str, ...] | None = None
+        if calls is not None:
+            key: object = calls[g]
+        else:
+            names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
+            key = (op.name, _shapes_key(op.input_shapes, shape_keys), names,
+                   exact_key(map(op.metrics.get, _READ_FIELDS)))
         work = works.get(key)
         if work is None:
+            if names is None:
+                names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
             work = works[key] = _work(op, names, peaks, measured_roofs)
         rows.append(_operator(op, work))
     flagged = [r for r in rows if r.disagreement is not None]
@@ -150,6 +162,34 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
                         f"{DISAGREEMENT:.0%} (first: {flagged[0].key}, {flagged[0].disagreement:+.0%})")
     return Roofline(chip=peaks, measured_roofs=measured_roofs, operators=rows, classes=_classes(rows),
                     warnings=warnings)
+
+
+def _call_codes(profile: Profile, n_operators: int) -> list[int] | None:
+    """Each operator's distinct call (what its row's time-free part depends on: name, shapes,
+    kernel names, the counters read) as a number, worked out on the columns of a profile read
+    from tables; None for a profile of models, or ``n_operators`` not the table's length.
+
+    Equal numbers mean equal calls; equal calls may get two numbers (a kernel id past the kernel
+    table, a dictionary holding one text twice), which only works one call out twice.
+    """
+    ops, ks = profile.operators, profile.kernels
+    if not isinstance(ops, OperatorColumns) or not isinstance(ks, KernelTable) or len(ops) != n_operators:
+        return None
+    read = [ops.metric_fields.index(f) for f in _READ_FIELDS if f in ops.metric_fields]
+    values = np.ascontiguousarray(ops.metrics[:, read], dtype=np.float64)
+    values[np.isnan(values)] = np.nan  # every NaN is a None: one bit pattern
+    # the bits of each row: 0.0 and -0.0 differ, as exact_key has them
+    _, counters = np.unique(values.view(np.dtype((np.void, 8 * len(read)))).ravel() if read
+                            else np.zeros(len(ops), dtype=np.int64), return_inverse=True)
+    members = ops.members
+    n_kernels = len(ks)
+    kernel_names = np.where(members < n_kernels, ks.name[np.minimum(members, max(n_kernels - 1, 0))]
+                            if n_kernels else -1, -1).tolist()
+    offsets = ops.offsets.tolist()
+    codes: dict[tuple[object, ...], int] = {}
+    return [codes.setdefault((name, shapes, counter, tuple(kernel_names[lo:hi])), len(codes))
+            for name, shapes, counter, lo, hi in zip(ops.name.codes.tolist(), ops.shapes.codes.tolist(),
+                                                     counters.ravel().tolist(), offsets, offsets[1:], strict=False)]
 
 
 def exact_key(values: Iterable[object]) -> tuple[object, ...]:

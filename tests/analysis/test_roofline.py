@@ -259,3 +259,67 @@ def test_exact_key_tells_apart_values_equal_only_as_numbers() -> None:
     assert exact_key((1, None, 2.5)) == exact_key([1, None, 2.5])
     for a, b in ((1,), (1.0,)), ((0.0,), (-0.0,)), ((True,), (1,)), ((None, 0), (None, 0.0)):
         assert a == b and exact_key(a) != exact_key(b)
+
+
+def test_a_columnar_profiles_calls_are_told_apart_on_its_columns_as_on_its_models(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the shipped GPT-2 capture written columnar and read back: roofline() numbers each operator's
+    # distinct call off the tables' columns; the rows must be those of the same operators as models
+    import copy
+
+    import numpy as np
+
+    from profiler_core.analysis.roofline import _READ_FIELDS, _call_codes, _shapes_key, exact_key
+    from profiler_core.profile_io import read_profile, write_profile
+
+    monkeypatch.setenv("OPROF_COLUMNAR_KERNELS", "0")
+    write_profile(tmp_path / "profile.json", attribute_run(GPT2))
+    profile = read_profile(tmp_path / "profile.json")
+    table = copy.copy(profile.operators)
+    assert hasattr(table, "members") and hasattr(profile.kernels, "counter_values")
+    # calls the capture does not have: one operator's DRAM bytes doubled, another's counter -0.0
+    # where its twin reads 0.0
+    table.metrics = table.metrics.copy()
+    dram = table.metric_fields.index("dram_bytes_read")
+    mm = [g for g in range(len(table)) if table.name[g] == "aten::mm"]
+    table.metrics[mm[0], dram] *= 2
+    read = [table.metric_fields.index(f) for f in _READ_FIELDS if f in table.metric_fields]
+    g, c = next((g, c) for c in read for g in range(len(table)) if table.metrics[g, c] == 0)
+    table.metrics[g, c] = -0.0
+    kernels = list(profile.kernels)
+
+    def keys_of(operators: list) -> list[tuple[object, ...]]:  # type: ignore[type-arg]
+        shape_keys: dict[int, tuple[object, str]] = {}
+        return [(op.name, _shapes_key(op.input_shapes, shape_keys),
+                 tuple(kernels[i].name for i in op.kernel_ids),
+                 exact_key(map(op.metrics.get, _READ_FIELDS))) for op in operators]
+
+    # pairs of twin calls, one of each pair changed: other shapes, another kernel, another name
+    twins: dict[tuple[object, ...], list[int]] = {}
+    for g, key in enumerate(keys_of(list(copy.copy(table)))):  # a copy: table's models are built after
+        twins.setdefault(key, []).append(g)
+    (a, b), (c, d), (e, f), (h, i) = [group[:2] for key, group in twins.items() if len(group) > 1 and key[2]][:4]
+    table.name = copy.copy(table.name)
+    table.name.codes = table.name.codes.copy()
+    table.name.codes[f] = next(s for s in range(len(table.name.values)) if table.name.values[s] != table.name[e])
+    # and twins missing a counter, one as NaN, one as a NaN of another bit pattern: still one call
+    table.metrics[h, read[0]] = np.nan
+    table.metrics[i, read[0]] = np.frombuffer(np.uint64(0x7FF8_0000_0000_0001).tobytes(), dtype=np.float64)[0]
+    table.shapes = copy.copy(table.shapes)
+    table.shapes.codes = table.shapes.codes.copy()
+    table.shapes.codes[b] = next(s for s in range(len(table.shapes.values))
+                                 if table.shapes.values[s] != table.shapes[a])
+    table.members = table.members.copy()
+    table.members[table.offsets[d]] = next(k for k in range(len(kernels))
+                                           if kernels[k].name != kernels[table.members[table.offsets[c]]].name)
+    tabled = profile.model_copy(update={"operators": table})
+    models = tabled.model_copy(update={"operators": list(table), "kernels": kernels})
+    codes = _call_codes(tabled, len(table))
+    assert codes is not None and _call_codes(models, len(table)) is None
+    # the same grouping as the models' exact keys give, each changed twin a call of its own
+    keys = keys_of(models.operators)
+    assert keys[a] != keys[b] and keys[c] != keys[d] and keys[e] != keys[f] and keys[h] == keys[i]
+    assert len(set(codes)) == len(set(keys)) < len(table)
+    assert len(set(zip(codes, keys, strict=True))) == len(set(keys))
+    for measured in (False, True):
+        assert roofline(tabled, measured_roofs=measured) == roofline(models, measured_roofs=measured)
