@@ -196,16 +196,14 @@ def _time_rows(b_sets: Sequence[Sequence[Kernel]], o_sets: Sequence[Sequence[Ker
     """Each row's times and counter deltas (``b_sets[i]`` against ``o_sets[i]``, their counters given)."""
     return _time_rows_of([sum(k.duration_ns for k in ks) for ks in b_sets], [len(ks) for ks in b_sets],
                          [sum(k.duration_ns for k in ks) for ks in o_sets], [len(ks) for ks in o_sets],
-                         bv, ov, scale, t, b_counters, o_counters)
+                         bv, ov, scale, _counter_deltas_many(b_counters, o_counters, t))
 
 
 def _time_rows_of(b_raws: Sequence[int], b_counts: Sequence[int], o_raws: Sequence[int], o_counts: Sequence[int],
-                  bv: ProfileView, ov: ProfileView, scale: tuple[float, float], t: Thresholds,
-                  b_counters: Sequence[dict[str, float | None]], o_counters: Sequence[dict[str, float | None]],
-                  ) -> list[dict]:
-    """:func:`_time_rows` from each row's kernel time and count on either side."""
+                  bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
+                  deltas: Sequence[list[CounterDelta]]) -> list[dict]:
+    """:func:`_time_rows` from each row's kernel time and count on either side, and its counter deltas."""
     rows = []
-    deltas = _counter_deltas_many(b_counters, o_counters, t)
     for b_raw, b_n, o_raw, o_n, counters in zip(b_raws, b_counts, o_raws, o_counts, deltas, strict=True):
         b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
         rows.append({
@@ -270,9 +268,14 @@ def _time_rows_at(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, n
     """:func:`_time_rows` of sets of kernels given as positions in each view (positions set after set,
     and each set's size): times summed and counters aggregated on the columns."""
     (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
+    # the rows' counter deltas are worked out once per distinct pair of aggregates and shared
+    b_counters, b_codes = bv.distinct_counters_of_positions(b_pos, b_sizes)
+    o_counters, o_codes = ov.distinct_counters_of_positions(o_pos, o_sizes)
+    _, first, pair = np.unique(b_codes * len(o_counters) + o_codes, return_index=True, return_inverse=True)
+    deltas = _counter_deltas_many([b_counters[b] for b in b_codes[first].tolist()],
+                                  [o_counters[o] for o in o_codes[first].tolist()], t)
     return _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes), o_sizes.tolist(),
-                         bv, ov, scale, t, bv.counters_of_positions(b_pos, b_sizes),
-                         ov.counters_of_positions(o_pos, o_sizes))
+                         bv, ov, scale, [list(deltas[p]) for p in pair.ravel().tolist()])
 
 
 def _sums(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> list[int]:

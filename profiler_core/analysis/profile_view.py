@@ -27,7 +27,7 @@ from profiler_core.attribution.aggregate import (
     aggregate_samples,
     counter_matrix,
 )
-from profiler_core.attribution.columns import NONE
+from profiler_core.attribution.columns import NONE, row_codes
 from profiler_core.attribution.kernel_table import TIERS, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE
@@ -935,6 +935,28 @@ class ProfileView:
         kept = np.bincount(np.repeat(np.arange(len(sizes)), sizes)[keep], minlength=len(sizes)).astype(np.int64)
         rows = rows[keep]
         return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], kept, fields)
+
+    def distinct_counters_of_positions(self, positions: np.ndarray, sizes: np.ndarray,
+                                       ) -> tuple[list[dict[str, float | None]], np.ndarray]:
+        """:meth:`counters_of_positions` as (the distinct dicts, each set's number among them): sets
+        whose aggregates are the same bits (the same counters named, NaN as None) share one dict,
+        built once. A profile repeating its calls has few distinct aggregates however long it is."""
+        table = self.counter_rows
+        rows = table.row_at[positions]
+        keep = rows >= 0
+        kept = np.bincount(np.repeat(np.arange(len(sizes)), sizes)[keep], minlength=len(sizes)).astype(np.int64)
+        rows = rows[keep]
+        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], kept)
+        codes, first = row_codes(agg.values, named, kept > 0)
+        cache: dict[int, list[tuple[int, str]]] = {}
+        distinct: list[dict[str, float | None]] = []
+        for i in first.tolist():
+            if not kept[i]:
+                distinct.append({})
+                continue
+            row = agg.row(i)
+            distinct.append({f: row[c] for c, f in _named_columns(int(named[i]), None, cache)})
+        return distinct, codes
 
     def confidence_of(self, kernels: Iterable[Kernel]) -> Confidence:
         """The weakest attribution confidence among ``kernels``."""

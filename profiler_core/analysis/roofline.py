@@ -31,6 +31,7 @@ from typing import Literal
 
 import numpy as np
 
+from profiler_core.attribution.columns import row_codes
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.attribution.operator_class import gemm_precision
@@ -176,11 +177,7 @@ def _call_codes(profile: Profile, n_operators: int) -> list[int] | None:
     if not isinstance(ops, OperatorColumns) or not isinstance(ks, KernelTable) or len(ops) != n_operators:
         return None
     read = [ops.metric_fields.index(f) for f in _READ_FIELDS if f in ops.metric_fields]
-    values = np.ascontiguousarray(ops.metrics[:, read], dtype=np.float64)
-    values[np.isnan(values)] = np.nan  # every NaN is a None: one bit pattern
-    # the bits of each row: 0.0 and -0.0 differ, as exact_key has them
-    _, counters = np.unique(values.view(np.dtype((np.void, 8 * len(read)))).ravel() if read
-                            else np.zeros(len(ops), dtype=np.int64), return_inverse=True)
+    counters, _ = row_codes(ops.metrics[:, read])  # 0.0 and -0.0 apart, as exact_key has them
     members = ops.members
     n_kernels = len(ks)
     kernel_names = np.where(members < n_kernels, ks.name[np.minimum(members, max(n_kernels - 1, 0))]
@@ -189,7 +186,7 @@ def _call_codes(profile: Profile, n_operators: int) -> list[int] | None:
     codes: dict[tuple[object, ...], int] = {}
     return [codes.setdefault((name, shapes, counter, tuple(kernel_names[lo:hi])), len(codes))
             for name, shapes, counter, lo, hi in zip(ops.name.codes.tolist(), ops.shapes.codes.tolist(),
-                                                     counters.ravel().tolist(), offsets, offsets[1:], strict=False)]
+                                                     counters.tolist(), offsets, offsets[1:], strict=False)]
 
 
 def exact_key(values: Iterable[object]) -> tuple[object, ...]:

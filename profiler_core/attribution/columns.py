@@ -91,6 +91,29 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return flat[keep]
 
 
+def row_codes(floats: np.ndarray, *ints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of ``floats`` (2-D) beside the same row of each 1-D integer column in ``ints``
+    numbered by its bits, in order of first appearance: (each row's number, the first row of each).
+
+    Rows get one number only where they are identical as values are written out: every NaN is one
+    value (a None, whatever its payload), 0.0 and -0.0 are two.
+    """
+    n = len(floats)
+    key = np.empty((n, floats.shape[1] + len(ints)), dtype=np.float64)
+    key[:, :floats.shape[1]] = floats
+    key[np.isnan(key)] = np.nan  # one bit pattern
+    for j, col in enumerate(ints):  # the integers' bits as they are
+        key[:, floats.shape[1] + j] = np.ascontiguousarray(col, dtype=np.int64).view(np.float64)
+    if n == 0 or key.shape[1] == 0:
+        return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
+    _, first, inverse = np.unique(key.view(np.dtype((np.void, 8 * key.shape[1]))).ravel(),
+                                  return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.ravel()], first[order]
+
+
 def column(records: Sequence[object], attr: str, none: int = NONE) -> np.ndarray:
     """One integer attribute of every record (int64; ``none`` where it is None)."""
     get = attrgetter(attr)

@@ -255,7 +255,7 @@ def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_
             ops = list(view.operators)
             # sets of one, of neighbours sharing kernels' start times, of repeats and of nothing
             sets = [[op] for op in ops[:40]] + [rng.sample(ops, rng.randint(2, 6)) for _ in range(60)]
-            sets += [[ops[3], ops[3], ops[7]], [], ops]
+            sets += [[ops[3], ops[3], ops[7]], [], ops, [ops[1]]]
             found = view.kernel_positions_of_ops(sets)
             assert found is not None
             positions, sizes = found
@@ -266,8 +266,13 @@ def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_
                 got = [view.kernels[p] for p in positions[bounds[i]:bounds[i + 1]].tolist()]
                 assert [k.id for k in got] == [k.id for k in ks], i
                 assert [k.id for k in view.kernels_of_ops(sets[i])] == [k.id for k in ks], i
-            assert view.counters_of_positions(positions, sizes) == kernel_counters_many(
-                expected, table=view.counter_rows)
+            each = view.counters_of_positions(positions, sizes)
+            assert each == kernel_counters_many(expected, table=view.counter_rows)
+            # the distinct aggregates, numbered: the same dicts, to the bit (0.0 and -0.0 apart)
+            distinct, codes = view.distinct_counters_of_positions(positions, sizes)
+            assert len(codes) == len(sets) and codes.max() < len(distinct)
+            assert [repr(distinct[c]) for c in codes.tolist()] == [repr(d) for d in each]
+            assert len(distinct) == len({repr(d) for d in each}) < len(sets)
             assert any(len(ks) > 1 for ks in expected) and any(not ks for ks in expected)
             assert view.kernel_positions_of_ops([[ops[0].model_copy()]]) is None  # not the view's own
             fields = ["achieved_occupancy_pct", "dram_throughput_pct", "tensor_core_active_pct"]

@@ -19,3 +19,33 @@ def test_sorted_unique_is_np_unique(values: list[int]) -> None:
 def test_sorted_unique_of_nothing_and_of_repeats() -> None:
     assert sorted_unique(np.array([], dtype=np.int64)).size == 0
     assert sorted_unique(np.array([3, 1, 3, 3, 1])).tolist() == [1, 3]
+
+
+_NAN_PAYLOAD = np.frombuffer(np.uint64(0x7FF8_0000_0000_0001).tobytes(), dtype=np.float64)[0]
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 1.5, np.nan, _NAN_PAYLOAD, -np.inf]),
+                          st.sampled_from([0.0, 2.0, np.nan]), st.integers(-2, 2**40)), max_size=60))
+def test_row_codes_number_rows_as_they_are_written_out(rows: list[tuple[float, float, int]]) -> None:
+    # rows are one where their text is one: any NaN is None, 0.0 and -0.0 print apart
+    from profiler_core.attribution.columns import row_codes
+
+    floats = np.array([r[:2] for r in rows], dtype=np.float64).reshape(len(rows), 2)
+    ints = np.array([r[2] for r in rows], dtype=np.int64)
+    codes, first = row_codes(floats, ints)
+    texts = [repr(tuple(None if v != v else v for v in r)) for r in rows]
+    seen: dict[str, int] = {}
+    want = [seen.setdefault(t, len(seen)) for t in texts]  # numbered as first seen
+    assert codes.tolist() == want
+    assert first.tolist() == [texts.index(t) for t in seen]
+
+
+def test_row_codes_of_no_rows_and_of_no_columns() -> None:
+    from profiler_core.attribution.columns import row_codes
+
+    codes, first = row_codes(np.zeros((0, 3)))
+    assert codes.size == 0 and first.size == 0
+    codes, first = row_codes(np.zeros((4, 0)))
+    assert codes.tolist() == [0, 0, 0, 0] and first.tolist() == [0]
+    codes, first = row_codes(np.zeros((3, 0)), np.array([5, 7, 5]))
+    assert codes.tolist() == [0, 1, 0] and first.tolist() == [0, 1]
