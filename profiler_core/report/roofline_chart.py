@@ -4,7 +4,11 @@ Log-log: arithmetic intensity (FLOP per DRAM byte) against achieved FLOP/s. The 
 (DRAM bandwidth) and every compute roof the chip has are drawn and labelled; measured roofs, where
 the chip has them, are solid beside the dashed published ones. One point per operator that has
 both FLOPs and DRAM bytes, its area proportional to its time, coloured by operator class; the
-caption says how many operators are placed and why the others are not:
+caption says how many operators are placed and why the others are not. Above ``MAX_MARKERS``
+operators, those of a class less than 1/``BINS_PER_DECADE`` of a decade apart on both axes (under
+a pixel at the chart's size) are drawn as one marker at their time-weighted place, its area their
+summed time, and the caption says so (a long capture's 100k operators are otherwise 100k SVG paths
+and tens of MB of page):
 
     roofline_svg(roofline(profile, measured_roofs=True))  ->  '<svg ...>...</svg>' ('' when nothing is placed)
 
@@ -24,6 +28,10 @@ ROOF_COLORS = {"fp64": "#9c6b4e", "fp32": "#3ca951", "fp16": "#6cc5b0", "tf32_te
                "fp16_tensor": "#ff8ab7", "bf16_tensor": "#ff725c", "fp8_tensor": "#a463f2",
                "fp64_tensor": "#97bbf5"}
 MEMORY_COLOR = "#444444"
+
+
+MAX_MARKERS = 2000  # operators drawn one marker each; beyond, neighbours on the chart are merged
+BINS_PER_DECADE = 200
 
 
 def si(value: float, unit: str) -> str:
@@ -90,11 +98,13 @@ def roofline_svg(roof: Roofline, *, height_in: float = 5.2) -> str:
         by_class: dict[str, list[OperatorRoofline]] = {}
         for r in points:
             by_class.setdefault(r.op_class or "other", []).append(r)
+        merge = len(points) > MAX_MARKERS
+        n_markers = 0
         for cls, rows in sorted(by_class.items(), key=lambda kv: -sum(r.duration_ns for r in kv[1])):
             color = CLASS_COLORS.get(cls, "#9498a0")
-            dots = ax.scatter([r.arithmetic_intensity or x_min for r in rows],
-                              [max(r.achieved_flops_per_s or y_min, y_min) for r in rows],
-                              s=[8 + 600 * r.duration_ns / total for r in rows], color=color, alpha=0.55,
+            xs, ys, times = marker_places(rows, x_min, y_min, merge=merge)
+            n_markers += len(xs)
+            dots = ax.scatter(xs, ys, s=[8 + 600 * t / total for t in times], color=color, alpha=0.55,
                               edgecolors=color, linewidths=0.6, label=f"{cls}: {len(rows)} operators")
             dots.set_gid(f"points-{cls}")
         ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
@@ -105,5 +115,31 @@ def roofline_svg(roof: Roofline, *, height_in: float = 5.2) -> str:
         unplaced = len(roof.operators) - len(points)
         fig.text(0.09, 0.02, f"{len(points)} of {len(roof.operators)} operators placed: those with both FLOPs and "
                  f"DRAM bytes measured or modelled\n({unplaced} lack one of them and are not drawn). "
-                 "Roofs: dashed published, solid measured on this chip.", fontsize=7.5)
+                 "Roofs: dashed published, solid measured on this chip."
+                 + (f"\nDrawn as {n_markers:,} markers: operators of a class less than 1/{BINS_PER_DECADE} decade "
+                    "apart on both axes are one marker, sized by their summed time." if merge else ""),
+                 fontsize=7.5)
         return to_svg(fig, title)
+
+
+def marker_places(rows: list[OperatorRoofline], x_min: float, y_min: float, *, merge: bool,
+                  ) -> tuple[list[float], list[float], list[float]]:
+    """Each marker's (intensity, achieved FLOP/s, time in ns): one per operator, or with ``merge``
+    one per cell of 1/``BINS_PER_DECADE`` decade on both axes holding any, at the time-weighted mean
+    of its operators' logarithms."""
+    xs = [r.arithmetic_intensity or x_min for r in rows]
+    ys = [max(r.achieved_flops_per_s or y_min, y_min) for r in rows]
+    times = [float(r.duration_ns) for r in rows]
+    if not merge:
+        return xs, ys, times
+    import numpy as np
+
+    lx, ly, w = np.log10(xs), np.log10(ys), np.asarray(times)
+    cells = np.stack([np.floor(lx * BINS_PER_DECADE), np.floor(ly * BINS_PER_DECADE)], axis=1)
+    distinct, cell = np.unique(cells, axis=0, return_inverse=True)  # cells in their sorted order
+    cell = cell.ravel()
+    n = len(distinct)
+    summed = np.bincount(cell, weights=w, minlength=n)
+    weight = np.where(summed > 0, summed, 1.0)
+    return ((10 ** (np.bincount(cell, weights=lx * w, minlength=n) / weight)).tolist(),
+            (10 ** (np.bincount(cell, weights=ly * w, minlength=n) / weight)).tolist(), summed.tolist())

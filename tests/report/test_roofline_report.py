@@ -46,6 +46,42 @@ def test_roofline_svg_places_every_operator_with_flops_and_bytes(gpt2: Profile) 
     assert "None" not in text and "gemm: " in text
 
 
+def test_a_long_captures_roofline_merges_operators_a_pixel_apart(gpt2: Profile) -> None:
+    # the GPT-2 operators, each called again and again with its time stretched by up to 3%: more
+    # operators than MAX_MARKERS, so those of a class within one cell of the chart are one marker
+    import math
+
+    from profiler_core.report.roofline_chart import BINS_PER_DECADE, MAX_MARKERS, marker_places
+
+    roof = roofline(gpt2, measured_roofs=True)
+    placed = plotted(roof)
+    calls = [dataclasses.replace(r, duration_ns=round(r.duration_ns * (1 + j / 1000)),
+                                 achieved_flops_per_s=r.achieved_flops_per_s / (1 + j / 1000))  # type: ignore[operator]
+             for j in range(30) for r in placed]
+    assert len(calls) > MAX_MARKERS
+    long = dataclasses.replace(roof, operators=calls)
+    svg = roofline_svg(long)
+    tree = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    groups = {g.get("id"): g for g in tree.iter(f"{ns}g") if g.get("id", "").startswith("points-")}
+    cells = {(r.op_class, math.floor(math.log10(r.arithmetic_intensity) * BINS_PER_DECADE),  # type: ignore[arg-type]
+              math.floor(math.log10(r.achieved_flops_per_s) * BINS_PER_DECADE)) for r in calls}  # type: ignore[arg-type]
+    markers = sum(len(g.findall(f".//{ns}path")) for g in groups.values())
+    assert markers == len(cells) < len(placed) < len(calls)
+    text = " ".join(t.text or "" for t in tree.iter(f"{ns}text"))
+    assert f"{len(calls)} of {len(calls)} operators placed" in text and f"Drawn as {markers:,} markers" in text
+    # each marker: its operators' summed time, placed inside their cell
+    rows = [r for r in calls if r.op_class == "gemm"]
+    xs, ys, times = marker_places(rows, 1e-3, 1e3, merge=True)
+    assert sum(times) == sum(r.duration_ns for r in rows) and len(xs) == len({c for c in cells if c[0] == "gemm"})
+    for r in rows:
+        cell = (math.floor(math.log10(r.arithmetic_intensity) * BINS_PER_DECADE),  # type: ignore[arg-type]
+                math.floor(math.log10(r.achieved_flops_per_s) * BINS_PER_DECADE))  # type: ignore[arg-type]
+        assert any(cell == (math.floor(math.log10(x) * BINS_PER_DECADE), math.floor(math.log10(y) * BINS_PER_DECADE))
+                   for x, y in zip(xs, ys, strict=True))
+    assert marker_places(rows, 1e-3, 1e3, merge=False)[2] == [float(r.duration_ns) for r in rows]
+
+
 def test_roofline_svg_is_empty_without_points(gpt2: Profile) -> None:
     roof = roofline(gpt2, measured_roofs=True)
     assert roofline_svg(dataclasses.replace(roof, operators=[])) == ""
