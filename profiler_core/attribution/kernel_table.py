@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, string_list
+from profiler_core.attribution.columns import NONE, Interner, row_codes, string_list
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.schema import Attribution, CounterSource, Evidence, Kernel, Tier, construct_trusted
 
@@ -108,12 +108,16 @@ class KernelTable(Sequence[Kernel]):
         # same for each of its kernels (100k kernels: 341k evidence entries, 77k distinct). Nothing
         # modifies a model's evidence, so the kernels share them.
         shared: dict[tuple[Tier, int, int | None, int], Evidence] = {}
+        # Each distinct counter row (by its bits) becomes a dict once; every kernel gets its own copy.
+        codes, first = row_codes(self.counter_values)
+        counters = ([{f: (None if v != v else v) for f, v in zip(self.counter_fields, r, strict=True)}
+                     for r in self.counter_values[first].tolist()], codes.tolist())
         for lo in range(0, len(self), self.MODEL_BLOCK):
-            out.extend(self._model_block(lo, min(len(self), lo + self.MODEL_BLOCK), shared))
+            out.extend(self._model_block(lo, min(len(self), lo + self.MODEL_BLOCK), shared, counters))
         return out
 
-    def _model_block(self, lo: int, hi: int, shared: dict[tuple[Tier, int, int | None, int], Evidence]
-                     ) -> list[Kernel]:
+    def _model_block(self, lo: int, hi: int, shared: dict[tuple[Tier, int, int | None, int], Evidence],
+                     counters_of_rows: tuple[list[dict[str, float | None]], list[int]]) -> list[Kernel]:
         s, dims, fused, keys = self.strings.values, self.dims, self.fused, string_list(self.operator_keys)
         fields = self.counter_fields
 
@@ -124,8 +128,7 @@ class KernelTable(Sequence[Kernel]):
             return [None if v == NONE else v for v in a[lo:hi].tolist()]
 
         rows = col(self.counter_row)
-        used = sorted({r for r in rows if r != NONE}) if self.have_counters else []
-        values = dict(zip(used, self.counter_values[used].tolist(), strict=True)) if used else {}
+        distinct_counters, counter_codes = counters_of_rows
         starts, ends = col(self.start_ns), col(self.end_ns)
         evidence = [(t, col(ev.has), col(ev.operator), opt(ev.op_id), col(ev.detail))
                     for t, ev in zip(TIER_ORDER, self.evidence, strict=True)]
@@ -153,7 +156,7 @@ class KernelTable(Sequence[Kernel]):
             elif ri == NONE:
                 counters = dict.fromkeys(fields)
             else:
-                counters = {f: (None if v != v else v) for f, v in zip(fields, values[ri], strict=True)}
+                counters = distinct_counters[counter_codes[ri]].copy()
             level = TIERS[tier]
             attribution = construct_trusted(Attribution, {
                 "operator_key": None if op == NONE else keys[op], "tier": level,

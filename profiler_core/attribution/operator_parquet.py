@@ -22,7 +22,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE
+from profiler_core.attribution.columns import NONE, row_codes
 from profiler_core.attribution.operator_table import CONFIDENCES, ROLES, OperatorTable
 from profiler_core.ingest.arrow_columns import filled, to_numpy
 from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
@@ -207,7 +207,11 @@ class OperatorColumns(Sequence[Operator]):
         offsets, members = self.offsets.tolist(), self.members.tolist()
         counts, durations = self.kernel_count.tolist(), self.duration_ns.tolist()
         fields = self.metric_fields
-        rows = self.metrics.tolist()
+        # each distinct metrics row (by its bits) becomes a dict once; every operator gets its own copy
+        codes, first = row_codes(self.metrics)
+        metrics = [dict(zip(fields, [None if v != v else v for v in r], strict=True))
+                   for r in self.metrics[first].tolist()]
+        metric_codes = codes.tolist()
         return [construct_trusted(Operator, {
             "key": keys[g], "name": names[g], "call_index": call_index[g],
             "op_id": None if op_ids[g] == NONE else op_ids[g], "input_shapes": shapes[g],
@@ -215,8 +219,8 @@ class OperatorColumns(Sequence[Operator]):
             "fused_with": list(fused_with[g]), "source_nodes": list(sources[g]),
             "kernel_ids": members[offsets[g]:offsets[g + 1]],
             "kernel_count": counts[g], "duration_ns": durations[g],
-            "metrics": dict(zip(fields, [None if v != v else v for v in rows[g]], strict=True)),
-            "metric_null_reasons": dict(reasons[g]), "confidence": confidence[g], "library": library[g],
+            "metrics": metrics[metric_codes[g]].copy(), "metric_null_reasons": dict(reasons[g]),
+            "confidence": confidence[g], "library": library[g],
             "layer_role": roles[g], "inherited_from": inherited[g], "module_path": modules[g], "phase": phases[g],
         }) for g in range(self.n)]
 

@@ -254,6 +254,9 @@ def test_the_table_builds_the_same_models_by_blocks_as_one_by_one(monkeypatch: p
     entries = [e for k in by_blocks for e in k.attribution.evidence]
     distinct = {(e.tier, e.operator, e.op_id, e.detail) for e in entries}
     assert len({id(e) for e in entries}) == len(distinct) < len(entries)
+    # a counter row's dict is worked out once, but each kernel holds a dict of its own
+    assert len({repr(k.counters) for k in by_blocks}) < len(by_blocks)
+    assert len({id(k.counters) for k in by_blocks}) == len(by_blocks)
 
 
 def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: Path) -> None:
@@ -265,6 +268,9 @@ def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: P
     one_by_one = [ops.model(g).model_dump(mode="json") for g in range(len(ops))]
     assert at_once == one_by_one
     assert sum(bool(op["metrics"]) for op in at_once) > 0
+    # a metrics row's dict is worked out once, but each operator holds a dict of its own
+    models = ops.models()
+    assert len({repr(op.metrics) for op in models}) < len(models) == len({id(op.metrics) for op in models})
     assert sum(bool(op["kernel_ids"]) for op in at_once) > 0
 
 
