@@ -82,7 +82,11 @@ def call_name(name: str) -> str:
 
 def operator_roles(view: ProfileView, ops: list[Operator], attention_window: int) -> list[str]:
     """Each operator's role: its class, with hand-written attention parts as ``attention``."""
-    roles = [view.work_class(op).value for op in ops]
+    if ops is view.ops_in_order:  # the view's own launch order: every work class read at once
+        every = [c.value for c in OperatorClass]
+        roles = [every[c] for c in view.work_class_codes[view.op_order].tolist()]
+    else:
+        roles = [view.work_class(op).value for op in ops]
     for group in manual_attention_groups(view, ops, attention_window):
         for i in group:
             roles[i] = OperatorClass.ATTENTION.value

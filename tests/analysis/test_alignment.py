@@ -12,7 +12,7 @@ from profiler_core.analysis import AlignMethod, ProfileView, align_operators
 from profiler_core.analysis.alignment import _opcodes
 from profiler_core.schema import ExecutionContext, Profile
 from tests.analysis.profile_builder import ProfileBuilder, k
-from tests.analysis.real_profiles import pair_profile
+from tests.analysis.real_profiles import joinable_profile, pair_profile
 
 EAGER = ExecutionContext.EAGER
 
@@ -144,3 +144,18 @@ def test_opcodes_cover_both_sequences_with_true_equal_blocks(a: list[str], b: li
     # where the two share no head or tail, it is difflib's answer exactly
     if not a or not b or (a[0] != b[0] and a[-1] != b[-1]):
         assert ops == SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+
+
+def test_roles_read_at_once_are_the_roles_asked_one_by_one() -> None:
+    # the view's own launch order reads every work class off its arrays; any other list asks
+    # operator by operator: the roles (and the hand-written attention among them) must agree,
+    # also where the profile lists its operators out of launch order
+    from profiler_core.analysis.alignment import operator_roles
+
+    for real in (pair_profile("base"), pair_profile("opt"), joinable_profile()):
+        relisted = real.model_copy(update={"operators": list(reversed(real.operators))})
+        for profile in (real, relisted):
+            view = ProfileView(profile)
+            at_once = operator_roles(view, view.ops_in_order, 8)
+            one_by_one = operator_roles(ProfileView(profile), list(ProfileView(profile).ops_in_order), 8)
+            assert at_once == one_by_one and "attention" in at_once and len(set(at_once)) > 2
