@@ -176,14 +176,21 @@ def _aggregate_sets(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, 
     """The counters of consecutive sets of kernels: ``idx`` (rows of ``matrix``, set after set, each
     set in its order) and ``masks`` (their key masks) cut by ``sizes``; ``{}`` for an empty set."""
     agg, named = _aggregate_arrays_named(matrix, durations, idx, masks, sizes)
+    return _set_dicts(agg, named, sizes, range(len(sizes)), fields)
+
+
+def _set_dicts(agg: Aggregated, named: np.ndarray, sizes: np.ndarray, sets: Iterable[int],
+               fields: Collection[str] | None) -> list[dict[str, float | None]]:
+    """The counters dict of each of ``sets`` (positions among the aggregated sets; ``{}`` for an empty one)."""
     cache: dict[int, list[tuple[int, str]]] = {}
+    masks, counts = named.tolist(), sizes.tolist()
     out: list[dict[str, float | None]] = []
-    for i, (mask, size) in enumerate(zip(named.tolist(), sizes.tolist(), strict=True)):
-        if not size:
+    for i in sets:
+        if not counts[i]:
             out.append({})
             continue
         row = agg.row(i)
-        out.append({f: row[c] for c, f in _named_columns(mask, fields, cache)})
+        out.append({f: row[c] for c, f in _named_columns(masks[i], fields, cache)})
     return out
 
 
@@ -930,11 +937,16 @@ class ProfileView:
         """:func:`kernel_counters_many` of consecutive sets of the view's kernels, given as positions
         in ``kernels`` (set after set, cut by ``sizes``): the same figures, read off the counter rows."""
         table = self.counter_rows
-        rows = table.row_at[positions]
-        keep = rows >= 0  # less the kernels without counters
-        kept = np.bincount(np.repeat(np.arange(len(sizes)), sizes)[keep], minlength=len(sizes)).astype(np.int64)
-        rows = rows[keep]
+        rows, kept = self._counter_rows_of_sets(positions, sizes)
         return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], kept, fields)
+
+    def _counter_rows_of_sets(self, positions: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The counter rows of the kernels at ``positions`` (set after set) less the kernels without
+        counters, and how many each set keeps."""
+        rows = self.counter_rows.row_at[positions]
+        keep = rows >= 0
+        kept = np.bincount(np.repeat(np.arange(len(sizes)), sizes)[keep], minlength=len(sizes)).astype(np.int64)
+        return rows[keep], kept
 
     def distinct_counters_of_positions(self, positions: np.ndarray, sizes: np.ndarray,
                                        ) -> tuple[list[dict[str, float | None]], np.ndarray]:
@@ -942,21 +954,10 @@ class ProfileView:
         whose aggregates are the same bits (the same counters named, NaN as None) share one dict,
         built once. A profile repeating its calls has few distinct aggregates however long it is."""
         table = self.counter_rows
-        rows = table.row_at[positions]
-        keep = rows >= 0
-        kept = np.bincount(np.repeat(np.arange(len(sizes)), sizes)[keep], minlength=len(sizes)).astype(np.int64)
-        rows = rows[keep]
+        rows, kept = self._counter_rows_of_sets(positions, sizes)
         agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], kept)
         codes, first = row_codes(agg.values, named, kept > 0)
-        cache: dict[int, list[tuple[int, str]]] = {}
-        distinct: list[dict[str, float | None]] = []
-        for i in first.tolist():
-            if not kept[i]:
-                distinct.append({})
-                continue
-            row = agg.row(i)
-            distinct.append({f: row[c] for c, f in _named_columns(int(named[i]), None, cache)})
-        return distinct, codes
+        return _set_dicts(agg, named, kept, first.tolist(), None), codes
 
     def confidence_of(self, kernels: Iterable[Kernel]) -> Confidence:
         """The weakest attribution confidence among ``kernels``."""

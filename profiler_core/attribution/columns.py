@@ -114,6 +114,14 @@ def row_codes(floats: np.ndarray, *ints: np.ndarray) -> tuple[np.ndarray, np.nda
     return rank[inverse.ravel()], first[order]
 
 
+def distinct_row_dicts(values: np.ndarray, fields: Sequence[str]) -> tuple[list[dict[str, float | None]], list[int]]:
+    """Each distinct row of ``values`` (by :func:`row_codes`) as a dict of ``fields`` (NaN: None),
+    and each row's number among them: the dicts of a table whose rows repeat, built once."""
+    codes, first = row_codes(values)
+    return ([dict(zip(fields, [None if v != v else v for v in r], strict=True)) for r in values[first].tolist()],
+            codes.tolist())
+
+
 def column(records: Sequence[object], attr: str, none: int = NONE) -> np.ndarray:
     """One integer attribute of every record (int64; ``none`` where it is None)."""
     get = attrgetter(attr)

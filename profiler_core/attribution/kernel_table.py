@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, row_codes, string_list
+from profiler_core.attribution.columns import NONE, Interner, distinct_row_dicts, string_list
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.schema import Attribution, CounterSource, Evidence, Kernel, Tier, construct_trusted
 
@@ -109,9 +109,7 @@ class KernelTable(Sequence[Kernel]):
         # modifies a model's evidence, so the kernels share them.
         shared: dict[tuple[Tier, int, int | None, int], Evidence] = {}
         # Each distinct counter row (by its bits) becomes a dict once; every kernel gets its own copy.
-        codes, first = row_codes(self.counter_values)
-        counters = ([{f: (None if v != v else v) for f, v in zip(self.counter_fields, r, strict=True)}
-                     for r in self.counter_values[first].tolist()], codes.tolist())
+        counters = distinct_row_dicts(self.counter_values, self.counter_fields)
         for lo in range(0, len(self), self.MODEL_BLOCK):
             out.extend(self._model_block(lo, min(len(self), lo + self.MODEL_BLOCK), shared, counters))
         return out

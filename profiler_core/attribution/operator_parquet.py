@@ -22,7 +22,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, row_codes
+from profiler_core.attribution.columns import NONE, distinct_row_dicts
 from profiler_core.attribution.operator_table import CONFIDENCES, ROLES, OperatorTable
 from profiler_core.ingest.arrow_columns import filled, to_numpy
 from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
@@ -208,10 +208,7 @@ class OperatorColumns(Sequence[Operator]):
         counts, durations = self.kernel_count.tolist(), self.duration_ns.tolist()
         fields = self.metric_fields
         # each distinct metrics row (by its bits) becomes a dict once; every operator gets its own copy
-        codes, first = row_codes(self.metrics)
-        metrics = [dict(zip(fields, [None if v != v else v for v in r], strict=True))
-                   for r in self.metrics[first].tolist()]
-        metric_codes = codes.tolist()
+        metrics, metric_codes = distinct_row_dicts(self.metrics, fields)
         return [construct_trusted(Operator, {
             "key": keys[g], "name": names[g], "call_index": call_index[g],
             "op_id": None if op_ids[g] == NONE else op_ids[g], "input_shapes": shapes[g],

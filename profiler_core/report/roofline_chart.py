@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from profiler_core.analysis.roofline import OperatorRoofline, Roofline
 from profiler_core.report.svg_charts import CLASS_COLORS, figure, to_svg
 
@@ -132,8 +134,6 @@ def marker_places(rows: list[OperatorRoofline], x_min: float, y_min: float, *, m
     times = [float(r.duration_ns) for r in rows]
     if not merge:
         return xs, ys, times
-    import numpy as np
-
     lx, ly, w = np.log10(xs), np.log10(ys), np.asarray(times)
     cells = np.stack([np.floor(lx * BINS_PER_DECADE), np.floor(ly * BINS_PER_DECADE)], axis=1)
     distinct, cell = np.unique(cells, axis=0, return_inverse=True)  # cells in their sorted order
