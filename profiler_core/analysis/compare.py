@@ -10,7 +10,7 @@ When the baseline's findings are known, each predicted counter shift is checked.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Final, Literal
 
@@ -26,7 +26,7 @@ from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import COUNTER_FIELDS
-from profiler_core.schema import Kernel, OperatorClass, Profile, all_fields_set, construct_trusted
+from profiler_core.schema import Kernel, Operator, OperatorClass, Profile, all_fields_set, construct_trusted
 
 COMPARISON_SCHEMA_VERSION: Final = 1
 
@@ -297,39 +297,48 @@ def kernel_identity(name: str) -> str:
     return "Memset" if name.startswith("Memset (") else name
 
 
+def _name_tally(view: ProfileView) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Per kernel identity (:func:`kernel_identity`), in the order each first appears: how many kernels,
+    their summed time and the first one's position, read off the view's name and duration columns."""
+    cols = view.kernel_columns
+    codes = cols.name  # coded in the order each name first appears
+    counts = np.bincount(codes, minlength=len(cols.names)).tolist()
+    sums = np.zeros(len(cols.names), dtype=np.int64)
+    np.add.at(sums, codes, cols.duration)
+    _, first_at = np.unique(codes, return_index=True)
+    count: dict[str, int] = {}
+    dur: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for name, n, total, at in zip(cols.names, counts, sums.tolist(), first_at.tolist(), strict=True):
+        ident = kernel_identity(name)
+        count[ident] = count.get(ident, 0) + n
+        dur[ident] = dur.get(ident, 0) + total
+        first.setdefault(ident, at)
+    return count, dur, first
+
+
 def _kernel_only(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
                  ) -> tuple[list[KernelOnlyRow], list[KernelOnlyRow]]:
-    def tally(view: ProfileView) -> tuple[Counter[str], Counter[str], dict[str, Kernel]]:
-        count, dur = Counter[str](), Counter[str]()
-        first: dict[str, Kernel] = {}
-        for k in view.kernels:
-            name = kernel_identity(k.name)
-            count[name] += 1
-            dur[name] += k.duration_ns
-            first.setdefault(name, k)
-        return count, dur, first
-
-    (bc, bd, bf), (oc, od, of) = tally(bv), tally(ov)
-    only_base = [KernelOnlyRow(name=n, op_class=bv.kernel_class(bf[n]), count=bc[n],
+    (bc, bd, bf), (oc, od, of) = _name_tally(bv), _name_tally(ov)
+    classes = list(OperatorClass)
+    only_base = [KernelOnlyRow(name=n, op_class=classes[bv.kernel_class_codes[bf[n]]], count=bc[n],
                                duration_ns=round(bd[n] * scale[0])) for n in bc if n not in oc]
-    only_opt = [KernelOnlyRow(name=n, op_class=ov.kernel_class(of[n]), count=oc[n],
+    only_opt = [KernelOnlyRow(name=n, op_class=classes[ov.kernel_class_codes[of[n]]], count=oc[n],
                               duration_ns=round(od[n] * scale[1])) for n in oc if n not in bc]
     return (sorted(only_base, key=lambda r: -r.duration_ns), sorted(only_opt, key=lambda r: -r.duration_ns))
 
 
 def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) -> list[OverheadRow]:
     """Overhead kernels in opt beyond the baseline's count of the same name (priced at their mean)."""
-    base_count = Counter(kernel_identity(k.name) for k in bv.kernels)
-    by_name: dict[str, list[Kernel]] = defaultdict(list)
-    for k in ov.kernels:
-        by_name[kernel_identity(k.name)].append(k)
+    base_count = _name_tally(bv)[0]
+    count, dur, first = _name_tally(ov)
     per_kind: dict[OverheadKind, list[tuple[str, int, float]]] = defaultdict(list)
-    for name, ks in by_name.items():
-        kind = overhead_kind(name, ks[0].fused_with)
-        extra = len(ks) - base_count.get(name, 0)
+    for name, n in count.items():
+        kind = overhead_kind(name, ov.kernels[first[name]].fused_with)
+        extra = n - base_count.get(name, 0)
         if kind is None or extra <= 0:
             continue
-        mean = sum(k.duration_ns for k in ks) / len(ks)
+        mean = dur[name] / n
         per_kind[kind].append((name, extra, extra * mean))
     rows: list[OverheadRow] = []
     for kind, items in per_kind.items():
@@ -340,6 +349,13 @@ def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) 
                                 duration_ns=round(duration * scale[1]),
                                 share_of_opt_pct=round(ov.share_pct(duration), 3)))
     return sorted(rows, key=lambda r: -r.duration_ns)
+
+
+def _ops_counters(view: ProfileView, ops: Sequence[Operator]) -> dict[str, float | None]:
+    """The aggregated counters (unrounded) of ``ops``' kernels, by position where they are the view's."""
+    kernels = view.kernels_of_ops(ops)
+    at = view.positions(kernels)
+    return view.aggregate_at(at) if at is not None else kernel_counters_many([kernels], table=view.counter_rows)[0]
 
 
 def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: ProfileView,
@@ -355,8 +371,7 @@ def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: Prof
         b_ops = [bv.operators_by_key[k] for k in f.operators if k in bv.operators_by_key]
         o_ops = [ov.operators_by_key[k] for key in f.operators for k in sorted(opt_of.get(key, ()))
                  if k in ov.operators_by_key]
-        b_agg = kernel_counters_many([bv.kernels_of_ops(b_ops)], table=bv.counter_rows)[0]
-        o_agg = kernel_counters_many([ov.kernels_of_ops(o_ops)], table=ov.counter_rows)[0]
+        b_agg, o_agg = _ops_counters(bv, b_ops), _ops_counters(ov, o_ops)
         for field, expected in f.expected_shifts.items():
             b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)
             observed = direction(field, b, o, same_abs=t.counter_same_abs,

@@ -118,7 +118,7 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
     dims = {name: _seq_dim(pairs) for name, pairs in by_name.items()}
     calls = []
     for op, pair in picked:
-        start = view.kernels_of(op)[0].start_ns
+        start = view.first_start_ns(view.kernels_of(op))
         if pair is not None:
             q, k = pair
             calls.append(AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], start))
@@ -138,7 +138,7 @@ def _manual_attention_calls(view: ProfileView, ops: Sequence[Operator], window: 
         if not shapes or len(shapes[0]) != 4 or not all(isinstance(d, int) for d in shapes[0]) or not kernels:
             continue
         batch, _, q_len, kv_len = shapes[0]
-        calls.append(AttentionCall(score, batch, q_len, kv_len, kernels[0].start_ns))
+        calls.append(AttentionCall(score, batch, q_len, kv_len, view.first_start_ns(kernels)))
     return calls
 
 

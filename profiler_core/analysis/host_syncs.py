@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from profiler_core.analysis.patterns import gemm_rows
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution.operator_class import aten_short
@@ -94,10 +96,13 @@ def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
     found = HostSyncs(iterations=max(view.profile.capture.measured_iterations or 1, 1),
                       compiled=any(op.execution_context is ExecutionContext.COMPILED_GRAPH for op in ops))
     seen_ops: set[str] = set()
-    for k in view.kernels:
+    owners, kernels = view.kernel_owner_rows, view.kernels
+    # only the kernels named as a device-to-host copy (a few distinct names) are looked at one by one
+    for p in np.flatnonzero(view.name_matches(_DTOH)[view.kernel_name_codes]).tolist():
+        k = kernels[p]
         if not is_device_to_host(k):
             continue
-        op = view.kernel_operator.get(k.id)
+        op = view.operators[owners[p]] if owners[p] >= 0 else None
         found.copies.append(k)
         found.in_graphs += op is not None and op.execution_context is ExecutionContext.COMPILED_GRAPH
         found.by_module[_module(view, op, k)] += 1

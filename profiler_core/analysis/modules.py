@@ -16,13 +16,16 @@ fraction, so that an outlier layer stands out.
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many
+import numpy as np
+
+from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.analysis.roofline import FAR_BELOW, Roofline
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Profile
@@ -174,13 +177,27 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
                 nodes[parent].children.append(path)
         times = class_time[path]
         node.top_class = max(times, key=times.__getitem__) if times else None
-    kernels = view.kernels
-    sets = [[kernels[i] for i in kernel_sets[path] if i < len(kernels)] for path in nodes]
-    for node, counters in zip(nodes.values(), kernel_counters_many(sets, ROLLUP_COUNTERS, view.counter_rows),
+    for node, counters in zip(nodes.values(), _rollup_counters(view, [kernel_sets[path] for path in nodes]),
                               strict=True):
         node.counters = counters
     return ModuleRollup(nodes=nodes, groups=_groups(nodes), covered_ns=covered,
                         total_ns=sum(op.duration_ns for op in view.operators))
+
+
+def _rollup_counters(view: ProfileView, id_sets: list[list[int]]) -> list[dict[str, float | None]]:
+    """:data:`ROLLUP_COUNTERS` of each set of kernel ids (an id read as the kernel's position, as the
+    engine numbers them), aggregated by position off the view's counter rows."""
+    n = len(view.kernels)
+    sizes = np.array([len(ids) for ids in id_sets], dtype=np.int64)
+    flat = np.fromiter(itertools.chain.from_iterable(id_sets), dtype=np.int64, count=int(sizes.sum()))
+    grp = np.repeat(np.arange(len(id_sets)), sizes)
+    keep = (flat < n) & (flat >= -n)
+    flat, grp = flat[keep], grp[keep]
+    flat = np.where(flat < 0, flat + n, flat)
+    if not (view.counter_rows.row_at[flat] >= 0).any():  # no kernel of any set carries counters
+        return [{} for _ in id_sets]
+    return view.counters_of_positions(flat, np.bincount(grp, minlength=len(id_sets)).astype(np.int64),
+                                      ROLLUP_COUNTERS)
 
 
 def _groups(nodes: dict[str, ModuleNode]) -> list[BlockGroup]:

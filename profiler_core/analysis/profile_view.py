@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from functools import cached_property
 from operator import attrgetter, is_
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -28,11 +28,11 @@ from profiler_core.attribution.aggregate import (
     counter_matrix,
 )
 from profiler_core.attribution.columns import NONE, row_codes
-from profiler_core.attribution.kernel_table import TIERS, KernelTable
+from profiler_core.attribution.kernel_table import SOURCES, TIERS, KernelModels, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE
 from profiler_core.gc_pause import gc_paused
-from profiler_core.schema import Confidence, Kernel, Operator, OperatorClass, Profile, Tier
+from profiler_core.schema import Confidence, CounterSource, Kernel, Operator, OperatorClass, Profile, Tier
 
 if TYPE_CHECKING:
     from profiler_core.analysis.roofline import Roofline
@@ -90,7 +90,8 @@ class CounterRows:
         fields = list(getattr(table, "counter_fields", ()))
         self._by_id = False  # a kernel's row is its id (its position): no dict of ids
         if (table is not None and table.have_counters and fields and len(table) == len(kernels)
-                and all(k.id == i for i, k in enumerate(kernels))):
+                and ((isinstance(kernels, KernelModels) and kernels.table is table)  # kernel j: id j
+                     or all(k.id == i for i, k in enumerate(kernels)))):
             self.kernels = kernels  # each holds every counter field, None where not measured
             self._by_id = True
             rows = np.asarray(table.counter_row)
@@ -280,6 +281,31 @@ def _models(rows: Any) -> list[Any]:
     return rows.models() if hasattr(rows, "models") else list(rows)
 
 
+class KernelsAt(Sequence[Kernel]):
+    """Some of a view's kernels, given by their positions in its kernel list: each model is built (by
+    the view's lazy list) only when read, and :meth:`ProfileView.positions` reads the positions back
+    without looking at a model."""
+
+    def __init__(self, kernels: Sequence[Kernel], at: np.ndarray) -> None:
+        self.of = kernels
+        self.at = at
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+    @overload
+    def __getitem__(self, j: int) -> Kernel: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[Kernel]: ...
+    def __getitem__(self, j: int | slice) -> Kernel | list[Kernel]:
+        if isinstance(j, slice):
+            return [self.of[p] for p in self.at[j].tolist()]
+        return self.of[int(self.at[j])]
+
+    def __iter__(self) -> Iterator[Kernel]:
+        return map(self.of.__getitem__, self.at.tolist())
+
+
 class ProfileView:
     """Indexes over a Profile; the profile itself is never modified."""
 
@@ -298,13 +324,15 @@ class ProfileView:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         # A large profile holds its kernels and operators as tables whose every iteration builds the
-        # models afresh; the rules walk them many times, so they are built here once.
-        self.kernels: list[Kernel] = _models(profile.kernels)
+        # models afresh; the rules walk them many times, so each is built once: the kernels a block at
+        # a time when first read (most rules read columns, and a finding names a few kernels).
+        table = profile.kernels
+        self.kernels: Sequence[Kernel] = (table.lazy_models() if isinstance(table, KernelTable)
+                                          else list(table))
         self.operators: list[Operator] = _models(profile.operators)
-        self.kernels_by_id: dict[int, Kernel] = {k.id: k for k in self.kernels}
         self.operators_by_key: dict[str, Operator] = {op.key: op for op in self.operators}
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
-        self._kernels_of: dict[str, list[Kernel]] = {}
+        self._kernels_of: dict[str, Sequence[Kernel]] = {}
         self._counters_of: dict[str, dict[str, float | None]] = {}
         self._counter_values: dict[str, np.ndarray] = {}
         self._name_class: dict[str, OperatorClass] = {}
@@ -316,12 +344,17 @@ class ProfileView:
         # ask for the same ones; the list is kept beside its groups so its id is not reused
         self.attention_groups: dict[tuple[int, int], tuple[Sequence[Operator], list[list[int]]]] = {}
 
+    @cached_property
+    def kernels_by_id(self) -> dict[int, Kernel]:
+        """Kernel id -> its model."""
+        return {k.id: k for k in self.kernels}
+
     # -- time
     @cached_property
     def total_ns(self) -> int:
         """Profiled kernel time: the sum of every kernel's timeline duration."""
         if self.kernels:
-            return sum(k.duration_ns for k in self.kernels)
+            return int(self._columns.duration.sum())
         return self.profile.coverage.duration_ns
 
     def share_pct(self, duration_ns: float) -> float:
@@ -544,21 +577,80 @@ class ProfileView:
         epilogue are not GEMM time, whoever launched them.
         """
         ks = self.kernels if kernels is None else kernels
-        return sum(k.duration_ns for k in ks if self.kernel_name_class(k) is OperatorClass.GEMM)
+        at = np.arange(len(ks)) if ks is self.kernels else self.positions(ks) if isinstance(ks, KernelsAt) else None
+        if at is None:
+            return sum(k.duration_ns for k in ks if self.kernel_name_class(k) is OperatorClass.GEMM)
+        gemm = self._name_class_codes[self._columns.name[at]] == CLASS_CODES[OperatorClass.GEMM]
+        return int(self._columns.duration[at][gemm].sum())
 
-    def kernels_of(self, op: Operator) -> list[Kernel]:
+    @cached_property
+    def _name_class_codes(self) -> np.ndarray:
+        """:meth:`kernel_name_class` of every distinct kernel name, by name code: each name classed as
+        its first kernel (in the view's order) is, as asking kernel by kernel would class it."""
+        cols, kernels = self._columns, self.kernels
+        _, first = np.unique(cols.name, return_index=True)
+        return np.array([CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first.tolist()], dtype=np.int64)
+
+    def kernels_of(self, op: Operator) -> Sequence[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""
         cached = self._kernels_of.get(op.key)
         if cached is None:
             g = self._row_of(op)
             if g is not None:
-                members, kernels = self._members, self.kernels
-                cached = [kernels[p] for p in members.flat[members.offsets[g]:members.offsets[g + 1]].tolist()]
+                members = self._members
+                cached = KernelsAt(self.kernels, members.flat[members.offsets[g]:members.offsets[g + 1]])
             else:
                 ks = [self.kernels_by_id[i] for i in op.kernel_ids if i in self.kernels_by_id]
                 cached = sorted(ks, key=lambda k: k.start_ns)
             self._kernels_of[op.key] = cached
         return cached
+
+    def names_in(self, kernels: Sequence[Kernel]) -> list[str]:
+        """Each of ``kernels``' names, read off the columns where they are the view's."""
+        if isinstance(kernels, KernelsAt) and kernels.of is self.kernels:
+            names = self._columns.names
+            return [names[c] for c in self._columns.name[kernels.at].tolist()]
+        return [k.name for k in kernels]
+
+    def max_registers(self, kernels: Sequence[Kernel]) -> float | None:
+        """The most registers per thread any of ``kernels`` uses: ncu's counter where it is measured (and
+        not 0), else the launch record's; None where neither is known for any."""
+        table = self.profile.kernels
+        if not (isinstance(kernels, KernelsAt) and kernels.of is self.kernels and isinstance(table, KernelTable)):
+            found = [float(v) for k in kernels
+                     if (v := (k.counters or {}).get("registers_per_thread") or k.registers_per_thread) is not None]
+            return max(found) if found else None
+        at = kernels.at
+        launch = np.asarray(table.registers_per_thread)[at].astype(float)
+        launch[np.asarray(table.registers_per_thread)[at] == NONE] = np.nan
+        value = launch
+        if table.have_counters and "registers_per_thread" in table.counter_fields:
+            rows = np.asarray(table.counter_row)[at]
+            counted = np.full(len(at), np.nan)
+            has = rows != NONE
+            field = table.counter_fields.index("registers_per_thread")
+            counted[has] = np.asarray(table.counter_values)[rows[has], field]
+            value = np.where(np.isnan(counted) | (counted == 0), launch, counted)
+        value = value[~np.isnan(value)]
+        return float(value.max()) if len(value) else None
+
+    def busy_and_span_at(self, at: np.ndarray) -> tuple[int, int]:
+        """:func:`busy_and_span_ns` of the kernels at positions ``at``, read off the columns."""
+        if not len(at):
+            return 0, 0
+        cols = self._columns
+        order = np.argsort(cols.start[at], kind="stable")
+        start, end = cols.start[at][order], cols.end[at][order]
+        reach = np.maximum.accumulate(end)  # the latest end so far
+        first = np.flatnonzero(np.r_[True, start[1:] > reach[:-1]])  # a busy stretch starts past every end
+        last = np.r_[first[1:] - 1, len(start) - 1]
+        return int((reach[last] - start[first]).sum()), int(reach[-1] - start[0])
+
+    def first_start_ns(self, kernels: Sequence[Kernel]) -> int:
+        """The start of the first of ``kernels`` (not empty), read off the columns where they are the view's."""
+        if isinstance(kernels, KernelsAt) and kernels.of is self.kernels:
+            return int(self._columns.start[kernels.at[0]])
+        return kernels[0].start_ns
 
     @cached_property
     def op_durations(self) -> np.ndarray:
@@ -729,8 +821,19 @@ class ProfileView:
     def unattributed_ns(self) -> int:
         """Kernel time no operator owns (from the unattributed list when kernels are absent)."""
         if self.kernels:
-            return sum(k.duration_ns for k in self.unattributed_kernels)
+            return int(self._columns.duration[self.unattributed_mask].sum())
         return sum(u.duration_ns for u in self.profile.unattributed)
+
+    @cached_property
+    def counterless_mask(self) -> np.ndarray:
+        """Whether each kernel (by position in ``kernels``) carries no hardware counters: its counter
+        source says missing, or its counters are empty."""
+        table = self.profile.kernels
+        if isinstance(table, KernelTable):  # a table's kernel lists every field or none
+            missing = np.asarray(table.counter_source) == SOURCES.index(CounterSource.MISSING)
+            return missing | (not (table.have_counters and table.counter_fields))
+        return np.fromiter((k.counter_source is CounterSource.MISSING or not k.counters for k in self.kernels),
+                           dtype=bool, count=len(self.kernels))
 
     # -- evidence
     @cached_property
@@ -786,6 +889,8 @@ class ProfileView:
 
     def positions(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The positions of ``kernels`` in the view's kernel list, or None when one is not the view's."""
+        if isinstance(kernels, KernelsAt) and kernels.of is self.kernels:
+            return kernels.at
         cols = self._columns
         ids = np.fromiter(map(_ID, kernels), dtype=np.int64, count=len(kernels))
         if len(ids) and (ids.min() < 0 or ids.max() >= len(cols.pos_at)):
@@ -804,7 +909,7 @@ class ProfileView:
 
         With ``fields``, exactly those fields in that order (None where not measured).
         """
-        ks = list(kernels)
+        ks = kernels if isinstance(kernels, KernelsAt) else list(kernels)
         return self._counters_at(ks, self.positions(ks), fields)
 
     def _counters_at(self, kernels: Sequence[Kernel], at: np.ndarray | None, fields: Iterable[str] | None,
@@ -812,16 +917,21 @@ class ProfileView:
         """:meth:`counters_of` of ``kernels``, found at positions ``at`` of the view (None: not all the view's)."""
         wanted = None if fields is None else list(fields)
         table = self.counter_rows
-        if at is None:
-            counters = kernel_counters_many([kernels], wanted, table)[0]
-        else:
-            rows = table.row_at[at]
-            rows = rows[rows >= 0]
-            counters = (_aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows],
-                                        np.array([len(rows)], dtype=np.int64), wanted)[0] if len(rows) else {})
+        counters = kernel_counters_many([kernels], wanted, table)[0] if at is None else self.aggregate_at(at, wanted)
         if wanted is not None:
             counters = {f: counters.get(f) for f in wanted}
         return {f: (round(v, 4) if v is not None else None) for f, v in counters.items()}
+
+    def aggregate_at(self, at: np.ndarray, fields: Collection[str] | None = None) -> dict[str, float | None]:
+        """:func:`kernel_counters` of the view's kernels at positions ``at`` (unrounded), read off the
+        counter rows: the kernels without counters left out, ``{}`` when none has any."""
+        table = self.counter_rows
+        rows = table.row_at[at]
+        rows = rows[rows >= 0]
+        if not len(rows):
+            return {}
+        return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows],
+                               np.array([len(rows)], dtype=np.int64), fields)[0]
 
     def counters_of_many(self, kernel_sets: Sequence[Sequence[Kernel]], fields: Sequence[str],
                          ) -> list[dict[str, float | None]]:
@@ -876,28 +986,26 @@ class ProfileView:
             facts=list(facts),
         )
 
-    def kernels_of_ops(self, ops: Iterable[Operator]) -> list[Kernel]:
+    def kernels_of_ops(self, ops: Iterable[Operator]) -> Sequence[Kernel]:
         """All kernels of ``ops``, in timeline order, each once."""
         ops = list(ops)
         # by positions where the operators are many (one set: a few operators merge faster one by one)
         found = self.kernel_positions_of_ops([ops]) if len(ops) >= 16 else None
         if found is not None:
-            kernels = self.kernels
-            return [kernels[p] for p in found[0].tolist()]
+            return KernelsAt(self.kernels, found[0])
         seen: dict[int, Kernel] = {}
         for op in ops:
             for k in self.kernels_of(op):
                 seen[k.id] = k
         return sorted(seen.values(), key=lambda k: k.start_ns)
 
-    def kernels_of_ops_at(self, ops: Iterable[Operator]) -> tuple[list[Kernel], np.ndarray | None]:
+    def kernels_of_ops_at(self, ops: Iterable[Operator]) -> tuple[Sequence[Kernel], np.ndarray | None]:
         """:meth:`kernels_of_ops` and their :meth:`positions`, the positions read off the operators where
         they are many (those kernels are the view's own: no check of each)."""
         ops = list(ops)
         found = self.kernel_positions_of_ops([ops]) if len(ops) >= 16 and len(self._columns.pos_at) else None
         if found is not None:
-            kernels = self.kernels
-            return [kernels[p] for p in found[0].tolist()], found[0]
+            return KernelsAt(self.kernels, found[0]), found[0]
         ks = self.kernels_of_ops(ops)
         return ks, self.positions(ks)
 

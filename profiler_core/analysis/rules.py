@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 import numpy as np
 
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.profile_view import KernelsAt, ProfileView
 from profiler_core.analysis.thresholds import Thresholds
 from profiler_core.errors import ProfilerError
 from profiler_core.plugins import load_plugin_modules
@@ -136,11 +136,12 @@ class RuleContext:
         them off the view's arrays), else ``kernels``, else those of ``ops``.
         """
         at: np.ndarray | None
+        ks: Sequence[Kernel]
         if kernel_positions is not None:  # the rule read them off the view's arrays: its very models
-            every = self.view.kernels
-            ks, at = [every[p] for p in kernel_positions.tolist()], kernel_positions
+            ks = KernelsAt(self.view.kernels, kernel_positions)
+            at = kernel_positions
         elif kernels is not None:
-            ks = list(kernels)
+            ks = kernels if isinstance(kernels, KernelsAt) else list(kernels)
             at = self.view.positions(ks)
         else:
             ks, at = self.view.kernels_of_ops_at(ops)
@@ -175,11 +176,10 @@ def counter(counters: dict[str, float | None], field: str) -> float | None:
     return float(value) if value is not None else None
 
 
-def registers_fact(kernels: Iterable[Kernel]) -> str:
+def registers_fact(view: ProfileView, kernels: Sequence[Kernel]) -> str:
     """The most registers per thread any of ``kernels`` uses (ncu's counter, else the launch record's)."""
-    found = [float(v) for k in kernels
-             if (v := (k.counters or {}).get("registers_per_thread") or k.registers_per_thread) is not None]
-    return f"registers per thread up to {max(found):.0f}" if found else "registers per thread not recorded"
+    most = view.max_registers(kernels)
+    return f"registers per thread up to {most:.0f}" if most is not None else "registers per thread not recorded"
 
 
 def fmt_pct(value: float | None) -> str:

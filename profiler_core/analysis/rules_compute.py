@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -21,7 +22,14 @@ from profiler_core.analysis.patterns import (
     parallel_projection_groups,
     same_shape_gemm_runs,
 )
-from profiler_core.analysis.profile_view import CLASS_CODES, busy_and_span_ns, idle_inside_pct, pct
+from profiler_core.analysis.profile_view import (
+    CLASS_CODES,
+    KernelsAt,
+    ProfileView,
+    busy_and_span_ns,
+    idle_inside_pct,
+    pct,
+)
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import decode_loop_of
 from profiler_core.attribution.operator_class import gemm_precision
@@ -45,7 +53,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     low = view.op_counter_values("tensor_core_active_pct")[order] <= limit
     for i in np.flatnonzero(gemm & low).tolist():
         op = ctx.ops[i]
-        found = {p for k in ctx.view.kernels_of(op) if (p := gemm_precision(k.name)) is not None}
+        found = {p for name in view.names_in(view.kernels_of(op)) if (p := gemm_precision(name)) is not None}
         if found - {"fp32"}:
             continue  # already reduced precision: the FP32 premise does not hold
         idle.append(op)
@@ -75,7 +83,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         facts=[
             f"GEMM precision read from kernel names: {precision_text}",
             f"these GEMMs hold {pct(idle_ns, all_gemm_ns):.1f}% of all GEMM-kernel time",
-            registers_fact(kernels),
+            registers_fact(ctx.view, kernels),
         ],
         counter_fields=_GEMM_FIELDS,
         expected_shifts={"tensor_core_active_pct": "up"},
@@ -185,8 +193,9 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         facts.append(f"{len(durations)} GEMM launches of one shape (M={rows if rows is not None else '?'}), "
                      f"median {statistics.median(durations) / 1000:.1f} us, {split_k} split-K kernels")
     # the kernels classed RNN (read off every kernel's class at once), those of an opaque call
-    rnn_kernels = [k for p in np.flatnonzero(view.kernel_class_codes == CLASS_CODES[OperatorClass.RNN]).tolist()
-                   if _opaque_rnn(ctx, k := view.kernels[p])]
+    rnn_at = [p for p in np.flatnonzero(view.kernel_class_codes == CLASS_CODES[OperatorClass.RNN]).tolist()
+              if _opaque_rnn(ctx, view.kernels[p])]
+    rnn_kernels = [view.kernels[p] for p in rnn_at]
     rnn_ns = sum(k.duration_ns for k in rnn_kernels)
     opaque = view.share_pct(rnn_ns) >= t.rnn_opaque_min_pct
     if opaque:
@@ -199,9 +208,7 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
                for k in rnn_kernels if opaque and k.id in view.kernel_operator}
     loop_keys = {o.key for o in loop_ops}
     ops = loop_ops + [op for key, op in rnn_ops.items() if key not in loop_keys]
-    kernels = {k.id: k for k in view.kernels_of_ops(loop_ops)}
-    if opaque:
-        kernels.update({k.id: k for k in rnn_kernels})
+    kernels = _loop_and_rnn_kernels(view, view.kernels_of_ops(loop_ops), rnn_at if opaque else [])
     on_cudnn = bool(rnn_ops) and all(op.library and "cudnn" in op.library for op in rnn_ops.values())
     if not loop_ops and on_cudnn:
         # already the fused cuDNN path: rerouting changes nothing; say where the time went instead
@@ -239,7 +246,7 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         symptom=symptom,
         bottleneck=bottleneck,
         ops=ops,
-        kernels=sorted(kernels.values(), key=lambda k: k.start_ns),
+        kernels=kernels,
         transformation=transformation,
         facts=[*facts[:5], last_fact],
         counter_fields=_GEMM_FIELDS,
@@ -247,7 +254,21 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
     )]
 
 
-def view_idle_ns(kernels: list[Kernel]) -> int:
+def _loop_and_rnn_kernels(view: ProfileView, loop: Sequence[Kernel], rnn_at: list[int]) -> Sequence[Kernel]:
+    """The loop's kernels and the opaque RNN kernels (at ``rnn_at``), each once, in timeline order
+    (equal starts in the order first listed), by position where the loop's are the view's."""
+    loop_at = view.positions(loop) if isinstance(loop, KernelsAt) else None
+    if loop_at is None:
+        kernels = {k.id: k for k in loop}
+        kernels.update({k.id: k for k in (view.kernels[p] for p in rnn_at)})
+        return sorted(kernels.values(), key=lambda k: k.start_ns)
+    at = np.concatenate([loop_at, np.asarray(rnn_at, dtype=np.int64)])
+    _, first = np.unique(at, return_index=True)
+    at = at[np.sort(first)]
+    return KernelsAt(view.kernels, at[np.argsort(view.kernel_columns.start[at], kind="stable")])
+
+
+def view_idle_ns(kernels: Iterable[Kernel]) -> int:
     """Idle time between the first and the last of ``kernels`` (none of them running)."""
     busy, span = busy_and_span_ns(kernels)
     return span - busy

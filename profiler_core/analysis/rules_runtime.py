@@ -21,7 +21,7 @@ from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, register
 from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
-from profiler_core.schema import CounterSource, ExecutionContext, Operator, OperatorClass
+from profiler_core.schema import ExecutionContext, Operator, OperatorClass
 from profiler_core.transformations import Transformation
 
 _MEMORY_CLASSES = frozenset({OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY})
@@ -200,7 +200,7 @@ def register_spills(ctx: RuleContext) -> list[Finding]:
                  "local-memory wavefronts"),
         bottleneck="register pressure: spilled values round-trip through L1/L2",
         ops=ops,
-        facts=[registers_fact(ctx.view.kernels_of_ops(ops)),
+        facts=[registers_fact(ctx.view, ctx.view.kernels_of_ops(ops)),
                "a smaller tile, fewer live values, or a lower-precision type reduces the pressure"],
         counter_fields=_SPILL_FIELDS,
         expected_shifts={"local_memory_wavefronts": "down"},
@@ -239,10 +239,9 @@ def high_unattributed(ctx: RuleContext) -> list[Finding]:
 def counters_missing(ctx: RuleContext) -> list[Finding]:
     """Kernel time without hardware counters: every counter-based rule is blind there."""
     view = ctx.view
-    kernels = [k for k in view.kernels
-               if k.counter_source is CounterSource.MISSING or not k.counters]
-    share = view.share_pct(sum(k.duration_ns for k in kernels))
-    if not kernels or share < ctx.thresholds.counters_missing_pct:
+    at = np.flatnonzero(view.counterless_mask)
+    share = view.share_pct(int(view.kernel_durations[at].sum()))
+    if not len(at) or share < ctx.thresholds.counters_missing_pct:
         return []
     return [ctx.finding(
         "counters_missing",
@@ -250,7 +249,7 @@ def counters_missing(ctx: RuleContext) -> list[Finding]:
         kind=FindingKind.NOTE,
         symptom=f"{share:.1f}% of kernel time carries no hardware counters",
         bottleneck="unknown: counter-based rules cannot judge these kernels",
-        kernels=kernels,
+        kernel_positions=at,
         facts=["re-run the counter phase (ncu) over the same region to cover them"],
         gain_ns=0,
     )]

@@ -12,8 +12,10 @@ time unprofiled, with 47 us of kernels (4% busy under the profiler, 9% without).
 
 from __future__ import annotations
 
+import numpy as np
+
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.profile_view import busy_and_span_ns, pct
+from profiler_core.analysis.profile_view import pct
 from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
@@ -24,16 +26,16 @@ from profiler_core.transformations import Transformation
 def host_bound(ctx: RuleContext) -> list[Finding]:
     """The GPU idles for most of the measured step: the host (Python, dispatch, launches) sets the pace."""
     view, t = ctx.view, ctx.thresholds
-    kernels = view.kernels
-    if len(kernels) < 2:
+    if len(view.kernels) < 2:
         return []
-    busy_ns, span_ns = busy_and_span_ns(kernels)
+    every = np.arange(len(view.kernels))
+    busy_ns, span_ns = view.busy_and_span_at(every)
     busy_pct = pct(busy_ns, span_ns)
     if span_ns <= 0 or busy_pct >= t.host_bound_busy_pct:
         return []
     steps = view.profile.capture.measured_iterations or 1
-    graphed = (view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES or sum(
-        1 for k in kernels if k.graph_id is not None) * 2 > len(kernels)
+    graphed = ((view.profile.capture.compile_mode or "") in CUDA_GRAPH_MODES
+               or int(view.kernel_columns.in_graph.sum()) * 2 > len(every))
     helps = ["fewer launches per step (compile more of the step, fuse the small kernels)",
              "a larger batch per step (more GPU work per launch)"]
     blocked = graphs_not_applicable(ctx)
@@ -47,7 +49,7 @@ def host_bound(ctx: RuleContext) -> list[Finding]:
                  f"kernels in a {span_ns / steps / 1e3:,.1f} us step, {steps} step(s) measured; "
                  f"< {t.host_bound_busy_pct:g}%)"),
         bottleneck="the host (Python, dispatch, kernel launches) sets the pace, not the GPU",
-        kernels=kernels,
+        kernel_positions=every,
         transformation=None if graphed or blocked else Transformation.CUDA_GRAPHS,
         facts=[f"kernel passes shorten only the {busy_pct:.1f}% the GPU is busy: they will not show in "
                "end-to-end time",

@@ -98,21 +98,16 @@ class KernelTable(Sequence[Kernel]):
     def __iter__(self) -> Iterator[Kernel]:
         return (self.model(j) for j in range(len(self)))
 
-    MODEL_BLOCK = 4096  # kernels whose columns are turned into Python values at a time
+    MODEL_BLOCK = 256  # kernels whose columns are turned into Python values at a time
 
     def models(self) -> list[Kernel]:
         """Every kernel as the ``Kernel`` model profile.json lists (what :meth:`model` builds, by blocks:
         each block's columns become Python values once, not one array access per field and kernel)."""
-        out: list[Kernel] = []
-        # One Evidence per distinct (tier, operator, op id, detail): a tier's word on an operator is the
-        # same for each of its kernels (100k kernels: 341k evidence entries, 77k distinct). Nothing
-        # modifies a model's evidence, so the kernels share them.
-        shared: dict[tuple[Tier, int, int | None, int], Evidence] = {}
-        # Each distinct counter row (by its bits) becomes a dict once; every kernel gets its own copy.
-        counters = distinct_row_dicts(self.counter_values, self.counter_fields)
-        for lo in range(0, len(self), self.MODEL_BLOCK):
-            out.extend(self._model_block(lo, min(len(self), lo + self.MODEL_BLOCK), shared, counters))
-        return out
+        return list(self.lazy_models())
+
+    def lazy_models(self) -> KernelModels:
+        """The models of :meth:`models`, each block built when one of its kernels is first asked for."""
+        return KernelModels(self)
 
     def _model_block(self, lo: int, hi: int, shared: dict[tuple[Tier, int, int | None, int], Evidence],
                      counters_of_rows: tuple[list[dict[str, float | None]], list[int]]) -> list[Kernel]:
@@ -220,6 +215,61 @@ class KernelTable(Sequence[Kernel]):
     def operator_key_list(self) -> list[str | None]:
         keys = string_list(self.operator_keys)
         return [None if g == NONE else keys[g] for g in self.operator.tolist()]
+
+
+class KernelModels(Sequence[Kernel]):
+    """A table's kernel models, built a block at a time when first asked for and then kept.
+
+    Every caller asking for a position gets the same model (identity holds, as in a list); a reader
+    of a few kernels builds their blocks only, and iterating builds them all, as :meth:`KernelTable.models`.
+    """
+
+    def __init__(self, table: KernelTable) -> None:
+        self.table = table
+        self._n = len(table)
+        self._size = table.MODEL_BLOCK
+        self._blocks: list[list[Kernel] | None] = [None] * -(-self._n // self._size)
+        # One Evidence per distinct (tier, operator, op id, detail): a tier's word on an operator is the
+        # same for each of its kernels (100k kernels: 341k evidence entries, 77k distinct). Nothing
+        # modifies a model's evidence, so the kernels share them.
+        self._shared: dict[tuple[Tier, int, int | None, int], Evidence] = {}
+        # Each distinct counter row (by its bits) becomes a dict once; every kernel gets its own copy.
+        self._counters: tuple[list[dict[str, float | None]], list[int]] | None = None
+
+    def _block(self, b: int) -> list[Kernel]:
+        block = self._blocks[b]
+        if block is None:
+            table = self.table
+            if self._counters is None:
+                self._counters = distinct_row_dicts(table.counter_values, table.counter_fields)
+            lo = b * self._size
+            block = self._blocks[b] = table._model_block(lo, min(self._n, lo + self._size), self._shared,
+                                                         self._counters)
+        return block
+
+    @property
+    def built(self) -> int:
+        """How many models have been built so far."""
+        return sum(len(b) for b in self._blocks if b is not None)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, j: int) -> Kernel: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[Kernel]: ...
+    def __getitem__(self, j: int | slice) -> Kernel | list[Kernel]:
+        if isinstance(j, slice):
+            return [self[i] for i in range(*j.indices(self._n))]
+        if not -self._n <= j < self._n:
+            raise IndexError(j)
+        b, i = divmod(j % self._n, self._size)
+        return self._block(b)[i]
+
+    def __iter__(self) -> Iterator[Kernel]:
+        for b in range(len(self._blocks)):
+            yield from self._block(b)
 
 
 def _opt(value: Any) -> int | None:

@@ -62,6 +62,43 @@ def test_comparison_of_a_shipped_pair_matches_its_golden(base: Path, opt: Path) 
     _check(f"{base.parent.name}__compare", compared(_profile(base), _profile(opt)))
 
 
+@cache
+def _columnar_profile(run: Path, folder: Path) -> Any:
+    """The capture's profile written columnar (Parquet tables at any size) and read back: the analysis
+    then reads kernel and operator tables, building kernel models only where it asks for them."""
+    from profiler_core.attribution import attribute_run
+    from profiler_core.attribution.kernel_table import KernelTable
+    from profiler_core.profile_io import read_profile, write_profile
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPROF_COLUMNAR_KERNELS", "0")
+    try:
+        write_profile(folder / run_id(run) / "profile.json", attribute_run(run))
+    finally:
+        mp.undo()
+    profile = read_profile(folder / run_id(run) / "profile.json")
+    assert isinstance(profile.kernels, KernelTable)
+    return profile
+
+
+@pytest.fixture(scope="module")
+def columnar_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("columnar_goldens")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", RUNS, ids=run_id)
+def test_a_shipped_capture_read_as_tables_matches_its_golden(run: Path, columnar_folder: Path) -> None:
+    _check(run_id(run), analysed(_columnar_profile(run, columnar_folder)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("base", "opt"), pairs(), ids=lambda p: p.parent.name if isinstance(p, Path) else str(p))
+def test_a_shipped_pair_read_as_tables_compares_as_its_golden(base: Path, opt: Path, columnar_folder: Path) -> None:
+    _check(f"{base.parent.name}__compare",
+           compared(_columnar_profile(base, columnar_folder), _columnar_profile(opt, columnar_folder)))
+
+
 def test_a_changed_output_is_named_where_it_changed() -> None:
     golden = {"findings": {"findings": [{"rule_id": "host_bound", "severity": "high"}]}}
     changed = {"findings": {"findings": [{"rule_id": "host_bound", "severity": "medium"}]}}
