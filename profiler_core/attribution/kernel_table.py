@@ -103,14 +103,15 @@ class KernelTable(Sequence[Kernel]):
     def models(self) -> list[Kernel]:
         """Every kernel as the ``Kernel`` model profile.json lists (what :meth:`model` builds, by blocks:
         each block's columns become Python values once, not one array access per field and kernel)."""
-        return list(self.lazy_models())
+        return list(KernelModels(self, every=True))
 
     def lazy_models(self) -> KernelModels:
         """The models of :meth:`models`, each block built when one of its kernels is first asked for."""
         return KernelModels(self)
 
     def _model_block(self, lo: int, hi: int, shared: dict[tuple[Tier, int, int | None, int], Evidence],
-                     counters_of_rows: tuple[list[dict[str, float | None]], list[int]]) -> list[Kernel]:
+                     counters_of_rows: tuple[list[dict[str, float | None]], Sequence[int] | dict[int, int]],
+                     ) -> list[Kernel]:
         s, dims, fused, keys = self.strings.values, self.dims, self.fused, string_list(self.operator_keys)
         fields = self.counter_fields
 
@@ -224,7 +225,8 @@ class KernelModels(Sequence[Kernel]):
     of a few kernels builds their blocks only, and iterating builds them all, as :meth:`KernelTable.models`.
     """
 
-    def __init__(self, table: KernelTable) -> None:
+    def __init__(self, table: KernelTable, *, every: bool = False) -> None:
+        """``every``: every block will be built (every counter row is numbered at once)."""
         self.table = table
         self._n = len(table)
         self._size = table.MODEL_BLOCK
@@ -234,17 +236,31 @@ class KernelModels(Sequence[Kernel]):
         # modifies a model's evidence, so the kernels share them.
         self._shared: dict[tuple[Tier, int, int | None, int], Evidence] = {}
         # Each distinct counter row (by its bits) becomes a dict once; every kernel gets its own copy.
+        # Numbering every row of a long table costs as much as some hundred blocks: the first blocks
+        # number their own rows only.
         self._counters: tuple[list[dict[str, float | None]], list[int]] | None = None
+        self._built_blocks = self.LOCAL_BLOCKS if every else 0
+
+    LOCAL_BLOCKS = 64  # blocks built with their own rows' dicts before every row is numbered at once
 
     def _block(self, b: int) -> list[Kernel]:
         block = self._blocks[b]
         if block is None:
             table = self.table
-            if self._counters is None:
-                self._counters = distinct_row_dicts(table.counter_values, table.counter_fields)
             lo = b * self._size
-            block = self._blocks[b] = table._model_block(lo, min(self._n, lo + self._size), self._shared,
-                                                         self._counters)
+            hi = min(self._n, lo + self._size)
+            counters: tuple[list[dict[str, float | None]], Sequence[int] | dict[int, int]]
+            if self._counters is None and self._built_blocks < self.LOCAL_BLOCKS:
+                rows = np.unique(table.counter_row[lo:hi])
+                rows = rows[rows != NONE]
+                dicts, codes = distinct_row_dicts(table.counter_values[rows], table.counter_fields)
+                counters = dicts, dict(zip(rows.tolist(), codes, strict=True))
+            else:
+                if self._counters is None:
+                    self._counters = distinct_row_dicts(table.counter_values, table.counter_fields)
+                counters = self._counters
+            block = self._blocks[b] = table._model_block(lo, hi, self._shared, counters)
+            self._built_blocks += 1
         return block
 
     @property

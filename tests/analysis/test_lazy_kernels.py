@@ -54,6 +54,7 @@ def _with_table(**columns: object) -> ProfileView:
 
 def test_models_are_built_a_block_at_a_time_and_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(KernelTable, "MODEL_BLOCK", 64)
+    monkeypatch.setattr(KernelModels, "LOCAL_BLOCKS", 3)  # three blocks on their own rows, then every row
     table = _table_profile().kernels
     assert isinstance(table, KernelTable) and len(table) > 2 * table.MODEL_BLOCK
     lazy = table.lazy_models()
