@@ -162,9 +162,12 @@ class OperatorColumns(Sequence[Operator]):
         self.offsets = to_numpy(ids.offsets).astype(np.int64)
         self.members = to_numpy(ids.values).astype(np.int64)
         self.kernel_count, self.duration_ns = ints("kernel_count"), ints("duration_ns")
-        self.metrics = np.zeros((self.n, len(self.metric_fields)))
+        # filled metric by metric into a (metrics, rows) array and kept transposed: writing a column
+        # of a row-major (rows, metrics) array strides across memory
+        metrics = np.zeros((len(self.metric_fields), self.n))
         for c, f in enumerate(self.metric_fields):
-            self.metrics[:, c] = filled(col(f"metrics.{f}"), np.nan)
+            metrics[c] = filled(col(f"metrics.{f}"), np.nan)
+        self.metrics = metrics.T
         self.reasons = _Strings(col("metric_null_reasons"), json.loads)
         self.confidence = _Strings(col("confidence"), Confidence)
         self.library = _Strings(col("library"))

@@ -66,7 +66,10 @@ def table_references(profile: Profile) -> None:
     assert isinstance(t, KernelTable)
     ops = _ops(profile.operators)
     n = len(t)
-    if pc.count_distinct(ops.keys).as_py() != len(ops.keys):
+    if ops.keys.null_count:
+        g = _first(~to_numpy(pc.is_valid(ops.keys)))
+        raise SchemaError(f"operator {g} has no key; each operator needs its own key")
+    if len(pc.unique(ops.keys)) != len(ops.keys):
         seen: set[str] = set()
         dup = None
         for dup in ops.keys.to_pylist():

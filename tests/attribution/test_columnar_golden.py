@@ -372,6 +372,22 @@ def _keys_replaced(table: Any, column: str, old: str, new: str) -> Any:
     return table.set_column(table.column_names.index(column), column, col)
 
 
+def test_an_operator_without_a_key_is_refused_by_its_position(written: Path, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    profile, _ = _copy(written, tmp_path)
+    second = read_profile(profile).operators[1].key
+
+    def nulled(t: Any) -> Any:
+        col = t.column("key").combine_chunks()
+        keys = [None if v == second else v for v in col.to_pylist()]
+        return t.set_column(t.column_names.index("key"), "key", pa.array(keys, type=col.type))
+
+    _rewritten(profile, "operators", nulled)
+    with pytest.raises(SchemaError, match="operator 1 has no key; each operator needs its own key"):
+        read_profile(profile)
+
+
 def test_keys_equal_to_the_operator_tables_are_still_checked(written: Path, tmp_path: Path) -> None:
     # the kernels' key dictionary as written is the operator table's key column: reading takes it as
     # it is (no search for repeats, no lookup per key), so a repeat there must still be refused
