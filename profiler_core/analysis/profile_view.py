@@ -458,10 +458,16 @@ class ProfileView:
             out.setdefault(op.key, g)
         return out
 
+    @cached_property
+    def _row_by_id(self) -> dict[int, int]:
+        """:meth:`_row_of` by the model's ``id()``: the view keeps its models, so an id is one of its own
+        for as long as the view lives (the first operator of a repeated key only, as ``_op_index``)."""
+        operators = self.operators
+        return {id(operators[g]): g for g in self._op_index.values()}
+
     def _row_of(self, op: Operator) -> int | None:
         """``op``'s position in ``operators`` when it is the view's own model, else None."""
-        g = self._op_index.get(op.key)
-        return g if g is not None and self.operators[g] is op else None
+        return self._row_by_id.get(id(op))
 
     @cached_property
     def _members(self) -> _Members:
@@ -1014,14 +1020,10 @@ class ProfileView:
         """:meth:`kernels_of_ops` of each set, as positions in ``kernels``: one array, set after set
         (each set's kernels once, in timeline order, ties in the order its operators list them),
         and each set's size. None when an operator is not one of the view's own."""
-        row_of = self._row_of
-        at: list[int] = []
-        for ops in op_sets:
-            for op in ops:
-                row = row_of(op)
-                if row is None:
-                    return None
-                at.append(row)
+        by_id = self._row_by_id
+        at = list(map(by_id.get, map(id, itertools.chain.from_iterable(op_sets))))
+        if None in at:
+            return None
         members = self._members
         g = np.array(at, dtype=np.int64)
         sizes = members.sizes[g]
