@@ -753,6 +753,10 @@ class ProfileView:
     @cached_property
     def kernel_operator(self) -> dict[int, Operator]:
         """Kernel id -> its operator (attributed kernels only)."""
+        if isinstance(self.kernels, KernelModels):  # kernel j has id j: read off the owner rows
+            owner, ops = self.kernel_owner_rows, self.operators
+            at = np.flatnonzero(owner >= 0)
+            return dict(zip(at.tolist(), [ops[g] for g in owner[at].tolist()], strict=True))
         out: dict[int, Operator] = {}
         for op in self.operators:
             for kid in op.kernel_ids:

@@ -169,3 +169,24 @@ def test_compares_kernel_tally_is_the_tally_of_the_models() -> None:
     got = _name_tally(view)
     assert list(got[0].items()) == list(count.items()) and got[1] == dict(dur) and got[2] == first
     assert count["Memset"] >= 4
+
+
+def test_a_tables_kernel_operators_are_those_its_operators_list_then_its_attributions_name() -> None:
+    profile = _table_profile()
+    table = profile.kernels
+    assert isinstance(table, KernelTable)
+    # a kernel no operator lists, owned through its attribution's operator key
+    ops = list(profile.operators)
+    listed = ops[3].kernel_ids
+    ops[3] = ops[3].model_copy(update={"kernel_ids": listed[1:]})
+    view = ProfileView(profile.model_copy(update={"operators": ops}))
+    expected: dict[int, object] = {}
+    for op in view.operators:
+        for kid in op.kernel_ids:
+            expected[kid] = op
+    for k in view.kernels.table.models():
+        if k.id not in expected and k.attribution.operator_key in view.operators_by_key:
+            expected[k.id] = view.operators_by_key[k.attribution.operator_key]
+    got = view.kernel_operator
+    assert got.keys() == expected.keys() and all(got[i] is expected[i] for i in got)
+    assert got[listed[0]] is ops[3]
