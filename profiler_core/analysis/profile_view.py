@@ -30,6 +30,7 @@ from profiler_core.attribution.aggregate import (
 from profiler_core.attribution.columns import NONE, row_codes
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, KernelModels, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
+from profiler_core.attribution.operator_parquet import OperatorColumns
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE
 from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Confidence, CounterSource, Kernel, Operator, OperatorClass, Profile, Tier
@@ -276,9 +277,10 @@ def shared_views() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def _models(rows: Any) -> list[Any]:
-    """The models of a profile's kernels or operators: a table builds them by blocks (``models()``)."""
-    return rows.models() if hasattr(rows, "models") else list(rows)
+def _operator_models(rows: Sequence[Operator]) -> list[Operator]:
+    """The models of a profile's operators: a table builds them at once, the view reading them only
+    (operators whose metrics are the same share one dict)."""
+    return rows.models(read_only=True) if isinstance(rows, OperatorColumns) else list(rows)
 
 
 class KernelsAt(Sequence[Kernel]):
@@ -329,7 +331,7 @@ class ProfileView:
         table = profile.kernels
         self.kernels: Sequence[Kernel] = (table.lazy_models() if isinstance(table, KernelTable)
                                           else list(table))
-        self.operators: list[Operator] = _models(profile.operators)
+        self.operators: list[Operator] = _operator_models(profile.operators)
         self.operators_by_key: dict[str, Operator] = {op.key: op for op in self.operators}
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
         self._kernels_of: dict[str, Sequence[Kernel]] = {}

@@ -194,9 +194,12 @@ class OperatorColumns(Sequence[Operator]):
     def __iter__(self) -> Iterator[Operator]:
         return (self.model(g) for g in range(self.n))
 
-    def models(self) -> list[Operator]:
+    def models(self, *, read_only: bool = False) -> list[Operator]:
         """Every operator's model, as :meth:`model` builds one, from columns turned into Python values
-        once (an analysis that reads every operator; :meth:`model` is the random access)."""
+        once (an analysis that reads every operator; :meth:`model` is the random access).
+
+        ``read_only``: the caller never changes a model's metrics, so operators whose metrics rows
+        are the same bits share one dict (a dict of 20 metrics is about 1 KB per operator)."""
         def strs(col: _Strings) -> list[Any]:
             values = col.values
             return [None if c == NONE else values[c] for c in col.codes.tolist()]
@@ -219,7 +222,8 @@ class OperatorColumns(Sequence[Operator]):
             "fused_with": list(fused_with[g]), "source_nodes": list(sources[g]),
             "kernel_ids": members[offsets[g]:offsets[g + 1]],
             "kernel_count": counts[g], "duration_ns": durations[g],
-            "metrics": metrics[metric_codes[g]].copy(), "metric_null_reasons": dict(reasons[g]),
+            "metrics": metrics[metric_codes[g]] if read_only else metrics[metric_codes[g]].copy(),
+            "metric_null_reasons": dict(reasons[g]),
             "confidence": confidence[g], "library": library[g],
             "layer_role": roles[g], "inherited_from": inherited[g], "module_path": modules[g], "phase": phases[g],
         }) for g in range(self.n)]

@@ -272,6 +272,10 @@ def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: P
     models = ops.models()
     assert len({repr(op.metrics) for op in models}) < len(models) == len({id(op.metrics) for op in models})
     assert sum(bool(op["kernel_ids"]) for op in at_once) > 0
+    # read only (the analysis view's): the same models, operators of one metrics row sharing its dict
+    shared = ops.models(read_only=True)
+    assert [op.model_dump(mode="json") for op in shared] == at_once
+    assert len({id(op.metrics) for op in shared}) == len({repr(op.metrics) for op in shared}) < len(shared)
 
 
 def test_a_columnar_profiles_shape_signature_is_its_operators(written: Path) -> None:
