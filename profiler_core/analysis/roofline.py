@@ -25,7 +25,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import filterfalse
 from typing import Literal
 
@@ -51,7 +51,7 @@ _PRECISION_ROOF = {"fp32": "fp32", "tf32": "tf32_tensor", "bf16": "bf16_tensor",
                    "fp16": "fp16_tensor", "fp8": "fp8_tensor"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a large profile holds a row per operator (a dict each: 0.8 KB)
 class OperatorRoofline:
     """One operator's roofline position (times in ns, rates per second)."""
 
@@ -309,11 +309,16 @@ def _operator(op: Operator, work: _Work) -> OperatorRoofline:
 
 
 def _row(values: dict[str, object]) -> OperatorRoofline:
-    """``OperatorRoofline(**values)`` for values naming every field, without the frozen dataclass's
-    ``__init__`` (one ``object.__setattr__`` per field: a sixth of the roofline of 77k operators)."""
+    """``OperatorRoofline(**values)`` for values naming every field, without the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` per field: a sixth of the roofline of 77k
+    operators): each slot is filled through its descriptor."""
     row = object.__new__(OperatorRoofline)
-    object.__setattr__(row, "__dict__", values)
+    for name, fill in _SLOT_SETTERS:
+        fill(row, values[name])
     return row
+
+
+_SLOT_SETTERS = [(f.name, getattr(OperatorRoofline, f.name).__set__) for f in fields(OperatorRoofline)]
 
 
 def _why_counters_differ(ratio: float, measured: MeasuredFlops | None) -> str:
