@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from functools import cached_property
 from operator import attrgetter, is_
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from profiler_core.attribution.aggregate import (
     aggregate_samples,
     counter_matrix,
 )
-from profiler_core.attribution.columns import NONE, row_codes
+from profiler_core.attribution.columns import NONE, Positional, row_codes
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, KernelModels, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.operator_parquet import OperatorColumns
@@ -283,7 +283,7 @@ def _operator_models(rows: Sequence[Operator]) -> list[Operator]:
     return rows.models(read_only=True) if isinstance(rows, OperatorColumns) else list(rows)
 
 
-class KernelsAt(Sequence[Kernel]):
+class KernelsAt(Positional[Kernel]):
     """Some of a view's kernels, given by their positions in its kernel list: each model is built (by
     the view's lazy list) only when read, and :meth:`ProfileView.positions` reads the positions back
     without looking at a model."""
@@ -295,13 +295,7 @@ class KernelsAt(Sequence[Kernel]):
     def __len__(self) -> int:
         return len(self.at)
 
-    @overload
-    def __getitem__(self, j: int) -> Kernel: ...
-    @overload
-    def __getitem__(self, j: slice) -> list[Kernel]: ...
-    def __getitem__(self, j: int | slice) -> Kernel | list[Kernel]:
-        if isinstance(j, slice):
-            return [self.of[p] for p in self.at[j].tolist()]
+    def _at(self, j: int) -> Kernel:
         return self.of[int(self.at[j])]
 
     def __iter__(self) -> Iterator[Kernel]:

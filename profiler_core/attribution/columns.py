@@ -15,11 +15,34 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 NONE = -1
+
+
+T = TypeVar("T")
+
+
+class Positional(Sequence[T]):
+    """A read-only sequence whose item at position ``j`` (0 <= j < len) is ``_at(j)``: a negative
+    position counts from the end and a slice is a list, as a list's."""
+
+    def _at(self, j: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, j: int) -> T: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[T]: ...
+    def __getitem__(self, j: int | slice) -> T | list[T]:
+        if isinstance(j, slice):
+            return [self._at(i) for i in range(*j.indices(len(self)))]
+        n = len(self)
+        if not -n <= j < n:
+            raise IndexError(j)
+        return self._at(j % n)
 
 
 class Interner:

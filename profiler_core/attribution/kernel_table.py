@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, distinct_row_dicts, string_list
+from profiler_core.attribution.columns import NONE, Interner, Positional, distinct_row_dicts, string_list
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.schema import Attribution, CounterSource, Evidence, Kernel, Tier, construct_trusted
 
@@ -39,7 +39,7 @@ class EvidenceColumns:
 
 
 @dataclass(eq=False)
-class KernelTable(Sequence[Kernel]):
+class KernelTable(Positional[Kernel]):
     """The kernels of one profile, column by column (see the module docstring)."""
 
     strings: Interner
@@ -83,17 +83,8 @@ class KernelTable(Sequence[Kernel]):
     def __len__(self) -> int:
         return len(self.name)
 
-    @overload
-    def __getitem__(self, j: int) -> Kernel: ...
-    @overload
-    def __getitem__(self, j: slice) -> list[Kernel]: ...
-    def __getitem__(self, j: int | slice) -> Kernel | list[Kernel]:
-        if isinstance(j, slice):
-            return [self.model(i) for i in range(*j.indices(len(self)))]
-        n = len(self)
-        if not -n <= j < n:
-            raise IndexError(j)
-        return self.model(j % n)
+    def _at(self, j: int) -> Kernel:
+        return self.model(j)
 
     def __iter__(self) -> Iterator[Kernel]:
         return (self.model(j) for j in range(len(self)))
@@ -218,7 +209,7 @@ class KernelTable(Sequence[Kernel]):
         return [None if g == NONE else keys[g] for g in self.operator.tolist()]
 
 
-class KernelModels(Sequence[Kernel]):
+class KernelModels(Positional[Kernel]):
     """A table's kernel models, built a block at a time when first asked for and then kept.
 
     Every caller asking for a position gets the same model (identity holds, as in a list); a reader
@@ -271,16 +262,8 @@ class KernelModels(Sequence[Kernel]):
     def __len__(self) -> int:
         return self._n
 
-    @overload
-    def __getitem__(self, j: int) -> Kernel: ...
-    @overload
-    def __getitem__(self, j: slice) -> list[Kernel]: ...
-    def __getitem__(self, j: int | slice) -> Kernel | list[Kernel]:
-        if isinstance(j, slice):
-            return [self[i] for i in range(*j.indices(self._n))]
-        if not -self._n <= j < self._n:
-            raise IndexError(j)
-        b, i = divmod(j % self._n, self._size)
+    def _at(self, j: int) -> Kernel:
+        b, i = divmod(j, self._size)
         return self._block(b)[i]
 
     def __iter__(self) -> Iterator[Kernel]:

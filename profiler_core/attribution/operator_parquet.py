@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, distinct_row_dicts
+from profiler_core.attribution.columns import NONE, Positional, distinct_row_dicts
 from profiler_core.attribution.operator_table import CONFIDENCES, ROLES, OperatorTable
 from profiler_core.ingest.arrow_columns import filled, to_numpy
 from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
@@ -134,7 +134,7 @@ class _Strings:
         return None if c == NONE else self.values[c]
 
 
-class OperatorColumns(Sequence[Operator]):
+class OperatorColumns(Positional[Operator]):
     """Operators read from profile.operators.parquet: a read-only ``Sequence[Operator]`` built on access."""
 
     def __init__(self, arrow: Any) -> None:
@@ -180,16 +180,8 @@ class OperatorColumns(Sequence[Operator]):
     def __len__(self) -> int:
         return self.n
 
-    @overload
-    def __getitem__(self, g: int) -> Operator: ...
-    @overload
-    def __getitem__(self, g: slice) -> list[Operator]: ...
-    def __getitem__(self, g: int | slice) -> Operator | list[Operator]:
-        if isinstance(g, slice):
-            return [self.model(i) for i in range(*g.indices(self.n))]
-        if not -self.n <= g < self.n:
-            raise IndexError(g)
-        return self.model(g % self.n)
+    def _at(self, g: int) -> Operator:
+        return self.model(g)
 
     def __iter__(self) -> Iterator[Operator]:
         return (self.model(g) for g in range(self.n))

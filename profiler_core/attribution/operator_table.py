@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from profiler_core.attribution.aggregate import Aggregated
-from profiler_core.attribution.columns import NONE
+from profiler_core.attribution.columns import NONE, Positional
 from profiler_core.metrics.catalog import CounterSpec
 from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
 
@@ -24,7 +24,7 @@ ROLES = (None, "representative", "duplicate")
 
 
 @dataclass(eq=False)
-class OperatorTable(Sequence[Operator]):
+class OperatorTable(Positional[Operator]):
     """The operators of one profile (see the module docstring)."""
 
     keys: list[str]
@@ -61,17 +61,8 @@ class OperatorTable(Sequence[Operator]):
     def __len__(self) -> int:
         return len(self.keys)
 
-    @overload
-    def __getitem__(self, i: int) -> Operator: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Operator]: ...
-    def __getitem__(self, i: int | slice) -> Operator | list[Operator]:
-        if isinstance(i, slice):
-            return [self.model(g) for g in range(*i.indices(len(self)))]
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(i)
-        return self.model(i % n)
+    def _at(self, g: int) -> Operator:
+        return self.model(g)
 
     def __iter__(self) -> Iterator[Operator]:
         return (self.model(g) for g in range(len(self)))
