@@ -116,13 +116,15 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
     fields = tuple(spec.field for spec in specs)
     col_of = {f: i for i, f in enumerate(fields)}
     sizes = np.bincount(grp, minlength=n_groups)
-    m = matrix[idx if matrix_rows is None else matrix_rows]
+    # the rows taken, laid out counter by counter: each counter's values are read as one contiguous
+    # run (a column of the row-major rows strides across every row), the same values in the same order
+    m = np.ascontiguousarray(matrix[idx if matrix_rows is None else matrix_rows].T)
     dur = np.maximum(durations_ns[idx].astype(float), 0.0)
     values = np.empty((n_groups, len(specs)))
     partial = np.empty((n_groups, len(specs)), dtype=bool)
     missing = np.empty((n_groups, len(specs)), dtype=bool)
     for c, spec in enumerate(specs):
-        col = m[:, col_of[spec.field]]
+        col = m[col_of[spec.field]]
         have = ~np.isnan(col)
         count = np.bincount(grp, weights=have, minlength=n_groups)
         filled = np.where(have, col, 0.0)
@@ -145,9 +147,9 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
 def _weighted(rule: Aggregation, m: np.ndarray, col_of: dict[str, int], col: np.ndarray, have: np.ndarray,
               filled: np.ndarray, dur: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarray:
     if rule is Aggregation.INSTRUCTION_WEIGHTED:
-        w = m[:, col_of["executed_instructions"]]
+        w = m[col_of["executed_instructions"]]
     elif rule is Aggregation.ACTIVE_CYCLE_WEIGHTED:
-        w = m[:, col_of["sm_active_cycles"]]
+        w = m[col_of["sm_active_cycles"]]
     else:
         w = dur
     w_missing = have & np.isnan(w)
