@@ -194,8 +194,6 @@ def _rollup_counters(view: ProfileView, id_sets: list[list[int]]) -> list[dict[s
     keep = (flat < n) & (flat >= -n)
     flat, grp = flat[keep], grp[keep]
     flat = np.where(flat < 0, flat + n, flat)
-    if not (view.counter_rows.row_at[flat] >= 0).any():  # no kernel of any set carries counters
-        return [{} for _ in id_sets]
     return view.counters_of_positions(flat, np.bincount(grp, minlength=len(id_sets)).astype(np.int64),
                                       ROLLUP_COUNTERS)
 

@@ -516,13 +516,9 @@ class ProfileView:
         where the first of them comes among its kernels; a heavy class named decides, else an operator
         classed heavy works as its kernels' class of most time (ties: the first named), else as classed.
         """
-        members, cols, kernels = self._members, self._columns, self.kernels
+        members, cols = self._members, self._columns
         n, n_classes = len(self.operators), len(CLASS_CODES)
-        # each distinct kernel name's class, from its first kernel (kernel_name_class remembers it by name)
-        name_class = np.zeros(len(cols.names), dtype=np.int64)
-        codes, first_of_name = np.unique(cols.name, return_index=True)
-        name_class[codes] = [CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first_of_name.tolist()]
-        kclass = name_class[cols.name[members.flat]] if len(members.flat) else np.zeros(0, dtype=np.int64)
+        kclass = self._name_class_codes[cols.name[members.flat]] if len(members.flat) else np.zeros(0, dtype=np.int64)
         grp = np.repeat(np.arange(n), members.sizes)
         cell = grp * n_classes + kclass
         present = np.zeros(n * n_classes, dtype=bool)
@@ -579,7 +575,7 @@ class ProfileView:
         epilogue are not GEMM time, whoever launched them.
         """
         ks = self.kernels if kernels is None else kernels
-        at = np.arange(len(ks)) if ks is self.kernels else self.positions(ks) if isinstance(ks, KernelsAt) else None
+        at = np.arange(len(ks)) if ks is self.kernels else self._own_at(ks)
         if at is None:
             return sum(k.duration_ns for k in ks if self.kernel_name_class(k) is OperatorClass.GEMM)
         gemm = self._name_class_codes[self._columns.name[at]] == CLASS_CODES[OperatorClass.GEMM]
@@ -590,8 +586,10 @@ class ProfileView:
         """:meth:`kernel_name_class` of every distinct kernel name, by name code: each name classed as
         its first kernel (in the view's order) is, as asking kernel by kernel would class it."""
         cols, kernels = self._columns, self.kernels
-        _, first = np.unique(cols.name, return_index=True)
-        return np.array([CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first.tolist()], dtype=np.int64)
+        out = np.zeros(len(cols.names), dtype=np.int64)
+        codes, first = np.unique(cols.name, return_index=True)
+        out[codes] = [CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first.tolist()]
+        return out
 
     def kernels_of(self, op: Operator) -> Sequence[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""
@@ -607,22 +605,26 @@ class ProfileView:
             self._kernels_of[op.key] = cached
         return cached
 
+    def _own_at(self, kernels: Iterable[Kernel]) -> np.ndarray | None:
+        """The positions of ``kernels`` when they are given as positions in the view's kernel list."""
+        return kernels.at if isinstance(kernels, KernelsAt) and kernels.of is self.kernels else None
+
     def names_in(self, kernels: Sequence[Kernel]) -> list[str]:
         """Each of ``kernels``' names, read off the columns where they are the view's."""
-        if isinstance(kernels, KernelsAt) and kernels.of is self.kernels:
-            names = self._columns.names
-            return [names[c] for c in self._columns.name[kernels.at].tolist()]
-        return [k.name for k in kernels]
+        at = self._own_at(kernels)
+        if at is None:
+            return [k.name for k in kernels]
+        names = self._columns.names
+        return [names[c] for c in self._columns.name[at].tolist()]
 
     def max_registers(self, kernels: Sequence[Kernel]) -> float | None:
         """The most registers per thread any of ``kernels`` uses: ncu's counter where it is measured (and
         not 0), else the launch record's; None where neither is known for any."""
-        table = self.profile.kernels
-        if not (isinstance(kernels, KernelsAt) and kernels.of is self.kernels and isinstance(table, KernelTable)):
+        table, at = self.profile.kernels, self._own_at(kernels)
+        if at is None or not isinstance(table, KernelTable):
             found = [float(v) for k in kernels
                      if (v := (k.counters or {}).get("registers_per_thread") or k.registers_per_thread) is not None]
             return max(found) if found else None
-        at = kernels.at
         launch = np.asarray(table.registers_per_thread)[at].astype(float)
         launch[np.asarray(table.registers_per_thread)[at] == NONE] = np.nan
         value = launch
@@ -650,9 +652,8 @@ class ProfileView:
 
     def first_start_ns(self, kernels: Sequence[Kernel]) -> int:
         """The start of the first of ``kernels`` (not empty), read off the columns where they are the view's."""
-        if isinstance(kernels, KernelsAt) and kernels.of is self.kernels:
-            return int(self._columns.start[kernels.at[0]])
-        return kernels[0].start_ns
+        at = self._own_at(kernels)
+        return kernels[0].start_ns if at is None else int(self._columns.start[at[0]])
 
     @cached_property
     def op_durations(self) -> np.ndarray:
@@ -895,8 +896,9 @@ class ProfileView:
 
     def positions(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The positions of ``kernels`` in the view's kernel list, or None when one is not the view's."""
-        if isinstance(kernels, KernelsAt) and kernels.of is self.kernels:
-            return kernels.at
+        own = self._own_at(kernels)
+        if own is not None:
+            return own
         cols = self._columns
         ids = np.fromiter(map(_ID, kernels), dtype=np.int64, count=len(kernels))
         if len(ids) and (ids.min() < 0 or ids.max() >= len(cols.pos_at)):
@@ -931,13 +933,7 @@ class ProfileView:
     def aggregate_at(self, at: np.ndarray, fields: Collection[str] | None = None) -> dict[str, float | None]:
         """:func:`kernel_counters` of the view's kernels at positions ``at`` (unrounded), read off the
         counter rows: the kernels without counters left out, ``{}`` when none has any."""
-        table = self.counter_rows
-        rows = table.row_at[at]
-        rows = rows[rows >= 0]
-        if not len(rows):
-            return {}
-        return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows],
-                               np.array([len(rows)], dtype=np.int64), fields)[0]
+        return self.counters_of_positions(at, np.array([len(at)], dtype=np.int64), fields)[0]
 
     def counters_of_many(self, kernel_sets: Sequence[Sequence[Kernel]], fields: Sequence[str],
                          ) -> list[dict[str, float | None]]:
