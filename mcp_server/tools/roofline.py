@@ -115,7 +115,6 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         with tool_errors(ws):
             path, prof = load_profile(ws, profile)
             roof = roofline(prof, measured_roofs=measured_roofs)
-            ranked = sorted(roof.operators, key=lambda r: -(r.headroom_ns or 0))
             rows = [RooflineRow(
                 key=r.key, op_class=r.op_class, module=r.module_path, us=round(r.duration_ns / 1e3, 2),
                 flops=r.flops, flops_from=r.flop_source,
@@ -123,7 +122,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                 intensity=_r(r.arithmetic_intensity, 1, 3), achieved_tflops=_r(r.achieved_flops_per_s, 1e12, 3),
                 achieved_gbs=_r(r.achieved_bytes_per_s, 1e9, 1), roof=r.roof, bound=r.bound,
                 of_roofline_pct=_r(r.fraction_of_roofline, 0.01, 1), headroom_us=_r(r.headroom_ns, 1e3, 2),
-            ) for r in ranked[:top_k]]
+            ) for r in roof.most_headroom(top_k)]
             roofs = {} if roof.chip is None else {
                 name: round(peak / 1e12, 1) for name in roof.chip.flops
                 if (peak := roof.peak(name)) is not None}
@@ -134,7 +133,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
                                           intensity=_r(c.arithmetic_intensity, 1, 3),
                                           headroom_us=_r(c.headroom_ns, 1e3, 2)) for c in roof.classes],
                 operators=rows,
-                showing=showing(len(rows), len(ranked), "operators, most headroom first", "raise top_k"),
+                showing=showing(len(rows), len(roof.operators), "operators, most headroom first", "raise top_k"),
                 warnings=roof.warnings[:3],
             )
 

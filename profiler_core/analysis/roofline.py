@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from itertools import filterfalse
 from typing import Literal
 
 import numpy as np
 
-from profiler_core.attribution.columns import row_codes
+from profiler_core.attribution.columns import Positional, row_codes
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.attribution.operator_class import gemm_precision
@@ -101,11 +101,16 @@ class ClassRoofline:
 
 @dataclass(frozen=True)
 class Roofline:
-    """The roofline of one profile."""
+    """The roofline of one profile.
+
+    ``operators``: one row per operator with time; :func:`roofline` gives a :class:`RooflineRows`,
+    which builds a row when it is first read, and the selections below read its columns instead of
+    the rows (any other sequence of rows is read row by row, with the same answers).
+    """
 
     chip: ChipPeaks | None
     measured_roofs: bool
-    operators: list[OperatorRoofline] = field(default_factory=list)
+    operators: Sequence[OperatorRoofline] = field(default_factory=list)
     classes: list[ClassRoofline] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -116,8 +121,56 @@ class Roofline:
     def peak(self, roof: str) -> float | None:
         return self.chip.flops_per_s(roof, measured=self.measured_roofs) if self.chip else None
 
-    def by_key(self) -> dict[str, OperatorRoofline]:
-        return {r.key: r for r in self.operators}
+    def by_key(self) -> Mapping[str, OperatorRoofline]:
+        """Each key's row (the last row of a repeated key), built when it is looked up."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            return _RowsByKey(rows)
+        return {r.key: r for r in rows}
+
+    def far_below(self) -> list[int]:
+        """Positions of the rows under ``FAR_BELOW`` of their roofline that moved DRAM bytes
+        (``r.far_below_roofs and r.dram_bytes``), in row order."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            return np.flatnonzero(rows.far_below_mask()).tolist()
+        return [j for j, r in enumerate(rows) if r.far_below_roofs and r.dram_bytes]
+
+    def figures_of(self, keys: Iterable[str]) -> list[tuple[int, float | None, float | None] | None]:
+        """``(duration_ns, flops, dram_bytes)`` of each key's row (the last of a repeated key), None
+        for a key without one; no row is built."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            index = rows.key_index
+            return [None if (j := index.get(k)) is None else rows.figures(j) for k in keys]
+        by_key = self.by_key()
+        return [None if (r := by_key.get(k)) is None else (r.duration_ns, r.flops, r.dram_bytes) for k in keys]
+
+    def keys_at(self, positions: Sequence[int]) -> list[str]:
+        """The operator keys of the rows at ``positions``."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            return [rows.key(j) for j in positions]
+        return [rows[j].key for j in positions]
+
+    def headroom_at(self, positions: Sequence[int]) -> list[float | None]:
+        """``headroom_ns`` of the rows at ``positions``."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            return rows.headroom_at(positions)
+        return [rows[j].headroom_ns for j in positions]
+
+    def most_headroom(self, k: int, positions: Sequence[int] | None = None, *,
+                      with_headroom: bool = False) -> list[OperatorRoofline]:
+        """The ``k`` rows (of ``positions``, default all) with the most headroom, ties in row order:
+        ``sorted(rows, key=-(headroom or 0))[:k]``. ``with_headroom``: rows of no (or zero) headroom left out."""
+        rows = self.operators
+        at = range(len(rows)) if positions is None else positions
+        if isinstance(rows, RooflineRows):
+            return [rows[j] for j in rows.most_headroom(k, at, with_headroom=with_headroom)]
+        heads = self.headroom_at(at)
+        order = sorted((j for j, h in enumerate(heads) if h or not with_headroom), key=lambda j: -(heads[j] or 0))
+        return [rows[at[j]] for j in order[:k]]
 
 
 def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks | None = None,
@@ -137,10 +190,12 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     operators = profile.operators if operators is None else operators
     # A large profile repeats a few operator calls (name, shapes, counters, kernels) many times
     # over: what does not depend on an operator's time is worked out once per distinct call.
-    works: dict[object, _Work] = {}
+    works: dict[object, int] = {}
+    work_list: list[_Work] = []
     calls = _call_codes(profile, len(operators))
     shape_keys: dict[int, tuple[object, str]] = {}
-    rows = []
+    at: list[int] = []
+    of_work: list[int] = []
     for g, op in enumerate(operators):
         if op.duration_ns <= 0:
             continue
@@ -151,18 +206,184 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
             names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
             key = (op.name, _shapes_key(op.input_shapes, shape_keys), names,
                    exact_key(map(op.metrics.get, _READ_FIELDS)))
-        work = works.get(key)
-        if work is None:
+        w = works.get(key)
+        if w is None:
             if names is None:
                 names = tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels)
-            work = works[key] = _work(op, names, peaks, measured_roofs)
-        rows.append(_operator(op, work))
-    flagged = [r for r in rows if r.disagreement is not None]
-    if flagged:
+            w = works[key] = len(work_list)
+            work_list.append(_work(op, names, peaks, measured_roofs))
+        at.append(g)
+        of_work.append(w)
+    rows = RooflineRows(operators, np.array(at, dtype=np.int64), np.array(of_work, dtype=np.int64), work_list)
+    flagged = rows.disagreeing()
+    if len(flagged):
+        first = rows[int(flagged[0])]
         warnings.append(f"{len(flagged)} operators' measured FLOPs differ from the shape model by more than "
-                        f"{DISAGREEMENT:.0%} (first: {flagged[0].key}, {flagged[0].disagreement:+.0%})")
-    return Roofline(chip=peaks, measured_roofs=measured_roofs, operators=rows, classes=_classes(rows),
+                        f"{DISAGREEMENT:.0%} (first: {first.key}, {first.disagreement:+.0%})")
+    return Roofline(chip=peaks, measured_roofs=measured_roofs, operators=rows, classes=rows.classes(),
                     warnings=warnings)
+
+
+class RooflineRows(Positional[OperatorRoofline]):
+    """The roofline's operator rows, each built (by :func:`_operator`) when first read, then kept.
+
+    Row ``j`` is operator ``operators[at[j]]`` against its call's time-free part ``works[of_work[j]]``.
+    What the rule, the report and the class totals select (rows far below the roofs, the most
+    headroom, per-class sums) is read off columns of the same figures, worked out as
+    :func:`_operator` works them out, so a large profile builds only the rows it shows.
+    """
+
+    def __init__(self, operators: Sequence[Operator], at: np.ndarray, of_work: np.ndarray,
+                 works: list[_Work]) -> None:
+        self._ops = operators
+        self._at_op = at
+        self._of_work = of_work
+        self._works = works
+        self._rows: list[OperatorRoofline | None] = [None] * len(at)
+
+    def __len__(self) -> int:
+        return len(self._at_op)
+
+    def _at(self, j: int) -> OperatorRoofline:
+        row = self._rows[j]
+        if row is None:
+            row = self._rows[j] = _operator(self._ops[int(self._at_op[j])], self._works[int(self._of_work[j])])
+        return row
+
+    def __iter__(self) -> Iterator[OperatorRoofline]:
+        return map(self._at, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal as a list of rows is, so not hashable
+
+    def key(self, j: int) -> str:
+        return self._ops[int(self._at_op[j])].key
+
+    @cached_property
+    def key_index(self) -> dict[str, int]:
+        """Each key's position (the last of a repeated key)."""
+        ops = self._ops
+        return {ops[g].key: j for j, g in enumerate(self._at_op.tolist())}
+
+    def figures(self, j: int) -> tuple[int, float | None, float | None]:
+        """Row ``j``'s ``(duration_ns, flops, dram_bytes)``, read without building it."""
+        work = self._works[int(self._of_work[j])]
+        return self._ops[int(self._at_op[j])].duration_ns, work.flops, work.dram
+
+    @cached_property
+    def _durations(self) -> np.ndarray:
+        ops, at = self._ops, self._at_op.tolist()
+        return np.fromiter((ops[g].duration_ns for g in at), dtype=np.int64, count=len(at))
+
+    def _work_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """A :class:`_Work` figure of every row: values (0.0 where None) and whether known."""
+        vals = [getattr(w, name) for w in self._works]
+        known = np.array([v is not None for v in vals], dtype=bool)
+        values = np.array([0.0 if v is None else v for v in vals], dtype=np.float64)
+        return values[self._of_work], known[self._of_work]
+
+    @cached_property
+    def _t_roof(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._work_column("t_roof")
+
+    @cached_property
+    def _headroom(self) -> tuple[np.ndarray, np.ndarray]:
+        """``headroom_ns``: ``max(0.0, duration - t_roof * 1e9)`` (0.0 for NaN and -0.0, as ``max`` keeps
+        its first argument unless the second is greater)."""
+        t_roof, known = self._t_roof
+        left = self._durations - t_roof * 1e9
+        return np.where(left > 0.0, left, 0.0), known
+
+    def far_below_mask(self) -> np.ndarray:
+        """``far_below_roofs and dram_bytes`` of every row (NaN bytes are truthy, as in Python)."""
+        t_roof, known = self._t_roof
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = t_roof / (self._durations * 1e-9)
+        dram, dram_known = self._work_column("dram")
+        return known & (fraction < FAR_BELOW) & dram_known & (dram != 0.0)
+
+    def headroom_at(self, positions: Sequence[int]) -> list[float | None]:
+        head, known = self._headroom
+        at = np.asarray(positions, dtype=np.int64)
+        return [h if k else None for h, k in zip(head[at].tolist(), known[at].tolist(), strict=True)]
+
+    def most_headroom(self, k: int, positions: Sequence[int], *, with_headroom: bool) -> list[int]:
+        """:meth:`Roofline.most_headroom`'s positions: a stable sort on ``-(headroom or 0)``."""
+        head, known = self._headroom
+        at = np.asarray(positions, dtype=np.int64)
+        h = np.where(known[at], head[at], 0.0)  # headroom is never NaN: None and 0.0 count as 0
+        if with_headroom:
+            at, h = at[h != 0.0], h[h != 0.0]
+        return at[np.argsort(-h, kind="stable")[:k]].tolist()
+
+    def disagreeing(self) -> np.ndarray:
+        """Positions of the rows whose measured FLOPs disagree with the shape model."""
+        flagged = np.array([w.disagreement is not None for w in self._works] + [False], dtype=bool)
+        return np.flatnonzero(flagged[self._of_work])
+
+    def classes(self) -> list[ClassRoofline]:
+        """:func:`_classes` of the rows, read off the columns (sums in row order, as ``sum`` adds)."""
+        if not len(self):
+            return []
+        class_of = [self._ops[g].op_class.value for g in self._at_op.tolist()]
+        codes: dict[str, int] = {}
+        code = np.fromiter((codes.setdefault(c, len(codes)) for c in class_of), dtype=np.int64, count=len(class_of))
+        durations = self._durations
+        flops = [w.flops for w in self._works]
+        dram = [w.dram for w in self._works]
+        t_roof, t_known = self._t_roof
+        roof_ns = t_roof * 1e9
+        head, _ = self._headroom
+        order = np.argsort(code, kind="stable")
+        bounds = np.searchsorted(code[order], np.arange(len(codes) + 1))
+        out = []
+        for c, op_class in enumerate(codes):
+            members = order[bounds[c]:bounds[c + 1]]
+            t_ns = int(durations[members].sum())
+            of_work = self._of_work[members].tolist()
+            f = _sum_or_none([flops[w] for w in of_work])  # the figures themselves, added as the rows' are
+            d = _sum_or_none([dram[w] for w in of_work])
+            seconds = t_ns * 1e-9
+            out.append(ClassRoofline(
+                op_class=op_class, operators=len(members), duration_ns=t_ns, flops=f, dram_bytes=d,
+                arithmetic_intensity=f / d if f is not None and d else None,
+                achieved_flops_per_s=f / seconds if f is not None and seconds else None,
+                achieved_bytes_per_s=d / seconds if d is not None and seconds else None,
+                roofline_time_ns=_sum_or_none(roof_ns[members][t_known[members]].tolist()),
+                headroom_ns=_sum_or_none(head[members][t_known[members]].tolist())))
+        out.sort(key=lambda c: -c.duration_ns)
+        return out
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    """The sum of the values that are known, added one by one in order; None when none is (a class
+    total over what was measured)."""
+    known = [v for v in values if v is not None]
+    return float(sum(known)) if known else None
+
+
+class _RowsByKey(Mapping[str, OperatorRoofline]):
+    """Rows by operator key (the last row of a repeated key), each built when looked up."""
+
+    def __init__(self, rows: RooflineRows) -> None:
+        self._rows = rows
+        self._index = rows.key_index
+
+    def __getitem__(self, key: str) -> OperatorRoofline:
+        return self._rows[self._index[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
 
 
 def _call_codes(profile: Profile, n_operators: int) -> list[int] | None:
@@ -356,31 +577,3 @@ def _roof_from_kernels(names: Sequence[str], tensor_active_pct: float | None) ->
             return "tf32_tensor"
         return "fp16_tensor"
     return "fp32"
-
-
-def _classes(rows: Sequence[OperatorRoofline]) -> list[ClassRoofline]:
-    grouped: dict[str, list[OperatorRoofline]] = defaultdict(list)
-    for r in rows:
-        grouped[r.op_class].append(r)
-    out = []
-    for op_class, members in grouped.items():
-        t_ns = sum(r.duration_ns for r in members)
-        flops = _sum_or_none(r.flops for r in members)
-        dram = _sum_or_none(r.dram_bytes for r in members)
-        roof_ns = _sum_or_none(r.roofline_time_ns for r in members)
-        seconds = t_ns * 1e-9
-        out.append(ClassRoofline(
-            op_class=op_class, operators=len(members), duration_ns=t_ns, flops=flops, dram_bytes=dram,
-            arithmetic_intensity=flops / dram if flops is not None and dram else None,
-            achieved_flops_per_s=flops / seconds if flops is not None and seconds else None,
-            achieved_bytes_per_s=dram / seconds if dram is not None and seconds else None,
-            roofline_time_ns=roof_ns,
-            headroom_ns=_sum_or_none(r.headroom_ns for r in members)))
-    out.sort(key=lambda c: -c.duration_ns)
-    return out
-
-
-def _sum_or_none(values: object) -> float | None:
-    """The sum of the values that are known; None when none is (a class total over what was measured)."""
-    known = [v for v in values if v is not None]  # type: ignore[attr-defined]
-    return float(sum(known)) if known else None

@@ -35,14 +35,15 @@ ROOFLINE_RULE = "far_below_roofline"
 def far_below_roofline(ctx: RuleContext) -> list[Finding]:
     """Operators under ``FAR_BELOW`` of their attainable roofline: latency/occupancy-bound."""
     roof = ctx.view.measured_roofline
-    rows = [r for r in roof.operators if r.far_below_roofs and r.dram_bytes]
-    if not rows or roof.chip is None:
+    far = roof.far_below()  # positions of the rows, read off the roofline's columns
+    if not far or roof.chip is None:
         return []
     by_key = {op.key: op for op in ctx.ops}
-    ops = [by_key[r.key] for r in rows if r.key in by_key]
-    headroom = int(sum(r.headroom_ns or 0 for r in rows))
-    worst = sorted(rows, key=lambda r: -(r.headroom_ns or 0))[:MAX_LISTED]
-    facts = [f"{len(rows)} operators under {FAR_BELOW:.0%} of the roofline on {roof.chip.name} "
+    keys = roof.keys_at(far)
+    ops = [by_key[k] for k in keys if k in by_key]
+    headroom = int(sum(h or 0 for h in roof.headroom_at(far)))
+    worst = roof.most_headroom(MAX_LISTED, far)
+    facts = [f"{len(far)} operators under {FAR_BELOW:.0%} of the roofline on {roof.chip.name} "
              f"({'measured' if roof.measured_roofs and roof.chip.measured else 'published'} roofs)",
              *(f"{r.key}: {r.fraction_of_roofline:.1%} of its {r.bound or 'memory'} roof, "
                f"{r.duration_ns / 1e3:.1f} us, {r.headroom_ns / 1e3:.1f} us to gain" for r in worst
@@ -51,7 +52,7 @@ def far_below_roofline(ctx: RuleContext) -> list[Finding]:
         "far_below_roofline",
         title="Operators far below both roofs (latency/occupancy-bound)",
         kind=FindingKind.NOTE,
-        symptom=f"{len(rows)} operators reach under {FAR_BELOW:.0%} of what their FLOPs and DRAM bytes allow",
+        symptom=f"{len(far)} operators reach under {FAR_BELOW:.0%} of what their FLOPs and DRAM bytes allow",
         bottleneck="latency or occupancy: too little parallel work in flight to load either the SMs or DRAM",
         ops=ops, facts=facts, counter_fields=("achieved_occupancy_pct", "sm_throughput_pct", "dram_throughput_pct"),
         gain_ns=headroom,
@@ -62,7 +63,6 @@ def tighten_gain_bounds(findings: list[Finding], roof: Roofline, total_ns: int) 
     """Cap precision-change bounds by the target precision's roofline (in place; a fact says so)."""
     if roof.chip is None or not total_ns:
         return
-    rows = roof.by_key()
     bandwidth = roof.bandwidth or 0.0
     for f in findings:
         target = _TARGET.get(f.transformation) if f.transformation else None
@@ -74,13 +74,15 @@ def tighten_gain_bounds(findings: list[Finding], roof: Roofline, total_ns: int) 
             continue
         bound = 0.0
         floors = 0
-        for key in f.operators:
-            r = rows.get(key)
-            if r is None or not r.flops or r.dram_bytes is None:
-                bound += r.duration_ns if r is not None else 0
+        for figures in roof.figures_of(f.operators):  # read off the roofline's columns: no row is built
+            if figures is None:
                 continue
-            floor_ns = max(r.flops / peak, r.dram_bytes * byte_scale / bandwidth) * 1e9
-            bound += max(0.0, r.duration_ns - floor_ns)
+            duration_ns, flops, dram_bytes = figures
+            if not flops or dram_bytes is None:
+                bound += duration_ns
+                continue
+            floor_ns = max(flops / peak, dram_bytes * byte_scale / bandwidth) * 1e9
+            bound += max(0.0, duration_ns - floor_ns)
             floors += 1
         if floors and bound < f.gain_bound_ns:
             pct = min(100.0, 100.0 * bound / total_ns)

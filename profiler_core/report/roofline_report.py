@@ -33,7 +33,7 @@ def roofline_html(profile: Profile, roof: Roofline | None = None, *, top_k: int 
     """The roofline section: chart, then the operators with the most headroom."""
     roof = roof or ProfileView.of(profile).measured_roofline
     svg = roofline_svg(roof)
-    rows = sorted((r for r in roof.operators if r.headroom_ns), key=lambda r: -(r.headroom_ns or 0))[:top_k]
+    rows = roof.most_headroom(top_k, with_headroom=True)
     return render(
         "roofline.html.j2", svg=Markup(svg), warning=roof.warnings[0] if roof.warnings else None,
         which="measured" if roof.measured_roofs else "published",
@@ -73,7 +73,7 @@ def roofline_markdown(profile: Profile, *, top_k: int = 8) -> list[str]:
                      f"{f'{c.arithmetic_intensity:.3g}' if c.arithmetic_intensity else '-'} | "
                      f"{_si(c.achieved_flops_per_s, 'FLOP/s') if c.achieved_flops_per_s else '-'} | "
                      f"{(c.headroom_ns or 0) / 1e3:.1f} |")
-    rows = sorted((r for r in roof.operators if r.headroom_ns), key=lambda r: -(r.headroom_ns or 0))[:top_k]
+    rows = roof.most_headroom(top_k, with_headroom=True)
     lines += ["", "| operator | module | bound | of roofline | headroom us | FLOPs from |", "|---|---|---|---|---|---|"]
     lines += [f"| {r.key} | {r.module_path or '-'} | {r.bound or '-'} ({r.roof or '-'}) | "
               f"{_pct(r.fraction_of_roofline)} | {(r.headroom_ns or 0) / 1e3:.1f} | {r.flop_source or '-'} |"
@@ -94,7 +94,7 @@ def _tree_prefix(depth: int) -> str:
 def roofline_summary(profile: Profile, *, top_k: int = 5) -> dict[str, Any]:
     """Compact fields for the agent summary: chip roofs, top headroom operators, repeated-block spread."""
     roof = ProfileView.of(profile).measured_roofline
-    rows = sorted((r for r in roof.operators if r.headroom_ns), key=lambda r: -(r.headroom_ns or 0))[:top_k]
+    rows = roof.most_headroom(top_k, with_headroom=True)
     rollup = module_rollup(profile, roof)
     out: dict[str, Any] = {
         "chip": roof.chip.key if roof.chip else None,
