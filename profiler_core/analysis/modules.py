@@ -148,16 +148,15 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
     """Roll operators up the module tree (operators without a module path are left out and counted)."""
     view = ProfileView.of(profile)  # its models and counter matrix: a large profile's tables are read once
     roof = roof or view.measured_roofline
-    rows = roof.by_key()
+    figures = roof.figures_of([op.key for op in view.operators])  # each operator's row, read off the columns
     nodes: dict[str, ModuleNode] = {}
     class_time: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kernel_sets: dict[str, list[int]] = defaultdict(list)
     covered = 0
-    for op in view.operators:
+    for op, row in zip(view.operators, figures, strict=True):
         if op.module_path is None:
             continue
         covered += op.duration_ns
-        row = rows.get(op.key)
         for path in _ancestors(op.module_path):
             node = nodes.setdefault(path, ModuleNode(path=path))
             node.duration_ns += op.duration_ns

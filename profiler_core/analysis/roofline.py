@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import filterfalse
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -99,6 +99,28 @@ class ClassRoofline:
     headroom_ns: float | None
 
 
+class RowFigures(NamedTuple):
+    """What a sum over rows reads of one row."""
+
+    duration_ns: int
+    flops: float | None
+    dram_bytes: float | None
+    roofline_time_ns: float | None
+
+
+@dataclass(frozen=True)
+class PlotPoints:
+    """Rows of a roofline as a chart places them, one list per figure, row order kept."""
+
+    op_class: list[str]
+    intensity: list[float | None]  # arithmetic_intensity
+    achieved: list[float | None]  # achieved_flops_per_s
+    duration_ns: list[int]
+
+    def __len__(self) -> int:
+        return len(self.duration_ns)
+
+
 @dataclass(frozen=True)
 class Roofline:
     """The roofline of one profile.
@@ -136,15 +158,26 @@ class Roofline:
             return np.flatnonzero(rows.far_below_mask()).tolist()
         return [j for j, r in enumerate(rows) if r.far_below_roofs and r.dram_bytes]
 
-    def figures_of(self, keys: Iterable[str]) -> list[tuple[int, float | None, float | None] | None]:
-        """``(duration_ns, flops, dram_bytes)`` of each key's row (the last of a repeated key), None
-        for a key without one; no row is built."""
+    def figures_of(self, keys: Iterable[str]) -> list[RowFigures | None]:
+        """The :class:`RowFigures` of each key's row (the last of a repeated key), None for a key
+        without one; no row is built."""
         rows = self.operators
         if isinstance(rows, RooflineRows):
             index = rows.key_index
             return [None if (j := index.get(k)) is None else rows.figures(j) for k in keys]
         by_key = self.by_key()
-        return [None if (r := by_key.get(k)) is None else (r.duration_ns, r.flops, r.dram_bytes) for k in keys]
+        return [None if (r := by_key.get(k)) is None else RowFigures(r.duration_ns, r.flops, r.dram_bytes,
+                                                                      r.roofline_time_ns) for k in keys]
+
+    def plot_points(self) -> PlotPoints:
+        """The rows a roofline chart can place (``flops and dram_bytes and duration_ns > 0``), as columns."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            return rows.plot_points()
+        placed = [r for r in rows if r.flops and r.dram_bytes and r.duration_ns > 0]
+        return PlotPoints(op_class=[r.op_class for r in placed], intensity=[r.arithmetic_intensity for r in placed],
+                          achieved=[r.achieved_flops_per_s for r in placed],
+                          duration_ns=[r.duration_ns for r in placed])
 
     def keys_at(self, positions: Sequence[int]) -> list[str]:
         """The operator keys of the rows at ``positions``."""
@@ -269,10 +302,11 @@ class RooflineRows(Positional[OperatorRoofline]):
         ops = self._ops
         return {ops[g].key: j for j, g in enumerate(self._at_op.tolist())}
 
-    def figures(self, j: int) -> tuple[int, float | None, float | None]:
-        """Row ``j``'s ``(duration_ns, flops, dram_bytes)``, read without building it."""
+    def figures(self, j: int) -> RowFigures:
+        """Row ``j``'s :class:`RowFigures`, read without building it."""
         work = self._works[int(self._of_work[j])]
-        return self._ops[int(self._at_op[j])].duration_ns, work.flops, work.dram
+        return RowFigures(self._ops[int(self._at_op[j])].duration_ns, work.flops, work.dram,
+                          work.t_roof * 1e9 if work.t_roof is not None else None)
 
     @cached_property
     def _durations(self) -> np.ndarray:
@@ -319,6 +353,20 @@ class RooflineRows(Positional[OperatorRoofline]):
         if with_headroom:
             at, h = at[h != 0.0], h[h != 0.0]
         return at[np.argsort(-h, kind="stable")[:k]].tolist()
+
+    def plot_points(self) -> PlotPoints:
+        """:meth:`Roofline.plot_points` read off the columns: a row's intensity is its call's, its
+        achieved FLOP/s its call's FLOPs over its own time (as :func:`_operator` divides them)."""
+        durations = self._durations
+        flops, flops_known = self._work_column("flops")
+        dram, dram_known = self._work_column("dram")
+        # truthy as in Python: known and not zero (NaN is truthy)
+        at = np.flatnonzero(flops_known & (flops != 0.0) & dram_known & (dram != 0.0) & (durations > 0))
+        ops, works, of_work = self._ops, self._works, self._of_work[at].tolist()
+        return PlotPoints(op_class=[ops[g].op_class.value for g in self._at_op[at].tolist()],
+                          intensity=[works[w].intensity for w in of_work],
+                          achieved=(flops[at] / (durations[at] * 1e-9)).tolist(),
+                          duration_ns=durations[at].tolist())
 
     def disagreeing(self) -> np.ndarray:
         """Positions of the rows whose measured FLOPs disagree with the shape model."""

@@ -77,7 +77,7 @@ def tighten_gain_bounds(findings: list[Finding], roof: Roofline, total_ns: int) 
         for figures in roof.figures_of(f.operators):  # read off the roofline's columns: no row is built
             if figures is None:
                 continue
-            duration_ns, flops, dram_bytes = figures
+            duration_ns, flops, dram_bytes, _ = figures
             if not flops or dram_bytes is None:
                 bound += duration_ns
                 continue

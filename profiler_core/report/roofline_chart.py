@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from profiler_core.analysis.roofline import OperatorRoofline, Roofline
+from profiler_core.analysis.roofline import PlotPoints, Roofline
 from profiler_core.report.svg_charts import CLASS_COLORS, figure, to_svg
 
 ROOF_COLORS = {"fp64": "#9c6b4e", "fp32": "#3ca951", "fp16": "#6cc5b0", "tf32_tensor": "#efb118",
@@ -44,14 +44,9 @@ def si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def plotted(roof: Roofline) -> list[OperatorRoofline]:
-    """Operators with both FLOPs and DRAM bytes (the points a roofline can place)."""
-    return [r for r in roof.operators if r.flops and r.dram_bytes and r.duration_ns > 0]
-
-
-def _bounds(roof: Roofline, points: list[OperatorRoofline], peaks: dict[str, float]) -> tuple[float, ...]:
-    intensities = [r.arithmetic_intensity for r in points if r.arithmetic_intensity]
-    achieved = [r.achieved_flops_per_s for r in points if r.achieved_flops_per_s]
+def _bounds(points: PlotPoints, peaks: dict[str, float]) -> tuple[float, ...]:
+    intensities = [x for x in points.intensity if x]
+    achieved = [y for y in points.achieved if y]
     y_max = 10 ** math.ceil(math.log10(max(peaks.values()) * 2))
     y_min = 10 ** math.floor(math.log10(min([*achieved, y_max / 1e4])))
     x_min = 10 ** math.floor(math.log10(min([*intensities, 0.1])))
@@ -61,12 +56,12 @@ def _bounds(roof: Roofline, points: list[OperatorRoofline], peaks: dict[str, flo
 
 def roofline_svg(roof: Roofline, *, height_in: float = 5.2) -> str:
     """The roofline chart as one ``<svg>`` element; an empty string when no operator can be placed."""
-    points = plotted(roof)
-    if roof.chip is None or not points:
+    points = roof.plot_points()  # the placed operators' figures, read off the roofline's columns
+    if roof.chip is None or not len(points):
         return ""
     chip = roof.chip
     peaks = dict(sorted(chip.flops.items(), key=lambda kv: kv[1]))
-    x_min, x_max, y_min, y_max = _bounds(roof, points, peaks)
+    x_min, x_max, y_min, y_max = _bounds(points, peaks)
     title = f"Roofline on {chip.name}: operators sized by time, colored by class"
     with figure(height_in) as fig:
         ax = fig.add_axes((0.09, 0.17, 0.62, 0.74))
@@ -96,18 +91,21 @@ def roofline_svg(roof: Roofline, *, height_in: float = 5.2) -> str:
                 if not measured:
                     ax.annotate(" = ".join(names), (x_max, peak), xytext=(-3, 2), textcoords="offset points",
                                 ha="right", va="bottom", fontsize=7, color=color)
-        total = sum(r.duration_ns for r in points) or 1
-        by_class: dict[str, list[OperatorRoofline]] = {}
-        for r in points:
-            by_class.setdefault(r.op_class or "other", []).append(r)
+        total = sum(points.duration_ns) or 1
+        by_class: dict[str, list[int]] = {}
+        for j, op_class in enumerate(points.op_class):
+            by_class.setdefault(op_class or "other", []).append(j)
         merge = len(points) > MAX_MARKERS
         n_markers = 0
-        for cls, rows in sorted(by_class.items(), key=lambda kv: -sum(r.duration_ns for r in kv[1])):
+        durations = points.duration_ns
+        for cls, members in sorted(by_class.items(), key=lambda kv: -sum(durations[j] for j in kv[1])):
             color = CLASS_COLORS.get(cls, "#9498a0")
-            xs, ys, times = marker_places(rows, x_min, y_min, merge=merge)
+            xs, ys, times = marker_places([points.intensity[j] for j in members],
+                                          [points.achieved[j] for j in members], [durations[j] for j in members],
+                                          x_min, y_min, merge=merge)
             n_markers += len(xs)
             dots = ax.scatter(xs, ys, s=[8 + 600 * t / total for t in times], color=color, alpha=0.55,
-                              edgecolors=color, linewidths=0.6, label=f"{cls}: {len(rows)} operators")
+                              edgecolors=color, linewidths=0.6, label=f"{cls}: {len(members)} operators")
             dots.set_gid(f"points-{cls}")
         ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
         ax.set_ylabel("achieved FLOP/s")
@@ -124,14 +122,14 @@ def roofline_svg(roof: Roofline, *, height_in: float = 5.2) -> str:
         return to_svg(fig, title)
 
 
-def marker_places(rows: list[OperatorRoofline], x_min: float, y_min: float, *, merge: bool,
-                  ) -> tuple[list[float], list[float], list[float]]:
+def marker_places(intensity: list[float | None], achieved: list[float | None], duration_ns: list[int],
+                  x_min: float, y_min: float, *, merge: bool) -> tuple[list[float], list[float], list[float]]:
     """Each marker's (intensity, achieved FLOP/s, time in ns): one per operator, or with ``merge``
     one per cell of 1/``BINS_PER_DECADE`` decade on both axes holding any, at the time-weighted mean
     of its operators' logarithms."""
-    xs = [r.arithmetic_intensity or x_min for r in rows]
-    ys = [max(r.achieved_flops_per_s or y_min, y_min) for r in rows]
-    times = [float(r.duration_ns) for r in rows]
+    xs = [x or x_min for x in intensity]
+    ys = [max(y or y_min, y_min) for y in achieved]
+    times = [float(t) for t in duration_ns]
     if not merge:
         return xs, ys, times
     lx, ly, w = np.log10(xs), np.log10(ys), np.asarray(times)

@@ -22,6 +22,7 @@ from profiler_core.analysis.roofline import (
     FAR_BELOW,
     ClassRoofline,
     OperatorRoofline,
+    PlotPoints,
     Roofline,
     RooflineRows,
     _Work,
@@ -85,13 +86,21 @@ def check_columns_against_rows(roof: Roofline) -> None:
         want_far_k = sorted((rows[j] for j in want_far), key=lambda r: -(r.headroom_ns or 0))[:k]
         assert roof.most_headroom(k, want_far) == want_far_k == plain.most_headroom(k, want_far)
     assert [repr(c) for c in roof.classes] == [repr(c) for c in classes_of_rows(rows)]
+    placed = [r for r in rows if r.flops and r.dram_bytes and r.duration_ns > 0]
+    want_points = PlotPoints(op_class=[r.op_class for r in placed], intensity=[r.arithmetic_intensity for r in placed],
+                             achieved=[r.achieved_flops_per_s for r in placed],
+                             duration_ns=[r.duration_ns for r in placed])
+    assert repr(roof.plot_points()) == repr(want_points) == repr(plain.plot_points())
     by_key = roof.by_key()
     want_by_key = {r.key: r for r in rows}
     assert list(by_key) == list(want_by_key) and all(by_key[k] is want_by_key[k] for k in want_by_key)
     assert "no such key" not in by_key and by_key.get("no such key") is None
     asked = [*want_by_key, "no such key"]
-    want_figures = [(r.duration_ns, r.flops, r.dram_bytes) if (r := want_by_key.get(k)) else None for k in asked]
-    assert repr(roof.figures_of(asked)) == repr(want_figures) == repr(plain.figures_of(asked))
+    want_figures = [(r.duration_ns, r.flops, r.dram_bytes, r.roofline_time_ns) if (r := want_by_key.get(k)) else None
+                    for k in asked]
+    got = [None if f is None else tuple(f) for f in roof.figures_of(asked)]
+    got_plain = [None if f is None else tuple(f) for f in plain.figures_of(asked)]
+    assert repr(got) == repr(want_figures) == repr(got_plain)
 
 
 @cache

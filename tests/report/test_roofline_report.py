@@ -12,7 +12,7 @@ import pytest
 from profiler_core.analysis.roofline import roofline
 from profiler_core.attribution import attribute_run
 from profiler_core.report import render_html, render_markdown
-from profiler_core.report.roofline_chart import plotted, roofline_svg
+from profiler_core.report.roofline_chart import roofline_svg
 from profiler_core.report.roofline_report import modules_html
 from profiler_core.report.summary import SUMMARY_MAX_BYTES, compact_summary
 from profiler_core.schema import Profile
@@ -32,7 +32,7 @@ def test_roofline_svg_places_every_operator_with_flops_and_bytes(gpt2: Profile) 
     tree = ET.fromstring(svg)  # well-formed XML, the <svg> element alone
     ns = "{http://www.w3.org/2000/svg}"
     groups = {g.get("id"): g for g in tree.iter(f"{ns}g") if g.get("id")}
-    placed = plotted(roof)
+    placed = roof.plot_points()
     assert len(placed) == sum(1 for r in roof.operators if r.flops and r.dram_bytes)
     markers = sum(len(g.findall(f".//{ns}path")) for gid, g in groups.items() if gid.startswith("points-"))
     assert markers == len(placed)  # one marker per placed operator
@@ -54,7 +54,7 @@ def test_a_long_captures_roofline_merges_operators_a_pixel_apart(gpt2: Profile) 
     from profiler_core.report.roofline_chart import BINS_PER_DECADE, MAX_MARKERS, marker_places
 
     roof = roofline(gpt2, measured_roofs=True)
-    placed = plotted(roof)
+    placed = [r for r in roof.operators if r.flops and r.dram_bytes and r.duration_ns > 0]
     calls = [dataclasses.replace(r, duration_ns=round(r.duration_ns * (1 + j / 1000)),
                                  achieved_flops_per_s=r.achieved_flops_per_s / (1 + j / 1000))  # type: ignore[operator]
              for j in range(30) for r in placed]
@@ -72,14 +72,16 @@ def test_a_long_captures_roofline_merges_operators_a_pixel_apart(gpt2: Profile) 
     assert f"{len(calls)} of {len(calls)} operators placed" in text and f"Drawn as {markers:,} markers" in text
     # each marker: its operators' summed time, placed inside their cell
     rows = [r for r in calls if r.op_class == "gemm"]
-    xs, ys, times = marker_places(rows, 1e-3, 1e3, merge=True)
+    figures = ([r.arithmetic_intensity for r in rows], [r.achieved_flops_per_s for r in rows],
+               [r.duration_ns for r in rows])
+    xs, ys, times = marker_places(*figures, 1e-3, 1e3, merge=True)
     assert sum(times) == sum(r.duration_ns for r in rows) and len(xs) == len({c for c in cells if c[0] == "gemm"})
     for r in rows:
         cell = (math.floor(math.log10(r.arithmetic_intensity) * BINS_PER_DECADE),  # type: ignore[arg-type]
                 math.floor(math.log10(r.achieved_flops_per_s) * BINS_PER_DECADE))  # type: ignore[arg-type]
         assert any(cell == (math.floor(math.log10(x) * BINS_PER_DECADE), math.floor(math.log10(y) * BINS_PER_DECADE))
                    for x, y in zip(xs, ys, strict=True))
-    assert marker_places(rows, 1e-3, 1e3, merge=False)[2] == [float(r.duration_ns) for r in rows]
+    assert marker_places(*figures, 1e-3, 1e3, merge=False)[2] == [float(r.duration_ns) for r in rows]
 
 
 def test_roofline_svg_is_empty_without_points(gpt2: Profile) -> None:
