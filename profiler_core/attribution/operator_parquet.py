@@ -190,8 +190,10 @@ class OperatorColumns(Positional[Operator]):
         """Every operator's model, as :meth:`model` builds one, from columns turned into Python values
         once (an analysis that reads every operator; :meth:`model` is the random access).
 
-        ``read_only``: the caller never changes a model's metrics, so operators whose metrics rows
-        are the same bits share one dict (a dict of 20 metrics is about 1 KB per operator)."""
+        ``read_only``: the caller never changes a model's lists or dicts, so operators whose metrics
+        rows are the same bits share one dict (a dict of 20 metrics is about 1 KB per operator), and
+        those with the same fused ops, source nodes or null reasons share one list or dict of them
+        (about 180 bytes per operator)."""
         def strs(col: _Strings) -> list[Any]:
             values = col.values
             return [None if c == NONE else values[c] for c in col.codes.tolist()]
@@ -207,15 +209,18 @@ class OperatorColumns(Positional[Operator]):
         fields = self.metric_fields
         # each distinct metrics row (by its bits) becomes a dict once; every operator gets its own copy
         metrics, metric_codes = distinct_row_dicts(self.metrics, fields)
+        if not read_only:  # each model gets its own copies
+            fused_with, sources = [list(v) for v in fused_with], [list(v) for v in sources]
+            reasons = [dict(v) for v in reasons]
         return [construct_trusted(Operator, {
             "key": keys[g], "name": names[g], "call_index": call_index[g],
             "op_id": None if op_ids[g] == NONE else op_ids[g], "input_shapes": shapes[g],
             "op_class": classes[g], "execution_context": contexts[g], "is_fused": bool(fused[g]),
-            "fused_with": list(fused_with[g]), "source_nodes": list(sources[g]),
+            "fused_with": fused_with[g], "source_nodes": sources[g],
             "kernel_ids": members[offsets[g]:offsets[g + 1]],
             "kernel_count": counts[g], "duration_ns": durations[g],
             "metrics": metrics[metric_codes[g]] if read_only else metrics[metric_codes[g]].copy(),
-            "metric_null_reasons": dict(reasons[g]),
+            "metric_null_reasons": reasons[g],
             "confidence": confidence[g], "library": library[g],
             "layer_role": roles[g], "inherited_from": inherited[g], "module_path": modules[g], "phase": phases[g],
         }) for g in range(self.n)]

@@ -276,6 +276,13 @@ def test_operator_columns_build_the_same_models_at_once_as_one_by_one(written: P
     shared = ops.models(read_only=True)
     assert [op.model_dump(mode="json") for op in shared] == at_once
     assert len({id(op.metrics) for op in shared}) == len({repr(op.metrics) for op in shared}) < len(shared)
+    # ... and one list or dict per distinct fused ops, source nodes and null reasons; the copying
+    # models hold their own
+    for field in ("fused_with", "source_nodes", "metric_null_reasons"):
+        distinct = len({repr(getattr(op, field)) for op in shared})
+        assert len({id(getattr(op, field)) for op in shared}) == distinct < len(shared), field
+        assert len({id(getattr(op, field)) for op in models}) == len(models), field
+    assert any(op.fused_with for op in shared)
 
 
 def test_a_columnar_profiles_shape_signature_is_its_operators(written: Path) -> None:
