@@ -120,50 +120,97 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
     # run (a column of the row-major rows strides across every row), the same values in the same order
     m = np.ascontiguousarray(matrix[idx if matrix_rows is None else matrix_rows].T)
     dur = np.maximum(durations_ns[idx].astype(float), 0.0)
+    weights = _Weights(m, col_of, dur, grp, n_groups)
     values = np.empty((n_groups, len(specs)))
     partial = np.empty((n_groups, len(specs)), dtype=bool)
     missing = np.empty((n_groups, len(specs)), dtype=bool)
     for c, spec in enumerate(specs):
         col = m[col_of[spec.field]]
-        have = ~np.isnan(col)
-        count = np.bincount(grp, weights=have, minlength=n_groups)
-        filled = np.where(have, col, 0.0)
+        nan = np.isnan(col)
+        # a counter measured on every kernel taken (the common case) skips the masking: the same
+        # values are summed in the same order either way
+        have: np.ndarray | None = ~nan if nan.any() else None
+        if have is None:
+            count, filled = sizes, col
+        else:
+            count = np.bincount(grp, weights=have, minlength=n_groups)
+            filled = np.where(have, col, 0.0)
         if spec.aggregation is Aggregation.SUM:
             # float: bincount of no kernels at all returns int64, which cannot hold NaN
             res = np.bincount(grp, weights=filled, minlength=n_groups).astype(float)
             res[count < sizes] = np.nan
         elif spec.aggregation is Aggregation.MAX:
             res = np.full(n_groups, -np.inf)
-            np.maximum.at(res, grp, np.where(have, col, -np.inf))
+            np.maximum.at(res, grp, col if have is None else np.where(have, col, -np.inf))
             res[count < sizes] = np.nan
         else:
-            res = _weighted(spec.aggregation, m, col_of, col, have, filled, dur, grp, n_groups)
+            res = weights.mean(spec.aggregation, have, filled)
         values[:, c] = res
         partial[:, c] = (count > 0) & (count < sizes)
         missing[:, c] = count == 0
     return Aggregated(values, missing, partial, sizes)
 
 
-def _weighted(rule: Aggregation, m: np.ndarray, col_of: dict[str, int], col: np.ndarray, have: np.ndarray,
-              filled: np.ndarray, dur: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarray:
-    if rule is Aggregation.INSTRUCTION_WEIGHTED:
-        w = m[col_of["executed_instructions"]]
-    elif rule is Aggregation.ACTIVE_CYCLE_WEIGHTED:
-        w = m[col_of["sm_active_cycles"]]
-    else:
-        w = dur
-    w_missing = have & np.isnan(w)
-    w = np.where(np.isnan(w), 0.0, w)
-    num = np.bincount(grp, weights=np.where(have, w * filled, 0.0), minlength=n_groups)
-    den = np.bincount(grp, weights=np.where(have, w, 0.0), minlength=n_groups)
-    fallback = (np.bincount(grp, weights=w_missing, minlength=n_groups) > 0) | (den <= 0)
-    if fallback.any():  # never mix weight kinds: duration weights for the whole group
-        dnum = np.bincount(grp, weights=np.where(have, np.maximum(dur, 1.0) * filled, 0.0), minlength=n_groups)
-        dden = np.bincount(grp, weights=np.where(have, np.maximum(dur, 1.0), 0.0), minlength=n_groups)
-        num = np.where(fallback, dnum, num)
-        den = np.where(fallback, dden, den)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
+class _Weights:
+    """The weights of the weighted means of one aggregation, each kind's worked out once: a counter
+    measured on every kernel shares its kind's sums of weights."""
+
+    def __init__(self, m: np.ndarray, col_of: dict[str, int], dur: np.ndarray, grp: np.ndarray,
+                 n_groups: int) -> None:
+        self.m, self.col_of, self.dur, self.grp, self.n = m, col_of, dur, grp, n_groups
+        self._kinds: dict[Aggregation, tuple[np.ndarray, np.ndarray]] = {}
+        self._dense: dict[Aggregation, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._floor: np.ndarray | None = None
+
+    def _kind(self, rule: Aggregation) -> tuple[np.ndarray, np.ndarray]:
+        """The weights (NaN as 0) and where they are NaN."""
+        hit = self._kinds.get(rule)
+        if hit is None:
+            if rule is Aggregation.INSTRUCTION_WEIGHTED:
+                w = self.m[self.col_of["executed_instructions"]]
+            elif rule is Aggregation.ACTIVE_CYCLE_WEIGHTED:
+                w = self.m[self.col_of["sm_active_cycles"]]
+            else:
+                w = self.dur
+            nan = np.isnan(w)
+            hit = self._kinds[rule] = (np.where(nan, 0.0, w), nan)
+        return hit
+
+    def _duration_floor(self) -> np.ndarray:
+        if self._floor is None:
+            self._floor = np.maximum(self.dur, 1.0)
+        return self._floor
+
+    def mean(self, rule: Aggregation, have: np.ndarray | None, filled: np.ndarray) -> np.ndarray:
+        """Each group's weighted mean of ``filled`` over the kernels that ``have`` it (None: all)."""
+        grp, n = self.grp, self.n
+        w, w_nan = self._kind(rule)
+        if have is None:  # every kernel has the counter: the weights' sums are the kind's own
+            dense = self._dense.get(rule)
+            if dense is None:
+                den = np.bincount(grp, weights=w, minlength=n)
+                fallback = (np.bincount(grp, weights=w_nan, minlength=n) > 0) | (den <= 0)
+                dden = np.bincount(grp, weights=self._duration_floor(), minlength=n) if fallback.any() else den
+                dense = self._dense[rule] = (den, fallback, dden)
+            den, fallback, dden = dense
+            num = np.bincount(grp, weights=w * filled, minlength=n)
+            if fallback.any():  # never mix weight kinds: duration weights for the whole group
+                dnum = np.bincount(grp, weights=self._duration_floor() * filled, minlength=n)
+                num = np.where(fallback, dnum, num)
+                den = np.where(fallback, dden, den)
+        else:
+            w_missing = have & w_nan
+            num = np.bincount(grp, weights=np.where(have, w * filled, 0.0), minlength=n)
+            den = np.bincount(grp, weights=np.where(have, w, 0.0), minlength=n)
+            fallback = (np.bincount(grp, weights=w_missing, minlength=n) > 0) | (den <= 0)
+            if fallback.any():  # never mix weight kinds: duration weights for the whole group
+                floor = self._duration_floor()
+                dnum = np.bincount(grp, weights=np.where(have, floor * filled, 0.0), minlength=n)
+                dden = np.bincount(grp, weights=np.where(have, floor, 0.0), minlength=n)
+                num = np.where(fallback, dnum, num)
+                den = np.where(fallback, dden, den)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / den, np.nan)
 
 
 def specs_with_flops(fields_present: Iterable[str]) -> tuple[CounterSpec, ...]:
