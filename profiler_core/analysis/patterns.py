@@ -58,21 +58,47 @@ def _nearest(ops: Sequence[Operator], indices: range, used: set[int]) -> int | N
     return None
 
 
-def gemm_signature(view: ProfileView, op: Operator) -> tuple | None:
-    """What a projection GEMM reads: (activation shape, weight shape), else its kernels' launch shapes."""
+def gemm_signature(view: ProfileView, op: Operator,
+                   memo: dict[tuple[str, int], tuple[object, tuple | None]] | None = None) -> tuple | None:
+    """What a projection GEMM reads: (activation shape, weight shape), else its kernels' launch shapes.
+
+    ``memo``: the shapes' part by (name, shapes list) for a pass over many operators (the operators
+    of a profile read from tables share one shapes list per distinct signature)."""
     short = aten_short(op.name)
     if short not in _PROJECTION_OPS or view.work_class(op) is not OperatorClass.GEMM:
         return None  # not a projection, or only its epilogue (the GEMM ran under another operator)
-    shapes = [tuple(s) for s in (op.input_shapes or []) if isinstance(s, list)]
-    if shapes:
-        # mm(a, b), addmm(bias, a, b), linear(x, w, b): the activation and the weight.
-        pair = shapes[1:3] if short in ("addmm", "_addmm_activation") else shapes[:2]
-        if len(pair) == 2 and all(pair):
-            return ("shapes", *pair)
+    listed = op.input_shapes
+    hit = memo.get((op.name, id(listed))) if memo is not None else None
+    if hit is not None and hit[0] is listed:
+        by_shapes = hit[1]
+    else:
+        by_shapes = None
+        shapes = [tuple(s) for s in (listed or []) if isinstance(s, list)]
+        if shapes:
+            # mm(a, b), addmm(bias, a, b), linear(x, w, b): the activation and the weight.
+            pair = shapes[1:3] if short in ("addmm", "_addmm_activation") else shapes[:2]
+            if len(pair) == 2 and all(pair):
+                by_shapes = ("shapes", *pair)
+        if memo is not None:
+            memo[(op.name, id(listed))] = (listed, by_shapes)  # the list is held: its id is not reused
+    if by_shapes is not None:
+        return by_shapes
     kernels = view.kernels_of(op)
     if not kernels:
         return None
     return ("launch", *((k.name, k.grid, k.block) for k in kernels))
+
+
+def gemm_signatures(view: ProfileView, ops: Sequence[Operator]) -> list[tuple | None]:
+    """:func:`gemm_signature` of each of ``ops``, worked out once per view and list of operators
+    (the projection and recurrence rules both read them)."""
+    known = view.gemm_signatures.get(id(ops))
+    if known is not None and known[0] is ops:
+        return known[1]
+    memo: dict[tuple[str, int], tuple[object, tuple | None]] = {}
+    sigs = [gemm_signature(view, op, memo) for op in ops]
+    view.gemm_signatures[id(ops)] = (ops, sigs)
+    return sigs
 
 
 def gemm_input_signature(view: ProfileView, op: Operator) -> tuple | None:
@@ -81,7 +107,10 @@ def gemm_input_signature(view: ProfileView, op: Operator) -> tuple | None:
     Projections that read one input may differ in width: a grouped-query attention's Q projection
     is wider than its K and V ones, a Llama's gate and up projections match each other only.
     """
-    sig = gemm_signature(view, op)
+    return _input_signature(gemm_signature(view, op))
+
+
+def _input_signature(sig: tuple | None) -> tuple | None:
     if sig is not None and sig[0] == "shapes":
         # an outer product (K = 1: a rotary embedding's inv_freq x positions) projects nothing
         return None if sig[1] and sig[1][-1] == 1 else ("shapes", sig[1])
@@ -121,8 +150,8 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
         if min_size <= len(run) <= max_size:
             groups.append(list(run))
 
-    for i, op in enumerate(ops):
-        sig = gemm_input_signature(view, op)
+    for i, (op, full) in enumerate(zip(ops, gemm_signatures(view, ops), strict=True)):
+        sig = _input_signature(full)
         if sig is not None:
             if sig == signature and _parent(op) == parent:
                 run.append(i)
@@ -194,8 +223,7 @@ def _is_bias_epilogue(op: Operator, cls: OperatorClass) -> bool:
 def same_shape_gemm_runs(view: ProfileView, ops: Sequence[Operator]) -> dict[tuple, list[int]]:
     """Projection GEMMs grouped by signature over the whole profile (for recurrence detection)."""
     out: dict[tuple, list[int]] = {}
-    for i, op in enumerate(ops):
-        sig = gemm_signature(view, op)
+    for i, sig in enumerate(gemm_signatures(view, ops)):
         if sig is not None:
             out.setdefault(sig, []).append(i)
     return out

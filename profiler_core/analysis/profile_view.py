@@ -339,6 +339,7 @@ class ProfileView:
         # hand-written attention groups per (operator list, window): the rules and decode-loop detection
         # ask for the same ones; the list is kept beside its groups so its id is not reused
         self.attention_groups: dict[tuple[int, int], tuple[Sequence[Operator], list[list[int]]]] = {}
+        self.gemm_signatures: dict[int, tuple[Sequence[Operator], list[tuple | None]]] = {}  # patterns.py
 
     @cached_property
     def kernels_by_id(self) -> dict[int, Kernel]:
@@ -408,6 +409,11 @@ class ProfileView:
         for g in self._repeats:
             counts[g] = len(self.kernels_of(self.operators[g]))
         return counts
+
+    @property
+    def keys_repeat(self) -> bool:
+        """Whether two operators share a key (then ``operators_by_key`` holds the last of them)."""
+        return bool(self._repeats)
 
     @cached_property
     def _repeats(self) -> list[int]:

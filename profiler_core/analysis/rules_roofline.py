@@ -38,7 +38,8 @@ def far_below_roofline(ctx: RuleContext) -> list[Finding]:
     far = roof.far_below()  # positions of the rows, read off the roofline's columns
     if not far or roof.chip is None:
         return []
-    by_key = {op.key: op for op in ctx.ops}
+    # the operator of each key (the last launched of a repeated key)
+    by_key = {op.key: op for op in ctx.ops} if ctx.view.keys_repeat else ctx.view.operators_by_key
     keys = roof.keys_at(far)
     ops = [by_key[k] for k in keys if k in by_key]
     headroom = int(sum(h or 0 for h in roof.headroom_at(far)))

@@ -161,9 +161,8 @@ def _launch_finding(ctx: RuleContext, kernels: np.ndarray, gap_ns: int, *, title
 @rule("cast_overhead")
 def cast_overhead(ctx: RuleContext) -> list[Finding]:
     """dtype casts inside a compiled graph: freezing folds the casts of weights into constants."""
-    ops = [op for op in ctx.ops
-           if op.execution_context is ExecutionContext.COMPILED_GRAPH
-           and ctx.view.work_class(op) is OperatorClass.CAST_COPY
+    ops = [op for op, cls in zip(ctx.ops, ctx.work_classes, strict=True)
+           if cls is OperatorClass.CAST_COPY and op.execution_context is ExecutionContext.COMPILED_GRAPH
            and overhead_kind(op.name, op.fused_with) == "cast"]
     kernels = ctx.view.kernels_of_ops(ops)
     share = ctx.view.share_pct(sum(k.duration_ns for k in kernels))
@@ -187,8 +186,10 @@ def cast_overhead(ctx: RuleContext) -> list[Finding]:
 def register_spills(ctx: RuleContext) -> list[Finding]:
     """Operators whose kernels spill registers to local memory."""
     limit = ctx.thresholds.spill_wavefronts_min
-    ops = [op for op in ctx.ops
-           if (ctx.view.op_counter(op, "local_memory_wavefronts") or 0) > limit]
+    # each operator's wavefronts in launch order, read at once (None as 0, as ``op_counter(...) or 0``)
+    wavefronts = ctx.view.op_counter_values("local_memory_wavefronts")[ctx.view.op_order]
+    spilling = np.flatnonzero(np.where(np.isnan(wavefronts), 0.0, wavefronts) > limit).tolist()
+    ops = [ctx.ops[i] for i in spilling]
     if not ops:
         return []
     agg = ctx.view.counters_of(ctx.view.kernels_of_ops(ops), _SPILL_FIELDS)
