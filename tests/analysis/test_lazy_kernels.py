@@ -190,3 +190,24 @@ def test_a_tables_kernel_operators_are_those_its_operators_list_then_its_attribu
     got = view.kernel_operator
     assert got.keys() == expected.keys() and all(got[i] is expected[i] for i in got)
     assert got[listed[0]] is ops[3]
+
+
+def test_gemm_signatures_read_at_once_are_each_operators_own() -> None:
+    """One pass works the shapes part out once per name and shapes list: operators read from tables
+    share a shapes list, and an addmm and an mm sharing one must still read their own pair of it."""
+    from profiler_core.analysis.patterns import gemm_signature, gemm_signatures
+    from profiler_core.schema import Operator
+
+    view = ProfileView(_table_profile())
+    ops = list(view.ops_in_order)
+    gemms = [op for op in ops if op.name in ("aten::mm", "aten::addmm")]
+    assert len({id(op.input_shapes) for op in gemms}) < len(gemms)  # shapes lists are shared
+    shared = [[512, 768], [768, 768], [768, 3072]]
+    ops += [Operator.model_construct(key=f"{name}#x", name=name, call_index=99, input_shapes=shared,
+                                     kernel_ids=gemms[0].kernel_ids) for name in ("aten::addmm", "aten::mm")]
+    assert ops[-1].input_shapes is ops[-2].input_shapes
+    view._work_class.update({op.key: view.work_class(gemms[0]) for op in ops[-2:]})
+    sigs = gemm_signatures(view, ops)
+    assert sigs == [gemm_signature(view, op) for op in ops]
+    assert sigs[-2] == ("shapes", (768, 768), (768, 3072)) and sigs[-1] == ("shapes", (512, 768), (768, 768))
+    assert gemm_signatures(view, ops) is sigs  # once per view and list
