@@ -215,8 +215,10 @@ class _OpAggregate:
 
     _COLUMN = {f: c for c, f in enumerate(FIELDS)}
 
-    def __init__(self, group: dict[str, int], agg: Aggregated | None, named: np.ndarray) -> None:
-        self.group, self.agg, self.named = group, agg, named
+    def __init__(self, group: dict[str, int], agg: Aggregated | None, named: np.ndarray, *,
+                 every: bool = False) -> None:
+        """``every``: row ``g`` is the view's operator ``g`` (every operator was aggregated, in order)."""
+        self.group, self.agg, self.named, self.every = group, agg, named, every
         self._columns: dict[int, list[tuple[int, str]]] = {}
 
     def counters(self, g: int) -> dict[str, float | None]:
@@ -427,7 +429,10 @@ class ProfileView:
     def _op_aggregate_rows(self) -> np.ndarray:
         """Each operator's row in the counter aggregate, by position in ``operators`` (-1: none). A dict
         :meth:`op_counters` remembered for a key the aggregate holds is that row's, so it is not asked."""
-        group = self._op_aggregate.group
+        agg = self._op_aggregate
+        if agg.every and agg.agg is not None and not self.keys_repeat:  # row g is operator g, where it has kernels
+            return np.where(agg.agg.sizes > 0, np.arange(len(self.operators)), -1)
+        group = agg.group
         return np.fromiter((group.get(op.key, -1) for op in self.operators), dtype=np.int64,
                            count=len(self.operators))
 
@@ -597,6 +602,17 @@ class ProfileView:
         out[codes] = [CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first.tolist()]
         return out
 
+    def own_kernel_positions(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The kernels of the operators at positions ``rows`` of ``operators`` (as :meth:`kernels_of`
+        gives them) as positions in ``kernels``, set after set, and each set's size; None where two
+        operators share a key (``kernels_of`` answers by key)."""
+        if self.keys_repeat:
+            return None
+        members = self._members
+        sizes = members.sizes[rows]
+        first = np.cumsum(sizes) - sizes
+        return members.flat[np.arange(int(sizes.sum())) - np.repeat(first - members.offsets[rows], sizes)], sizes
+
     def kernels_of(self, op: Operator) -> Sequence[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""
         cached = self._kernels_of.get(op.key)
@@ -719,7 +735,7 @@ class ProfileView:
         sizes = np.bincount(grp, minlength=len(ops))
         agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes)
         return _OpAggregate({op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n},
-                            agg, named)
+                            agg, named, every=len(ops) == len(self.operators))
 
     def _timeline_rows(self, ops: Sequence[Operator]) -> tuple[np.ndarray, np.ndarray]:
         """The counter rows of each of ``ops``' kernels present in the view (-1: no counters), operator

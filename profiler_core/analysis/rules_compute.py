@@ -51,7 +51,22 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     # GEMMs at or under the limit (an operator without the counter is NaN, under nothing), in launch order
     gemm = view.work_class_codes[order] == CLASS_CODES[OperatorClass.GEMM]
     low = view.op_counter_values("tensor_core_active_pct")[order] <= limit
-    for i in np.flatnonzero(gemm & low).tolist():
+    candidates = np.flatnonzero(gemm & low)
+    at = view.own_kernel_positions(order[candidates])
+    if at is not None:  # each candidate's kernel precisions, read off the name codes
+        positions, sizes = at
+        names = view.kernel_names
+        code = {"fp32": 1}  # 0: no precision in the name, 1: fp32, 2: a reduced one
+        by_name = np.array([code.get(p, 2) if (p := gemm_precision(n)) is not None else 0 for n in names] + [0],
+                           dtype=np.int64)
+        kinds = by_name[view.kernel_name_codes[positions]]
+        grp = np.repeat(np.arange(len(candidates)), sizes)
+        reduced = np.bincount(grp[kinds == 2], minlength=len(candidates)) > 0
+        fp32 = np.bincount(grp[kinds == 1], minlength=len(candidates)) > 0
+        # already reduced precision: the FP32 premise does not hold
+        idle = [ctx.ops[i] for i in candidates[~reduced].tolist()]
+        precisions.update(["fp32" if f else "unknown" for f in fp32[~reduced].tolist()])
+    for i in candidates.tolist() if at is None else ():
         op = ctx.ops[i]
         found = {p for name in view.names_in(view.kernels_of(op)) if (p := gemm_precision(name)) is not None}
         if found - {"fp32"}:
