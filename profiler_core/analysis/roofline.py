@@ -179,6 +179,29 @@ class Roofline:
                           achieved=[r.achieved_flops_per_s for r in placed],
                           duration_ns=[r.duration_ns for r in placed])
 
+    def time_above_floor(self, keys: Iterable[str], peak: float, bandwidth: float, byte_scale: float,
+                         ) -> tuple[list[float], int]:
+        """What each key's row could gain at most under a roof of ``peak`` FLOP/s and ``bandwidth``
+        B/s with its bytes scaled by ``byte_scale``: its time less ``max(flops / peak, bytes *
+        byte_scale / bandwidth)`` (not below 0), or its whole time where its FLOPs or bytes are
+        unknown (keys without a row are left out); and how many rows had a floor."""
+        rows = self.operators
+        if isinstance(rows, RooflineRows):
+            return rows.time_above_floor(keys, peak, bandwidth, byte_scale)
+        terms: list[float] = []
+        floors = 0
+        for figures in self.figures_of(keys):
+            if figures is None:
+                continue
+            duration_ns, flops, dram_bytes, _ = figures
+            if not flops or dram_bytes is None:
+                terms.append(float(duration_ns))
+                continue
+            floor_ns = max(flops / peak, dram_bytes * byte_scale / bandwidth) * 1e9
+            terms.append(max(0.0, duration_ns - floor_ns))
+            floors += 1
+        return terms, floors
+
     def keys_at(self, positions: Sequence[int]) -> list[str]:
         """The operator keys of the rows at ``positions``."""
         rows = self.operators
@@ -301,6 +324,22 @@ class RooflineRows(Positional[OperatorRoofline]):
         """Each key's position (the last of a repeated key)."""
         ops = self._ops
         return {ops[g].key: j for j, g in enumerate(self._at_op.tolist())}
+
+    def time_above_floor(self, keys: Iterable[str], peak: float, bandwidth: float, byte_scale: float,
+                         ) -> tuple[list[float], int]:
+        """:meth:`Roofline.time_above_floor` on the columns (Python's ``max`` kept: NaN loses)."""
+        index = self.key_index
+        at = np.array([j for k in keys if (j := index.get(k)) is not None], dtype=np.int64)
+        duration = self._durations[at].astype(np.float64)
+        flops, flops_known = (a[at] for a in self._work_column("flops"))
+        dram, dram_known = (a[at] for a in self._work_column("dram"))
+        floored = flops_known & (flops != 0.0) & dram_known  # ``flops`` truthy (NaN is) and bytes known
+        by_flops, by_bytes = flops / peak, dram * byte_scale / bandwidth
+        with np.errstate(invalid="ignore"):
+            floor_ns = np.where(by_bytes > by_flops, by_bytes, by_flops) * 1e9
+            left = duration - floor_ns
+            terms = np.where(floored, np.where(left > 0.0, left, 0.0), duration)
+        return terms.tolist(), int(floored.sum())
 
     def figures(self, j: int) -> RowFigures:
         """Row ``j``'s :class:`RowFigures`, read without building it."""

@@ -73,18 +73,11 @@ def tighten_gain_bounds(findings: list[Finding], roof: Roofline, total_ns: int) 
         peak = roof.peak(name)
         if not peak or not bandwidth:
             continue
+        # read off the roofline's columns (no row is built), then added one by one in the operators' order
+        terms, floors = roof.time_above_floor(f.operators, peak, bandwidth, byte_scale)
         bound = 0.0
-        floors = 0
-        for figures in roof.figures_of(f.operators):  # read off the roofline's columns: no row is built
-            if figures is None:
-                continue
-            duration_ns, flops, dram_bytes, _ = figures
-            if not flops or dram_bytes is None:
-                bound += duration_ns
-                continue
-            floor_ns = max(flops / peak, dram_bytes * byte_scale / bandwidth) * 1e9
-            bound += max(0.0, duration_ns - floor_ns)
-            floors += 1
+        for term in terms:
+            bound += term
         if floors and bound < f.gain_bound_ns:
             pct = min(100.0, 100.0 * bound / total_ns)
             f.evidence.facts.append(

@@ -98,6 +98,10 @@ def check_columns_against_rows(roof: Roofline) -> None:
     asked = [*want_by_key, "no such key"]
     want_figures = [(r.duration_ns, r.flops, r.dram_bytes, r.roofline_time_ns) if (r := want_by_key.get(k)) else None
                     for k in asked]
+    for peak, bandwidth, scale in ((67e12, 4.8e12, 1.0), (790e12, 4.0e12, 0.5), (1e3, 1e3, 2.0)):
+        got_terms = roof.time_above_floor(asked, peak, bandwidth, scale)
+        assert repr(got_terms) == repr(plain.time_above_floor(asked, peak, bandwidth, scale))
+        assert len(got_terms[0]) == len(want_by_key)
     got = [None if f is None else tuple(f) for f in roof.figures_of(asked)]
     got_plain = [None if f is None else tuple(f) for f in plain.figures_of(asked)]
     assert repr(got) == repr(want_figures) == repr(got_plain)
@@ -136,7 +140,8 @@ def test_rows_are_built_when_read_and_then_kept() -> None:
 
 
 _CLASSES = [OperatorClass.GEMM, OperatorClass.ELEMENTWISE, OperatorClass.ATTENTION]
-_maybe_float = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, min_value=-1.0, max_value=1e6))
+_maybe_float = st.one_of(st.none(), st.just(float("nan")),
+                         st.floats(allow_nan=False, allow_infinity=False, min_value=-1.0, max_value=1e6))
 
 
 @st.composite
@@ -147,7 +152,7 @@ def _made_up(draw: st.DrawFn) -> tuple[list[Operator], list[_Work], list[int]]:
     for _ in range(n_works):
         t_roof = draw(st.one_of(st.none(), st.just(0.0), st.floats(0.0, 2e-4, allow_nan=False),
                                 st.just(FAR_BELOW * (edge * 1e-9))))
-        dram = draw(st.one_of(st.none(), st.just(0.0), st.just(-0.0), st.floats(0.0, 1e9)))
+        dram = draw(st.one_of(st.none(), st.just(0.0), st.just(-0.0), st.just(float("nan")), st.floats(0.0, 1e9)))
         works.append(_Work(flops=draw(_maybe_float), source=None, flops_measured=None, flops_modelled=None,
                            formula=None, by_roof={}, dram=dram, dominant=None, intensity=None, t_roof=t_roof,
                            bound=None, disagreement=None, notes=()))
