@@ -129,12 +129,50 @@ def row_codes(floats: np.ndarray, *ints: np.ndarray) -> tuple[np.ndarray, np.nda
         key[:, floats.shape[1] + j] = np.ascontiguousarray(col, dtype=np.int64).view(np.float64)
     if n == 0 or key.shape[1] == 0:
         return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
-    _, first, inverse = np.unique(key.view(np.dtype((np.void, 8 * key.shape[1]))).ravel(),
-                                  return_index=True, return_inverse=True)
+    bits = key.view(np.uint64)
+    # rows numbered by a hash of their bits (a sort of 8-byte values, not of whole rows), kept only
+    # where every row equals its group's first row bit for bit; else the rows themselves are sorted
+    found = _rows_by_hash(bits)
+    if found is None:
+        _, first, inverse = np.unique(key.view(np.dtype((np.void, 8 * key.shape[1]))).ravel(),
+                                      return_index=True, return_inverse=True)
+    else:
+        first, inverse = found
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return rank[inverse.ravel()], first[order]
+
+
+def _rows_by_hash(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Groups of equal rows of ``bits`` (2-D uint64) by a hash of each row: the first row of each
+    group and each row's group, as ``np.unique(rows, return_index=True, return_inverse=True)`` gives
+    them up to the groups' order; None where two different rows share a hash."""
+    h = row_hash(bits)
+    order = np.argsort(h, kind="stable")  # equal hashes in row order: each group's first row leads
+    sorted_h = h[order]
+    starts = np.empty(len(h), dtype=bool)
+    starts[0] = True
+    np.not_equal(sorted_h[1:], sorted_h[:-1], out=starts[1:])
+    group_of_sorted = np.cumsum(starts) - 1
+    first = order[starts]
+    inverse = np.empty(len(h), dtype=np.int64)
+    inverse[order] = group_of_sorted
+    lead = first[inverse]
+    if not all((bits[:, c] == bits[lead, c]).all() for c in range(bits.shape[1])):  # a column at a time
+        return None
+    return first, inverse
+
+
+def row_hash(bits: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of ``bits`` (2-D uint64): equal rows hash alike."""
+    h = np.full(len(bits), np.uint64(0x9E3779B97F4A7C15))
+    with np.errstate(over="ignore"):
+        for c in range(bits.shape[1]):
+            h ^= bits[:, c]
+            h *= np.uint64(0x100000001B3)
+            h ^= h >> np.uint64(29)
+    return h
 
 
 def distinct_row_dicts(values: np.ndarray, fields: Sequence[str]) -> tuple[list[dict[str, float | None]], list[int]]:

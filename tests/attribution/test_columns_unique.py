@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,11 +28,27 @@ _NAN_PAYLOAD = np.frombuffer(np.uint64(0x7FF8_0000_0000_0001).tobytes(), dtype=n
 
 
 @given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 1.5, np.nan, _NAN_PAYLOAD, -np.inf]),
-                          st.sampled_from([0.0, 2.0, np.nan]), st.integers(-2, 2**40)), max_size=60))
-def test_row_codes_number_rows_as_they_are_written_out(rows: list[tuple[float, float, int]]) -> None:
-    # rows are one where their text is one: any NaN is None, 0.0 and -0.0 print apart
+                          st.sampled_from([0.0, 2.0, np.nan]), st.integers(-2, 2**40)), max_size=60),
+       st.sampled_from(["hash", "colliding hash", "few buckets"]))
+def test_row_codes_number_rows_as_they_are_written_out(rows: list[tuple[float, float, int]], hashing: str) -> None:
+    # rows are one where their text is one: any NaN is None, 0.0 and -0.0 print apart; rows are
+    # grouped by a hash, checked bit for bit: a hash that collides (every row alike, or rows spread
+    # over three buckets) must give the same numbers through the sort of whole rows
+    import profiler_core.attribution.columns as columns
     from profiler_core.attribution.columns import row_codes
 
+    if hashing != "hash":
+        real = columns.row_hash
+        fake = (lambda bits: np.zeros(len(bits), dtype=np.uint64)) if hashing == "colliding hash" else \
+            (lambda bits: real(bits) % np.uint64(3))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(columns, "row_hash", fake)
+            _check_row_codes(rows, row_codes)
+        return
+    _check_row_codes(rows, row_codes)
+
+
+def _check_row_codes(rows: list[tuple[float, float, int]], row_codes: Any) -> None:
     floats = np.array([r[:2] for r in rows], dtype=np.float64).reshape(len(rows), 2)
     ints = np.array([r[2] for r in rows], dtype=np.int64)
     codes, first = row_codes(floats, ints)
