@@ -1049,6 +1049,10 @@ class ProfileView:
         # every member of every listed operator, in listing order (``occ``), with its set
         first = np.cumsum(sizes) - sizes
         pos = members.flat[np.arange(total) - np.repeat(first - members.offsets[g], sizes)]
+        if len(op_sets) == 1 and not (np.bincount(pos, minlength=len(self._columns.start)) > 1).any():
+            # one set listing each kernel once (the common case: a finding's operators): timeline
+            # order is a stable sort by start, ties in listing order
+            return pos[np.argsort(self._columns.start[pos], kind="stable")], np.array([total], dtype=np.int64)
         grp = np.repeat(np.repeat(np.arange(len(op_sets)), [len(ops) for ops in op_sets]), sizes)
         occ = np.arange(total)
         # a kernel listed twice in one set is kept where it is first listed

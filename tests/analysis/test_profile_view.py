@@ -266,6 +266,9 @@ def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_
                 got = [view.kernels[p] for p in positions[bounds[i]:bounds[i + 1]].tolist()]
                 assert [k.id for k in got] == [k.id for k in ks], i
                 assert [k.id for k in view.kernels_of_ops(sets[i])] == [k.id for k in ks], i
+                alone = view.kernel_positions_of_ops([sets[i]])  # one set (repeats, ties of start)
+                assert alone is not None and [view.kernels[p].id for p in alone[0].tolist()] == [k.id for k in ks], i
+                assert alone[1].tolist() == [len(ks)]
             each = view.counters_of_positions(positions, sizes)
             assert each == kernel_counters_many(expected, table=view.counter_rows)
             # the distinct aggregates, numbered: the same dicts, to the bit (0.0 and -0.0 apart)
