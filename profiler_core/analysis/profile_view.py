@@ -1049,7 +1049,7 @@ class ProfileView:
         # every member of every listed operator, in listing order (``occ``), with its set
         first = np.cumsum(sizes) - sizes
         pos = members.flat[np.arange(total) - np.repeat(first - members.offsets[g], sizes)]
-        if len(op_sets) == 1 and not (np.bincount(pos, minlength=len(self._columns.start)) > 1).any():
+        if len(op_sets) == 1 and _distinct(pos):
             # one set listing each kernel once (the common case: a finding's operators): timeline
             # order is a stable sort by start, ties in listing order
             return pos[np.argsort(self._columns.start[pos], kind="stable")], np.array([total], dtype=np.int64)
@@ -1113,6 +1113,12 @@ def _work_class_from(cls: OperatorClass, kinds: dict[OperatorClass, int]) -> Ope
     if cls in _HEAVY and set(kinds) - {OperatorClass.OTHER}:
         return max((c for c in kinds if c is not OperatorClass.OTHER), key=kinds.__getitem__)
     return cls
+
+
+def _distinct(values: np.ndarray) -> bool:
+    """Whether no value of ``values`` repeats (a sort of them: as long as they are, not as the table)."""
+    ordered = np.sort(values)
+    return not (ordered[1:] == ordered[:-1]).any()
 
 
 def segment_sums(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
