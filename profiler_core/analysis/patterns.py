@@ -10,7 +10,7 @@ attention groups to recognise a matmul-softmax-matmul that a pass replaced with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution.operator_class import aten_short, is_batched_gemm, is_softmax
@@ -34,11 +34,20 @@ def manual_attention_groups(view: ProfileView, ops: Sequence[Operator], window: 
     return [list(group) for group in groups]
 
 
+def _class_of(view: ProfileView, ops: Sequence[Operator]) -> Callable[[int], OperatorClass]:
+    """The work class of ``ops[i]``: read at once for the view's operators in launch order, else asked
+    operator by operator."""
+    if ops is view.ops_in_order:
+        return view.work_classes_in_order.__getitem__
+    return lambda i: view.work_class(ops[i])
+
+
 def _attention_groups(view: ProfileView, ops: Sequence[Operator], window: int) -> list[list[int]]:
     groups: list[list[int]] = []
     used: set[int] = set()
+    class_of = _class_of(view, ops)
     for s, op in enumerate(ops):
-        if not is_softmax(op.name, op.fused_with) or view.work_class(op) is OperatorClass.ATTENTION:
+        if not is_softmax(op.name, op.fused_with) or class_of(s) is OperatorClass.ATTENTION:
             continue
         before = _nearest(ops, range(s - 1, max(s - 1 - window, -1), -1), used)
         after = _nearest(ops, range(s + 1, min(s + 1 + window, len(ops))), used)
@@ -59,14 +68,18 @@ def _nearest(ops: Sequence[Operator], indices: range, used: set[int]) -> int | N
 
 
 def gemm_signature(view: ProfileView, op: Operator,
-                   memo: dict[tuple[str, int], tuple[object, tuple | None]] | None = None) -> tuple | None:
+                   memo: dict[tuple[str, int], tuple[object, tuple | None]] | None = None,
+                   work_class: OperatorClass | None = None) -> tuple | None:
     """What a projection GEMM reads: (activation shape, weight shape), else its kernels' launch shapes.
 
     ``memo``: the shapes' part by (name, shapes list) for a pass over many operators (the operators
-    of a profile read from tables share one shapes list per distinct signature)."""
+    of a profile read from tables share one shapes list per distinct signature); ``work_class``:
+    the operator's work class where it is already read."""
     short = aten_short(op.name)
-    if short not in _PROJECTION_OPS or view.work_class(op) is not OperatorClass.GEMM:
-        return None  # not a projection, or only its epilogue (the GEMM ran under another operator)
+    if short not in _PROJECTION_OPS:
+        return None  # not a projection
+    if (view.work_class(op) if work_class is None else work_class) is not OperatorClass.GEMM:
+        return None  # only its epilogue: the GEMM ran under another operator
     listed = op.input_shapes
     hit = memo.get((op.name, id(listed))) if memo is not None else None
     if hit is not None and hit[0] is listed:
@@ -96,7 +109,8 @@ def gemm_signatures(view: ProfileView, ops: Sequence[Operator]) -> list[tuple | 
     if known is not None and known[0] is ops:
         return known[1]
     memo: dict[tuple[str, int], tuple[object, tuple | None]] = {}
-    sigs = [gemm_signature(view, op, memo) for op in ops]
+    classes = view.work_classes_in_order if ops is view.ops_in_order else [None] * len(ops)
+    sigs = [gemm_signature(view, op, memo, cls) for op, cls in zip(ops, classes, strict=True)]
     view.gemm_signatures[id(ops)] = (ops, sigs)
     return sigs
 
@@ -150,6 +164,7 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
         if min_size <= len(run) <= max_size:
             groups.append(list(run))
 
+    class_of = _class_of(view, ops)
     for i, (op, full) in enumerate(zip(ops, gemm_signatures(view, ops), strict=True)):
         sig = _input_signature(full)
         if sig is not None:
@@ -159,7 +174,7 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
             close()
             run, signature, parent, score_path, softmax_seen = [i], sig, _parent(op), False, False
             continue
-        cls = view.work_class(op)
+        cls = class_of(i)
         if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(op, cls):
             continue
         if (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(op.module_path, parent)

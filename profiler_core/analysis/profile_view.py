@@ -405,6 +405,12 @@ class ProfileView:
         return codes
 
     @cached_property
+    def work_classes_in_order(self) -> list[OperatorClass]:
+        """:meth:`work_class` of each of :attr:`ops_in_order`, read at once."""
+        every = list(OperatorClass)
+        return [every[c] for c in self.work_class_codes[self.op_order].tolist()]
+
+    @cached_property
     def op_kernel_counts(self) -> np.ndarray:
         """``len(kernels_of(op))`` of every operator, by position in ``operators``."""
         counts = self._members.sizes.copy()

@@ -107,8 +107,7 @@ class RuleContext:
     @cached_property
     def work_classes(self) -> list[OperatorClass]:
         """The work class of each of :attr:`ops` (``view.work_class``), read at once."""
-        every = list(OperatorClass)
-        return [every[c] for c in self.view.work_class_codes[self.view.op_order].tolist()]
+        return self.view.work_classes_in_order
 
     def finding(
         self,
