@@ -250,6 +250,11 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     work_list: list[_Work] = []
     calls = _call_codes(profile, len(operators))
     shape_keys: dict[int, tuple[object, str]] = {}
+    table = profile.operators
+    if calls is not None and isinstance(table, OperatorColumns):  # read from tables: time and calls off the columns
+        rows = _rows_of_calls(operators, table.duration_ns, np.array(calls, dtype=np.int64), kernels, peaks,
+                              measured_roofs)
+        return _with_warnings(rows, peaks, measured_roofs, warnings)
     at: list[int] = []
     of_work: list[int] = []
     for g, op in enumerate(operators):
@@ -271,6 +276,30 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
         at.append(g)
         of_work.append(w)
     rows = RooflineRows(operators, np.array(at, dtype=np.int64), np.array(of_work, dtype=np.int64), work_list)
+    return _with_warnings(rows, peaks, measured_roofs, warnings)
+
+
+def _rows_of_calls(operators: Sequence[Operator], durations: np.ndarray, calls: np.ndarray,
+                   kernels: Sequence[Kernel], peaks: ChipPeaks | None, measured_roofs: bool) -> RooflineRows:
+    """The rows of the operators with time, each call's time-free part worked out on the first
+    operator making it (as the loop over operators does), from each operator's time and call number."""
+    at = np.flatnonzero(durations > 0)
+    codes = calls[at]
+    n_calls = int(codes.max()) + 1 if len(codes) else 0
+    first = np.full(n_calls, len(at), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(at)))  # each call's first row
+    made = first < len(at)
+    of_work = (np.cumsum(made) - 1)[codes]  # the calls made, numbered in call order
+    n_kernels = len(kernels)
+    works = []
+    for g in at[first[made]].tolist():
+        op = operators[g]
+        works.append(_work(op, tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels), peaks, measured_roofs))
+    return RooflineRows(operators, at, of_work, works, durations=durations[at])
+
+
+def _with_warnings(rows: RooflineRows, peaks: ChipPeaks | None, measured_roofs: bool,
+                   warnings: list[str]) -> Roofline:
     flagged = rows.disagreeing()
     if len(flagged):
         first = rows[int(flagged[0])]
@@ -290,12 +319,15 @@ class RooflineRows(Positional[OperatorRoofline]):
     """
 
     def __init__(self, operators: Sequence[Operator], at: np.ndarray, of_work: np.ndarray,
-                 works: list[_Work]) -> None:
+                 works: list[_Work], *, durations: np.ndarray | None = None) -> None:
+        """``durations``: each row's operator's time, where it is already a column."""
         self._ops = operators
         self._at_op = at
         self._of_work = of_work
         self._works = works
         self._rows: list[OperatorRoofline | None] = [None] * len(at)
+        if durations is not None:
+            self._durations = durations.astype(np.int64)
 
     def __len__(self) -> int:
         return len(self._at_op)
