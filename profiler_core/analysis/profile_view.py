@@ -89,6 +89,7 @@ class CounterRows:
         """``table``: the KernelTable ``kernels`` were built from (``models()``, in order), whose
         counter columns are read as they are instead of every kernel's dict."""
         fields = list(getattr(table, "counter_fields", ()))
+        self.matrix_rows: np.ndarray | None = None  # each kernel row's row of ``matrix`` (None: its own)
         self._by_id = False  # a kernel's row is its id (its position): no dict of ids
         if (table is not None and table.have_counters and fields and len(table) == len(kernels)
                 and ((isinstance(kernels, KernelModels) and kernels.table is table)  # kernel j: id j
@@ -96,14 +97,15 @@ class CounterRows:
             self.kernels = kernels  # each holds every counter field, None where not measured
             self._by_id = True
             rows = np.asarray(table.counter_row)
-            has = rows != NONE
-            # filled counter by counter (contiguous writes), then laid out a kernel per row
-            matrix = np.full((len(FIELDS), len(kernels)), np.nan)
             values = np.asarray(table.counter_values)
+            # the table's own counter rows (kernels share them), in FIELDS' columns, and one row of
+            # NaN after them for the kernels without counters: no row per kernel is laid out
+            matrix = np.full((len(values) + 1, len(FIELDS)), np.nan)
             for c, f in enumerate(FIELDS):
                 if f in fields:
-                    matrix[c, has] = values[rows[has], fields.index(f)]
-            self.matrix = np.ascontiguousarray(matrix.T)
+                    matrix[:len(values), c] = values[:, fields.index(f)]
+            self.matrix = matrix
+            self.matrix_rows = np.where(rows != NONE, rows, len(values))
             self.durations = (np.asarray(table.end_ns) - np.asarray(table.start_ns)).astype(float)
             self.key_masks = np.full(len(kernels), _key_mask(dict.fromkeys(fields)), dtype=np.int64)
         else:
@@ -119,6 +121,14 @@ class CounterRows:
         else:
             self.row_at = np.full(len(kernels), -1, dtype=np.int64)
             self.row_at[[i for i, k in enumerate(kernels) if k.counters]] = np.arange(len(self.kernels))
+
+    def matrix_rows_of(self, rows: np.ndarray) -> np.ndarray | None:
+        """Where the counters of kernel rows ``rows`` are in :attr:`matrix` (None: at the same rows)."""
+        return None if self.matrix_rows is None else self.matrix_rows[rows]
+
+    def kernel_matrix(self) -> np.ndarray:
+        """Every kernel row's counters, a row each."""
+        return self.matrix if self.matrix_rows is None else self.matrix[self.matrix_rows]
 
     def rows(self, kernels: Sequence[Kernel]) -> np.ndarray | None:
         """The rows of ``kernels`` (each carrying counters), or None when one is not this table's."""
@@ -158,9 +168,11 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
     if not flat:
         return [{} for _ in sets]
     idx = table.rows(flat) if table is not None else None
+    matrix_rows = None
     if table is not None and idx is not None:
         matrix, durations = table.matrix, table.durations
         masks = table.key_masks[idx]
+        matrix_rows = table.matrix_rows_of(idx)
     else:
         rows = {k.id: k for k in flat}
         ordered = list(rows.values())
@@ -170,14 +182,16 @@ def kernel_counters_many(kernel_sets: Sequence[Sequence[Kernel]], fields: Collec
         idx = np.fromiter((row_of[k.id] for k in flat), dtype=np.int64, count=len(flat))
         masks = np.fromiter((_key_mask(k.counters) for k in flat), dtype=np.int64, count=len(flat))
     return _aggregate_sets(matrix, durations, idx, masks, np.array([len(ks) for ks in sets], dtype=np.int64),
-                           fields)
+                           fields, matrix_rows)
 
 
 def _aggregate_sets(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, masks: np.ndarray,
-                    sizes: np.ndarray, fields: Collection[str] | None) -> list[dict[str, float | None]]:
-    """The counters of consecutive sets of kernels: ``idx`` (rows of ``matrix``, set after set, each
-    set in its order) and ``masks`` (their key masks) cut by ``sizes``; ``{}`` for an empty set."""
-    agg, named = _aggregate_arrays_named(matrix, durations, idx, masks, sizes)
+                    sizes: np.ndarray, fields: Collection[str] | None,
+                    matrix_rows: np.ndarray | None = None) -> list[dict[str, float | None]]:
+    """The counters of consecutive sets of kernels: ``idx`` (rows of ``durations``, set after set, each
+    set in its order; their counters ``matrix[idx]``, or ``matrix[matrix_rows]``) and ``masks`` (their
+    key masks) cut by ``sizes``; ``{}`` for an empty set."""
+    agg, named = _aggregate_arrays_named(matrix, durations, idx, masks, sizes, matrix_rows)
     return _set_dicts(agg, named, sizes, range(len(sizes)), fields)
 
 
@@ -197,11 +211,12 @@ def _set_dicts(agg: Aggregated, named: np.ndarray, sizes: np.ndarray, sets: Iter
 
 
 def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, masks: np.ndarray,
-                            sizes: np.ndarray) -> tuple[Aggregated, np.ndarray]:
+                            sizes: np.ndarray, matrix_rows: np.ndarray | None = None,
+                            ) -> tuple[Aggregated, np.ndarray]:
     """The aggregate of consecutive sets (as :func:`_aggregate_sets` takes them) and, per set, the
     key mask of the counters any of its kernels names (the OR of their masks; 0 for an empty set)."""
     grp = np.repeat(np.arange(len(sizes)), sizes)
-    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes))
+    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes), matrix_rows=matrix_rows)
     starts = np.cumsum(sizes) - sizes
     present = sizes > 0
     named = np.zeros(len(sizes), dtype=np.int64)
@@ -739,7 +754,8 @@ class ProfileView:
         keep = rows >= 0  # less those without counters
         rows, grp = rows[keep], grp[keep]
         sizes = np.bincount(grp, minlength=len(ops))
-        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes)
+        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes,
+                                             table.matrix_rows_of(rows))
         return _OpAggregate({op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n},
                             agg, named, every=len(ops) == len(self.operators))
 
@@ -1076,7 +1092,8 @@ class ProfileView:
         in ``kernels`` (set after set, cut by ``sizes``): the same figures, read off the counter rows."""
         table = self.counter_rows
         rows, kept = self._counter_rows_of_sets(positions, sizes)
-        return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], kept, fields)
+        return _aggregate_sets(table.matrix, table.durations, rows, table.key_masks[rows], kept, fields,
+                               table.matrix_rows_of(rows))
 
     def _counter_rows_of_sets(self, positions: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The counter rows of the kernels at ``positions`` (set after set) less the kernels without
@@ -1093,7 +1110,8 @@ class ProfileView:
         built once. A profile repeating its calls has few distinct aggregates however long it is."""
         table = self.counter_rows
         rows, kept = self._counter_rows_of_sets(positions, sizes)
-        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], kept)
+        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], kept,
+                                             table.matrix_rows_of(rows))
         codes, first = row_codes(agg.values, named, kept > 0)
         return _set_dicts(agg, named, kept, first.tolist(), None), codes
 
