@@ -629,10 +629,7 @@ class ProfileView:
         operators share a key (``kernels_of`` answers by key)."""
         if self.keys_repeat:
             return None
-        members = self._members
-        sizes = members.sizes[rows]
-        first = np.cumsum(sizes) - sizes
-        return members.flat[np.arange(int(sizes.sum())) - np.repeat(first - members.offsets[rows], sizes)], sizes
+        return self._members.kernels_of_rows(rows)
 
     def kernels_of(self, op: Operator) -> Sequence[Kernel]:
         """The operator's kernels present in the profile, in timeline order."""
@@ -1064,13 +1061,9 @@ class ProfileView:
         at = list(map(by_id.get, map(id, itertools.chain.from_iterable(op_sets))))
         if None in at:
             return None
-        members = self._members
-        g = np.array(at, dtype=np.int64)
-        sizes = members.sizes[g]
-        total = int(sizes.sum())
         # every member of every listed operator, in listing order (``occ``), with its set
-        first = np.cumsum(sizes) - sizes
-        pos = members.flat[np.arange(total) - np.repeat(first - members.offsets[g], sizes)]
+        pos, sizes = self._members.kernels_of_rows(np.array(at, dtype=np.int64))
+        total = len(pos)
         if len(op_sets) == 1 and _distinct(pos):
             # one set listing each kernel once (the common case: a finding's operators): timeline
             # order is a stable sort by start, ties in listing order
@@ -1186,6 +1179,12 @@ class _Members:
         self.first_start = np.zeros(n, dtype=np.int64)
         has = self.sizes > 0
         self.first_start[has] = cols.start[self.flat[self.offsets[:-1][has]]]
+
+    def kernels_of_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The kernels of operators ``rows``, operator after operator, and how many each has."""
+        sizes = self.sizes[rows]
+        first = np.cumsum(sizes) - sizes
+        return self.flat[np.arange(int(sizes.sum())) - np.repeat(first - self.offsets[rows], sizes)], sizes
 
 
 class _KernelColumns:

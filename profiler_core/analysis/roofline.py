@@ -246,15 +246,15 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     operators = profile.operators if operators is None else operators
     # A large profile repeats a few operator calls (name, shapes, counters, kernels) many times
     # over: what does not depend on an operator's time is worked out once per distinct call.
-    works: dict[object, int] = {}
-    work_list: list[_Work] = []
     calls = _call_codes(profile, len(operators))
-    shape_keys: dict[int, tuple[object, str]] = {}
     table = profile.operators
     if calls is not None and isinstance(table, OperatorColumns):  # read from tables: time and calls off the columns
         rows = _rows_of_calls(operators, table.duration_ns, np.array(calls, dtype=np.int64), kernels, peaks,
                               measured_roofs)
         return _with_warnings(rows, peaks, measured_roofs, warnings)
+    works: dict[object, int] = {}
+    work_list: list[_Work] = []
+    shape_keys: dict[int, tuple[object, str]] = {}
     at: list[int] = []
     of_work: list[int] = []
     for g, op in enumerate(operators):
@@ -326,6 +326,7 @@ class RooflineRows(Positional[OperatorRoofline]):
         self._of_work = of_work
         self._works = works
         self._rows: list[OperatorRoofline | None] = [None] * len(at)
+        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if durations is not None:
             self._durations = durations.astype(np.int64)
 
@@ -385,27 +386,27 @@ class RooflineRows(Positional[OperatorRoofline]):
         return np.fromiter((ops[g].duration_ns for g in at), dtype=np.int64, count=len(at))
 
     def _work_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """A :class:`_Work` figure of every row: values (0.0 where None) and whether known."""
-        vals = [getattr(w, name) for w in self._works]
-        known = np.array([v is not None for v in vals], dtype=bool)
-        values = np.array([0.0 if v is None else v for v in vals], dtype=np.float64)
-        return values[self._of_work], known[self._of_work]
-
-    @cached_property
-    def _t_roof(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._work_column("t_roof")
+        """A :class:`_Work` figure of every row: values (0.0 where None) and whether known (kept: the
+        tightening reads them once per finding)."""
+        hit = self._columns.get(name)
+        if hit is None:
+            vals = [getattr(w, name) for w in self._works]
+            known = np.array([v is not None for v in vals], dtype=bool)
+            values = np.array([0.0 if v is None else v for v in vals], dtype=np.float64)
+            hit = self._columns[name] = (values[self._of_work], known[self._of_work])
+        return hit
 
     @cached_property
     def _headroom(self) -> tuple[np.ndarray, np.ndarray]:
         """``headroom_ns``: ``max(0.0, duration - t_roof * 1e9)`` (0.0 for NaN and -0.0, as ``max`` keeps
         its first argument unless the second is greater)."""
-        t_roof, known = self._t_roof
+        t_roof, known = self._work_column("t_roof")
         left = self._durations - t_roof * 1e9
         return np.where(left > 0.0, left, 0.0), known
 
     def far_below_mask(self) -> np.ndarray:
         """``far_below_roofs and dram_bytes`` of every row (NaN bytes are truthy, as in Python)."""
-        t_roof, known = self._t_roof
+        t_roof, known = self._work_column("t_roof")
         with np.errstate(divide="ignore", invalid="ignore"):
             fraction = t_roof / (self._durations * 1e-9)
         dram, dram_known = self._work_column("dram")
@@ -445,7 +446,8 @@ class RooflineRows(Positional[OperatorRoofline]):
         return np.flatnonzero(flagged[self._of_work])
 
     def classes(self) -> list[ClassRoofline]:
-        """:func:`_classes` of the rows, read off the columns (sums in row order, as ``sum`` adds)."""
+        """Each operator class's totals over the rows, read off the columns (sums in row order, as
+        ``sum`` adds), largest time first."""
         if not len(self):
             return []
         class_of = [self._ops[g].op_class.value for g in self._at_op.tolist()]
@@ -454,7 +456,7 @@ class RooflineRows(Positional[OperatorRoofline]):
         durations = self._durations
         flops = [w.flops for w in self._works]
         dram = [w.dram for w in self._works]
-        t_roof, t_known = self._t_roof
+        t_roof, t_known = self._work_column("t_roof")
         roof_ns = t_roof * 1e9
         head, _ = self._headroom
         order = np.argsort(code, kind="stable")
