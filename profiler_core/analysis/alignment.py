@@ -80,7 +80,7 @@ def call_name(name: str) -> str:
     return _CALL_NAMES.get(name, name)
 
 
-def operator_roles(view: ProfileView, ops: list[Operator], attention_window: int) -> list[str]:
+def operator_roles(view: ProfileView, ops: Sequence[Operator], attention_window: int) -> list[str]:
     """Each operator's role: its class, with hand-written attention parts as ``attention``."""
     if ops is view.ops_in_order:  # the view's own launch order: every work class read at once
         every = [c.value for c in OperatorClass]
@@ -207,7 +207,7 @@ def _segments(a_idx: list[int], b_idx: list[int], a_roles: list[str], b_roles: l
     yield from _segments(a_idx[prev_a:], b_idx[prev_b:], a_roles, b_roles)
 
 
-def _align_stretch(a_ops: list[Operator], b_ops: list[Operator], a_roles: list[str], b_roles: list[str],
+def _align_stretch(a_ops: Sequence[Operator], b_ops: Sequence[Operator], a_roles: list[str], b_roles: list[str],
                    a_range: list[int], b_range: list[int], neighbours: list[_Group]) -> list[_Group]:
     """Pair a stretch by role, then absorb the leftovers (see the module docstring)."""
     paired: list[_Group] = []
@@ -248,7 +248,7 @@ def _align_stretch(a_ops: list[Operator], b_ops: list[Operator], a_roles: list[s
     return paired + leftovers
 
 
-def _fused_target(index: int, op: Operator, groups: list[_Group], other_ops: list[Operator],
+def _fused_target(index: int, op: Operator, groups: list[_Group], other_ops: Sequence[Operator],
                   side: str) -> _Group | None:
     """The nearest group linked to ``op`` by name or fused_with, in either direction (earlier on ties)."""
     fused = {aten_name(f) for f in op.fused_with}
@@ -283,7 +283,7 @@ def _role_target(index: int, role: str, groups: list[_Group], roles: list[str], 
     return min(later, key=position) if later else None
 
 
-def _absorb_into_next(groups: list[_Group], a_ops: list[Operator], b_ops: list[Operator]) -> None:
+def _absorb_into_next(groups: list[_Group], a_ops: Sequence[Operator], b_ops: Sequence[Operator]) -> None:
     """One-sided operators right before a two-sided group join it when that group fused them."""
     for pos, g in enumerate(groups):
         if g.base and g.opt:

@@ -38,13 +38,19 @@ UNKNOWN = 0  # a query or key length the capture did not record (an operator of 
 
 @dataclass(frozen=True)
 class AttentionCall:
-    """One attention operator call: its query and key sequence lengths and its first kernel's start."""
+    """One attention operator call (``ops[at]``, its model built when read): its query and key
+    sequence lengths and its first kernel's start."""
 
-    op: Operator
+    ops: Sequence[Operator]
+    at: int
     batch: int
     q_len: int
     kv_len: int
     start_ns: int
+
+    @property
+    def op(self) -> Operator:
+        return self.ops[self.at]
 
 
 @dataclass(frozen=True)
@@ -107,38 +113,59 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
         order = view.op_order
         take = ((view.work_class_codes[order] == CLASS_CODES[OperatorClass.ATTENTION])
                 & (view.op_kernel_counts[order] > 0))
-        chosen = [ops[i] for i in np.flatnonzero(take).tolist()]
+        chosen = np.flatnonzero(take).tolist()
     else:
-        chosen = [op for op in ops if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
-    picked = [(op, _shape_pair(op)) for op in chosen]
+        chosen = [i for i, op in enumerate(ops)
+                  if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
+    picked = [(i, ops[i], _shape_pair(ops[i])) for i in chosen]
     by_name: dict[str, list[tuple[list, list]]] = {}
-    for op, pair in picked:
+    for _, op, pair in picked:
         if pair is not None:
             by_name.setdefault(op.name, []).append(pair)
     dims = {name: _seq_dim(pairs) for name, pairs in by_name.items()}
     calls = []
-    for op, pair in picked:
+    for i, op, pair in picked:
         start = view.first_start_ns(view.kernels_of(op))
         if pair is not None:
             q, k = pair
-            calls.append(AttentionCall(op, q[0], q[dims[op.name]], k[dims[op.name]], start))
+            calls.append(AttentionCall(ops, i, q[0], q[dims[op.name]], k[dims[op.name]], start))
         elif view.op_class(op) is OperatorClass.ATTENTION:
             # no readable shapes (a compiled graph's call): counted only when the operator is itself
             # attention, not a fused kernel group that holds one
-            calls.append(AttentionCall(op, 0, UNKNOWN, UNKNOWN, start))
+            calls.append(AttentionCall(ops, i, 0, UNKNOWN, UNKNOWN, start))
     return calls + _manual_attention_calls(view, ops, window)
 
 
 def _manual_attention_calls(view: ProfileView, ops: Sequence[Operator], window: int) -> list[AttentionCall]:
+    groups = manual_attention_groups(view, ops, window)
+    if not groups:
+        return []
+    # the softmaxes' shapes, and each operator's first kernel start, off the view's columns where the
+    # operators are its own in launch order (keys distinct: an operator's kernels are its row's)
+    softmax = view.op_flags(ops, ("name", "fused_with"), is_softmax)
+    shapes_of = view.op_column("input_shapes", ops)
+    columns = ops is view.ops_in_order and not view.keys_repeat
+    if columns:
+        order = view.op_order
+        counts, first_start = view.op_kernel_counts[order], view.op_first_starts[order]
     calls = []
-    for group in manual_attention_groups(view, ops, window):
-        score, softmax = ops[group[0]], next(ops[i] for i in group if is_softmax(ops[i].name, ops[i].fused_with))
-        shapes = [s for s in (softmax.input_shapes or []) if isinstance(s, list) and s]
-        kernels = view.kernels_of(score) or view.kernels_of(softmax)
-        if not shapes or len(shapes[0]) != 4 or not all(isinstance(d, int) for d in shapes[0]) or not kernels:
+    for group in groups:
+        s = next(i for i in group if softmax[i])
+        shapes = [x for x in (shapes_of[s] or []) if isinstance(x, list) and x]
+        if not shapes or len(shapes[0]) != 4 or not all(isinstance(d, int) for d in shapes[0]):
             continue
+        if columns:
+            first = group[0] if counts[group[0]] else s
+            if not counts[first]:
+                continue
+            start = int(first_start[first])
+        else:
+            kernels = view.kernels_of(ops[group[0]]) or view.kernels_of(ops[s])
+            if not kernels:
+                continue
+            start = view.first_start_ns(kernels)
         batch, _, q_len, kv_len = shapes[0]
-        calls.append(AttentionCall(score, batch, q_len, kv_len, view.first_start_ns(kernels)))
+        calls.append(AttentionCall(ops, group[0], batch, q_len, kv_len, start))
     return calls
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from profiler_core.analysis.patterns import gemm_rows
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.patterns import gemm_rows, gemm_rows_of
+from profiler_core.analysis.profile_view import CLASS_CODES, ProfileView
 from profiler_core.attribution.operator_class import aten_short
 from profiler_core.schema import ExecutionContext, Kernel, Operator, OperatorClass
 
@@ -94,7 +94,8 @@ def _module(view: ProfileView, op: Operator | None, kernel: Kernel | None = None
 def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
     """Device-to-host copies and value-reading operators in the profile, attributed to their modules."""
     found = HostSyncs(iterations=max(view.profile.capture.measured_iterations or 1, 1),
-                      compiled=any(op.execution_context is ExecutionContext.COMPILED_GRAPH for op in ops))
+                      compiled=bool(view.op_flags(ops, "execution_context",
+                                                  lambda c: c is ExecutionContext.COMPILED_GRAPH).any()))
     seen_ops: set[str] = set()
     owners, kernels = view.kernel_owner_rows, view.kernels
     # only the kernels named as a device-to-host copy (a few distinct names) are looked at one by one
@@ -109,8 +110,9 @@ def find_host_syncs(view: ProfileView, ops: Sequence[Operator]) -> HostSyncs:
         found.by_operator[op.name if op is not None else k.name] += 1
         if op is not None:
             seen_ops.add(op.key)
-    for op in ops:
-        if aten_short(op.name) in SYNC_OPS and op.key not in seen_ops:
+    for i in np.flatnonzero(view.op_flags(ops, "name", lambda name: aten_short(name) in SYNC_OPS)).tolist():
+        op = ops[i]
+        if op.key not in seen_ops:
             found.sync_ops.append(op)
             found.in_graphs += op.execution_context is ExecutionContext.COMPILED_GRAPH
             found.by_module[_module(view, op)] += 1
@@ -134,10 +136,11 @@ def expert_gemms(view: ProfileView, ops: Sequence[Operator]) -> ExpertGemms | No
     tokens: dict[str, list[int]] = {}
     picked: list[Operator] = []
     last_expert: str | None = None
-    for op in ops:
+    # the GEMMs under an experts module, selected on the view's columns where they are its own
+    under = view.op_flags(ops, "module_path", lambda path: _EXPERTS_MODULE.search(path or "") is not None)
+    for i in _gemm_positions(view, ops, np.flatnonzero(under)):
+        op = ops[i]
         path = op.module_path or ""
-        if view.work_class(op) is not OperatorClass.GEMM or not _EXPERTS_MODULE.search(path):
-            continue
         match = _EXPERT.search(path)
         expert = path[: match.end(1)].rstrip(".") if match else path
         picked.append(op)
@@ -153,10 +156,20 @@ def expert_gemms(view: ProfileView, ops: Sequence[Operator]) -> ExpertGemms | No
     return ExpertGemms(dict(gemm_ns), tokens, tuple(picked), pooled)
 
 
-def _weight_shape(op: Operator) -> tuple[int, ...] | None:
+def _gemm_positions(view: ProfileView, ops: Sequence[Operator], among: np.ndarray | None = None) -> list[int]:
+    """The positions in ``ops`` (of ``among``, default all) of the operators working as GEMMs: their
+    work classes read at once for the view's operators in launch order, else asked one by one."""
+    at = np.arange(len(ops)) if among is None else among
+    if ops is view.ops_in_order:
+        gemm = view.work_class_codes[view.op_order[at]] == CLASS_CODES[OperatorClass.GEMM]
+        return at[gemm].tolist()
+    return [i for i in at.tolist() if view.work_class(ops[i]) is OperatorClass.GEMM]
+
+
+def _weight_shape(name: str, input_shapes: list | None) -> tuple[int, ...] | None:
     """The shape of a GEMM's weight operand (mm/bmm: the second input; addmm: the third)."""
-    shapes = [sh for sh in (op.input_shapes or []) if isinstance(sh, list)]
-    index = 2 if aten_short(op.name) in ("addmm", "_addmm_activation") else 1
+    shapes = [sh for sh in (input_shapes or []) if isinstance(sh, list)]
+    index = 2 if aten_short(name) in ("addmm", "_addmm_activation") else 1
     if len(shapes) <= index or not all(isinstance(d, int) for d in shapes[index]):
         return None
     return tuple(shapes[index])
@@ -175,22 +188,21 @@ def per_expert_gemm_runs(view: ProfileView, ops: Sequence[Operator]) -> list[tup
     a projection repeated over layers keeps its rows and never qualifies.
     """
     runs: list[tuple[Operator, ...]] = []
-    current: list[Operator] = []
+    current: list[int] = []  # positions in ``ops``: a model is built only for a run kept
     key: tuple[int, ...] | None = None
+    names, shapes = view.op_column("name", ops), view.op_column("input_shapes", ops)
 
     def close() -> None:
-        rows = {gemm_rows(op) for op in current}
+        rows = {gemm_rows_of(names[i], shapes[i]) for i in current}
         if len(current) >= MIN_EXPERT_RUN and len(rows - {None}) >= MIN_DISTINCT_ROWS:
-            runs.append(tuple(current))
+            runs.append(tuple(ops[i] for i in current))
 
-    for op in ops:
-        if view.work_class(op) is not OperatorClass.GEMM:
-            continue
-        weight = _weight_shape(op)
+    for i in _gemm_positions(view, ops):
+        weight = _weight_shape(names[i], shapes[i])
         if weight is None or weight != key:
             close()
             current, key = [], weight
         if weight is not None:
-            current.append(op)
+            current.append(i)
     close()
     return runs

@@ -148,27 +148,32 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
     """Roll operators up the module tree (operators without a module path are left out and counted)."""
     view = ProfileView.of(profile)  # its models and counter matrix: a large profile's tables are read once
     roof = roof or view.measured_roofline
-    figures = roof.figures_of([op.key for op in view.operators])  # each operator's row, read off the columns
+    figures = roof.figures_of(view.op_keys)  # each operator's row, read off the columns
     nodes: dict[str, ModuleNode] = {}
     class_time: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kernel_sets: dict[str, list[int]] = defaultdict(list)
     covered = 0
-    for op, row in zip(view.operators, figures, strict=True):
-        if op.module_path is None:
+    # each operator's stored figures, off the view's columns (no operator model is built)
+    paths, durations, counts, classes, kernel_ids = (view.op_column(f) for f in (
+        "module_path", "duration_ns", "kernel_count", "op_class", "kernel_ids"))
+    for g, row in enumerate(figures):
+        module_path = paths[g]
+        if module_path is None:
             continue
-        covered += op.duration_ns
-        for path in _ancestors(op.module_path):
+        duration, op_class = durations[g], classes[g].value
+        covered += duration
+        for path in _ancestors(module_path):
             node = nodes.setdefault(path, ModuleNode(path=path))
-            node.duration_ns += op.duration_ns
+            node.duration_ns += duration
             node.operators += 1
-            node.kernels += op.kernel_count
-            class_time[path][op.op_class.value] += op.duration_ns
-            kernel_sets[path].extend(op.kernel_ids)
+            node.kernels += counts[g]
+            class_time[path][op_class] += duration
+            kernel_sets[path].extend(kernel_ids[g])
             if row is not None:
                 node.flops = _add(node.flops, row.flops)
                 node.dram_bytes = _add(node.dram_bytes, row.dram_bytes)
                 node.roofline_time_ns = _add(node.roofline_time_ns, row.roofline_time_ns)
-        nodes[op.module_path].self_ns += op.duration_ns
+        nodes[module_path].self_ns += duration
     for path, node in nodes.items():
         if path:
             parent = path.rpartition(".")[0]
@@ -180,7 +185,7 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
                               strict=True):
         node.counters = counters
     return ModuleRollup(nodes=nodes, groups=_groups(nodes), covered_ns=covered,
-                        total_ns=sum(op.duration_ns for op in view.operators))
+                        total_ns=sum(durations))
 
 
 def _rollup_counters(view: ProfileView, id_sets: list[list[int]]) -> list[dict[str, float | None]]:

@@ -10,7 +10,10 @@ attention groups to recognise a matmul-softmax-matmul that a pass replaced with 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from profiler_core.analysis.profile_view import ProfileView
 from profiler_core.attribution.operator_class import aten_short, is_batched_gemm, is_softmax
@@ -46,23 +49,32 @@ def _attention_groups(view: ProfileView, ops: Sequence[Operator], window: int) -
     groups: list[list[int]] = []
     used: set[int] = set()
     class_of = _class_of(view, ops)
-    for s, op in enumerate(ops):
-        if not is_softmax(op.name, op.fused_with) or class_of(s) is OperatorClass.ATTENTION:
+    names = view.op_column("name", ops)
+    # the softmaxes and batched GEMMs, each distinct (name, fused ops) tested once
+    softmax = _flags(view, ops, is_softmax)
+    bgemm = _flags(view, ops, is_batched_gemm)
+    for s in np.flatnonzero(softmax).tolist():
+        if class_of(s) is OperatorClass.ATTENTION:
             continue
-        before = _nearest(ops, range(s - 1, max(s - 1 - window, -1), -1), used)
-        after = _nearest(ops, range(s + 1, min(s + 1 + window, len(ops))), used)
+        before = _nearest(bgemm, range(s - 1, max(s - 1 - window, -1), -1), used)
+        after = _nearest(bgemm, range(s + 1, min(s + 1 + window, len(ops))), used)
         if before is None or after is None:
             continue
-        scale = [i for i in range(before + 1, s) if aten_short(ops[i].name) in _SCALE_OPS]
+        scale = [i for i in range(before + 1, s) if aten_short(names[i]) in _SCALE_OPS]
         group = [before, *scale, s, after]
         groups.append(group)
         used.update(group)
     return groups
 
 
-def _nearest(ops: Sequence[Operator], indices: range, used: set[int]) -> int | None:
+def _flags(view: ProfileView, ops: Sequence[Operator], test: Callable[[str, list[str]], bool]) -> np.ndarray:
+    """``test(op.name, op.fused_with)`` of each of ``ops`` (:meth:`ProfileView.op_flags`)."""
+    return view.op_flags(ops, ("name", "fused_with"), test)
+
+
+def _nearest(bgemm: np.ndarray, indices: range, used: set[int]) -> int | None:
     for i in indices:
-        if i not in used and is_batched_gemm(ops[i].name, ops[i].fused_with):
+        if i not in used and bgemm[i]:
             return i
     return None
 
@@ -75,13 +87,20 @@ def gemm_signature(view: ProfileView, op: Operator,
     ``memo``: the shapes' part by (name, shapes list) for a pass over many operators (the operators
     of a profile read from tables share one shapes list per distinct signature); ``work_class``:
     the operator's work class where it is already read."""
-    short = aten_short(op.name)
+    return _signature(view, op.name, op.input_shapes, lambda: op, memo, work_class)
+
+
+def _signature(view: ProfileView, name: str, listed: list | None, op_of: Callable[[], Operator],
+               memo: dict[tuple[str, int], tuple[object, tuple | None]] | None,
+               work_class: OperatorClass | None) -> tuple | None:
+    """:func:`gemm_signature` of the operator named ``name`` with input shapes ``listed``; ``op_of``
+    gives its model, asked for only where its class or kernels are read."""
+    short = aten_short(name)
     if short not in _PROJECTION_OPS:
         return None  # not a projection
-    if (view.work_class(op) if work_class is None else work_class) is not OperatorClass.GEMM:
+    if (view.work_class(op_of()) if work_class is None else work_class) is not OperatorClass.GEMM:
         return None  # only its epilogue: the GEMM ran under another operator
-    listed = op.input_shapes
-    hit = memo.get((op.name, id(listed))) if memo is not None else None
+    hit = memo.get((name, id(listed))) if memo is not None else None
     if hit is not None and hit[0] is listed:
         by_shapes = hit[1]
     else:
@@ -93,10 +112,10 @@ def gemm_signature(view: ProfileView, op: Operator,
             if len(pair) == 2 and all(pair):
                 by_shapes = ("shapes", *pair)
         if memo is not None:
-            memo[(op.name, id(listed))] = (listed, by_shapes)  # the list is held: its id is not reused
+            memo[(name, id(listed))] = (listed, by_shapes)  # the list is held: its id is not reused
     if by_shapes is not None:
         return by_shapes
-    kernels = view.kernels_of(op)
+    kernels = view.kernels_of(op_of())
     if not kernels:
         return None
     return ("launch", *((k.name, k.grid, k.block) for k in kernels))
@@ -110,7 +129,10 @@ def gemm_signatures(view: ProfileView, ops: Sequence[Operator]) -> list[tuple | 
         return known[1]
     memo: dict[tuple[str, int], tuple[object, tuple | None]] = {}
     classes = view.work_classes_in_order if ops is view.ops_in_order else [None] * len(ops)
-    sigs = [gemm_signature(view, op, memo, cls) for op, cls in zip(ops, classes, strict=True)]
+    sigs: list[tuple | None] = [None] * len(ops)  # None: not a projection
+    names, shapes = view.op_column("name", ops), view.op_column("input_shapes", ops)
+    for i in np.flatnonzero(view.op_flags(ops, "name", lambda name: aten_short(name) in _PROJECTION_OPS)).tolist():
+        sigs[i] = _signature(view, names[i], shapes[i], functools.partial(ops.__getitem__, i), memo, classes[i])
     view.gemm_signatures[id(ops)] = (ops, sigs)
     return sigs
 
@@ -165,53 +187,58 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
             groups.append(list(run))
 
     class_of = _class_of(view, ops)
-    for i, (op, full) in enumerate(zip(ops, gemm_signatures(view, ops), strict=True)):
+    # what the scan reads of each operator, off the view's columns where they are its own
+    names, fused, paths = (view.op_column(f, ops) for f in ("name", "fused_with", "module_path"))
+    bgemm, softmax = _flags(view, ops, is_batched_gemm), _flags(view, ops, is_softmax)
+    for i, full in enumerate(gemm_signatures(view, ops)):
         sig = _input_signature(full)
         if sig is not None:
-            if sig == signature and _parent(op) == parent:
+            if sig == signature and _parent(paths[i]) == parent:
                 run.append(i)
                 continue
             close()
-            run, signature, parent, score_path, softmax_seen = [i], sig, _parent(op), False, False
+            run, signature, parent, score_path, softmax_seen = [i], sig, _parent(paths[i]), False, False
             continue
         cls = class_of(i)
-        if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(op, cls):
+        if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(names[i], fused[i], cls):
             continue
-        if (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(op.module_path, parent)
-                and not is_batched_gemm(op.name, op.fused_with) and not is_softmax(op.name, op.fused_with)):
+        if (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(paths[i], parent)
+                and not bgemm[i] and not softmax[i]):
             continue  # the parent module's own work (or its caller's) between its projections
-        if run and is_batched_gemm(op.name, op.fused_with) and not softmax_seen:
+        if run and bgemm[i] and not softmax_seen:
             score_path = True  # the score GEMM of the attention the members feed
             continue
-        if score_path and cls is not OperatorClass.ATTENTION and not is_batched_gemm(op.name, op.fused_with):
-            softmax_seen = softmax_seen or is_softmax(op.name, op.fused_with)
+        if score_path and cls is not OperatorClass.ATTENTION and not bgemm[i]:
+            softmax_seen = softmax_seen or bool(softmax[i])
             continue  # scale, mask, softmax between the score GEMM and the value GEMM
         close()
         run, signature, parent, score_path, softmax_seen = [], None, None, False, False
     close()
-    return _backward_of_forward_groups(ops, groups)
+    return _backward_of_forward_groups(paths, view.op_column("phase", ops), groups)
 
 
 _NOT_FORWARD = ("backward", "optimizer")
 
 
-def _backward_of_forward_groups(ops: Sequence[Operator], groups: list[list[int]]) -> list[list[int]]:
-    """``groups`` less the backward runs that are not the backward of a forward group (its modules)."""
-    forward = {frozenset(ops[i].module_path for i in g) for g in groups
-               if not any(ops[i].phase in _NOT_FORWARD for i in g)}
+def _backward_of_forward_groups(paths: Sequence[str | None], phases: Sequence[str | None],
+                                groups: list[list[int]]) -> list[list[int]]:
+    """``groups`` less the backward runs that are not the backward of a forward group (its modules);
+    ``paths`` and ``phases``: each operator's module path and phase."""
+    forward = {frozenset(paths[i] for i in g) for g in groups
+               if not any(phases[i] in _NOT_FORWARD for i in g)}
     kept = []
     for g in groups:
-        if any(ops[i].phase in _NOT_FORWARD for i in g):
-            modules = frozenset(ops[i].module_path for i in g)
+        if any(phases[i] in _NOT_FORWARD for i in g):
+            modules = frozenset(paths[i] for i in g)
             if None in modules or not any(modules <= group for group in forward):
                 continue
         kept.append(g)
     return kept
 
 
-def _parent(op: Operator) -> str | None:
-    """The module a projection belongs to (``layers.3.self_attn`` of ``layers.3.self_attn.q_proj``)."""
-    path = op.module_path
+def _parent(path: str | None) -> str | None:
+    """The module a projection of module ``path`` belongs to (``layers.3.self_attn`` of
+    ``layers.3.self_attn.q_proj``)."""
     return path.rsplit(".", 1)[0] if path and "." in path else None
 
 
@@ -222,7 +249,7 @@ def _within(path: str | None, parent: str) -> bool:
     return path == parent or path.startswith(parent + ".") or parent.startswith(path + ".")
 
 
-def _is_bias_epilogue(op: Operator, cls: OperatorClass) -> bool:
+def _is_bias_epilogue(name: str, fused_with: list[str], cls: OperatorClass) -> bool:
     """An Inductor pointwise kernel that only adds a GEMM's bias (and reshapes).
 
     Spelled ``triton_poi_fused_addmm_clone_..`` when the operator is named after its kernel, or
@@ -230,7 +257,7 @@ def _is_bias_epilogue(op: Operator, cls: OperatorClass) -> bool:
     """
     if cls not in (OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY):
         return False
-    fused = {aten_short(f) for f in op.fused_with} | {aten_short(op.name)} | set(op.name.split("_"))
+    fused = {aten_short(f) for f in fused_with} | {aten_short(name)} | set(name.split("_"))
     return bool(fused & {"addmm", "linear"}) and not fused & {"relu", "gelu", "silu", "tanh", "sigmoid",
                                                               "add", "mul"}
 
@@ -246,8 +273,13 @@ def same_shape_gemm_runs(view: ProfileView, ops: Sequence[Operator]) -> dict[tup
 
 def gemm_rows(op: Operator) -> int | None:
     """M of a projection GEMM from its input shapes (product of the activation's leading dims)."""
-    shapes = [s for s in (op.input_shapes or []) if isinstance(s, list) and s]
-    short = aten_short(op.name)
+    return gemm_rows_of(op.name, op.input_shapes)
+
+
+def gemm_rows_of(name: str, input_shapes: list | None) -> int | None:
+    """:func:`gemm_rows` of an operator named ``name`` with ``input_shapes``."""
+    shapes = [s for s in (input_shapes or []) if isinstance(s, list) and s]
+    short = aten_short(name)
     if not shapes:
         return None
     act = shapes[1] if short in ("addmm", "_addmm_activation") and len(shapes) > 1 else shapes[0]

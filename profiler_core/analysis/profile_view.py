@@ -11,7 +11,7 @@ import contextlib
 import itertools
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from functools import cached_property
 from operator import attrgetter, is_
@@ -30,7 +30,7 @@ from profiler_core.attribution.aggregate import (
 from profiler_core.attribution.columns import NONE, Positional, row_codes
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, KernelModels, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
-from profiler_core.attribution.operator_parquet import OperatorColumns
+from profiler_core.attribution.operator_parquet import OperatorColumns, OperatorModels
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE
 from profiler_core.gc_pause import gc_paused
 from profiler_core.schema import Confidence, CounterSource, Kernel, Operator, OperatorClass, Profile, Tier
@@ -100,11 +100,13 @@ class CounterRows:
             values = np.asarray(table.counter_values)
             # the table's own counter rows (kernels share them), in FIELDS' columns, and one row of
             # NaN after them for the kernels without counters: no row per kernel is laid out
-            matrix = np.full((len(values) + 1, len(FIELDS)), np.nan)
+            # laid out counter by counter (the matrix is the transpose of a row per counter): an
+            # aggregation reads each counter of the rows it takes as one contiguous run
+            columns = np.full((len(FIELDS), len(values) + 1), np.nan)
             for c, f in enumerate(FIELDS):
                 if f in fields:
-                    matrix[:len(values), c] = values[:, fields.index(f)]
-            self.matrix = matrix
+                    columns[c, :len(values)] = values[:, fields.index(f)]
+            self.matrix = columns.T
             self.matrix_rows = np.where(rows != NONE, rows, len(values))
             self.durations = (np.asarray(table.end_ns) - np.asarray(table.start_ns)).astype(float)
             self.key_masks = np.full(len(kernels), _key_mask(dict.fromkeys(fields)), dtype=np.int64)
@@ -225,12 +227,110 @@ def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.n
     return agg, named
 
 
+def _combinations(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The distinct combinations of several code columns (``codes[i]`` below ``sizes[i]``), and each
+    row's number among them."""
+    key = np.zeros(len(codes[0]), dtype=np.int64)
+    for column, size in zip(codes, sizes, strict=True):
+        key = key * size + column
+    distinct, inverse = np.unique(key, return_inverse=True)
+    combos: list[tuple[int, ...]] = []
+    for k in distinct.tolist():
+        parts = []
+        for size in reversed(sizes):
+            k, c = divmod(k, size)
+            parts.append(c)
+        combos.append(tuple(reversed(parts)))
+    return combos, inverse.ravel()
+
+
+class OperatorsAt(Positional[Operator]):
+    """Some of a view's operators, given by their positions in its operator list: item ``j`` is
+    ``operators[order[j]]``, its model built (by the view's lazy list) only when read, and
+    :meth:`ProfileView.keys_of` reads their keys without a model."""
+
+    def __init__(self, operators: Sequence[Operator], order: np.ndarray) -> None:
+        self.operators, self.order = operators, order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def _at(self, j: int) -> Operator:
+        return self.operators[int(self.order[j])]
+
+    def __iter__(self) -> Iterator[Operator]:
+        return map(self.operators.__getitem__, self.order.tolist())
+
+
+class _KernelOwners(Mapping[int, Operator]):
+    """Kernel id -> its operator, where kernel j has id j: the owner rows read through the view's
+    operator models (built only for the kernels asked about)."""
+
+    def __init__(self, owner: np.ndarray, operators: Sequence[Operator]) -> None:
+        self.owner, self.operators = owner, operators
+
+    def __getitem__(self, kid: int) -> Operator:
+        g = int(self.owner[kid]) if 0 <= kid < len(self.owner) else -1
+        if g < 0:
+            raise KeyError(kid)
+        return self.operators[g]
+
+    def __contains__(self, kid: object) -> bool:
+        return isinstance(kid, int) and 0 <= kid < len(self.owner) and self.owner[kid] >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(np.flatnonzero(self.owner >= 0).tolist())
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self.owner >= 0))
+
+
+class _ModelsByKey(Mapping[str, Operator]):
+    """Operator key -> its model, for distinct keys: the view's key index read through its models
+    (built only for the keys asked for)."""
+
+    def __init__(self, index: dict[str, int], operators: Sequence[Operator]) -> None:
+        self.index, self.operators = index, operators
+
+    def __getitem__(self, key: str) -> Operator:
+        return self.operators[self.index[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class _KeyRows(Mapping[str, int]):
+    """Operator key -> its row in an aggregate of every operator (row g: operator g), for the
+    operators with kernels aggregated: the view's key index read as the aggregate's, no dict built."""
+
+    def __init__(self, index: dict[str, int], sizes: np.ndarray) -> None:
+        self.index, self.sizes = index, sizes
+
+    def __getitem__(self, key: str) -> int:
+        g = self.index[key]
+        if not self.sizes[g]:
+            raise KeyError(key)
+        return g
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, g in self.index.items() if self.sizes[g])
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self.sizes))
+
+
 class _OpAggregate:
     """Every operator's aggregated counters, one row per operator: dicts built only when asked."""
 
     _COLUMN = {f: c for c, f in enumerate(FIELDS)}
 
-    def __init__(self, group: dict[str, int], agg: Aggregated | None, named: np.ndarray, *,
+    def __init__(self, group: Mapping[str, int], agg: Aggregated | None, named: np.ndarray, *,
                  every: bool = False) -> None:
         """``every``: row ``g`` is the view's operator ``g`` (every operator was aggregated, in order)."""
         self.group, self.agg, self.named, self.every = group, agg, named, every
@@ -294,10 +394,10 @@ def shared_views() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def _operator_models(rows: Sequence[Operator]) -> list[Operator]:
-    """The models of a profile's operators: a table builds them at once, the view reading them only
-    (operators whose metrics are the same share one dict)."""
-    return rows.models(read_only=True) if isinstance(rows, OperatorColumns) else list(rows)
+def _operator_models(rows: Sequence[Operator]) -> Sequence[Operator]:
+    """The models of a profile's operators: a table's built a block at a time when read (read-only:
+    operators whose metrics are the same share one dict), a list's as they are."""
+    return rows.lazy_models() if isinstance(rows, OperatorColumns) else list(rows)
 
 
 class KernelsAt(Positional[Kernel]):
@@ -342,12 +442,12 @@ class ProfileView:
         table = profile.kernels
         self.kernels: Sequence[Kernel] = (table.lazy_models() if isinstance(table, KernelTable)
                                           else list(table))
-        self.operators: list[Operator] = _operator_models(profile.operators)
-        self.operators_by_key: dict[str, Operator] = {op.key: op for op in self.operators}
+        self.operators: Sequence[Operator] = _operator_models(profile.operators)
         # Per-operator caches (rules ask for the same operator's kernels and counters repeatedly).
         self._kernels_of: dict[str, Sequence[Kernel]] = {}
         self._counters_of: dict[str, dict[str, float | None]] = {}
         self._counter_values: dict[str, np.ndarray] = {}
+        self._op_columns: dict[str, list[Any]] = {}  # op_column's lists that are costly to make again
         self._name_class: dict[str, OperatorClass] = {}
         self._work_class: dict[str, OperatorClass] = {}
         self._work_class_single: set[str] = set()  # keys whose work class was worked out on its own
@@ -384,9 +484,11 @@ class ProfileView:
 
     # -- operators
     @cached_property
-    def ops_in_order(self) -> list[Operator]:
+    def ops_in_order(self) -> Sequence[Operator]:
         """Operators in launch order (first kernel start); kernel-less ones keep their list position."""
         ops = self.operators
+        if isinstance(ops, OperatorModels):  # a model built only when read
+            return OperatorsAt(ops, self.op_order)
         return [ops[g] for g in self.op_order.tolist()]
 
     @cached_property
@@ -424,6 +526,14 @@ class ProfileView:
         """:meth:`work_class` of each of :attr:`ops_in_order`, read at once."""
         every = list(OperatorClass)
         return [every[c] for c in self.work_class_codes[self.op_order].tolist()]
+
+    @cached_property
+    def op_first_starts(self) -> np.ndarray:
+        """The start of each operator's first kernel in the view (0 for one without), by position in
+        ``operators``: ``first_start_ns(kernels_of(op))`` where keys are distinct."""
+        starts = self._members.first_start.copy()
+        starts.flags.writeable = False
+        return starts
 
     @cached_property
     def op_kernel_counts(self) -> np.ndarray:
@@ -479,18 +589,123 @@ class ProfileView:
         return out
 
     @cached_property
+    def operators_by_key(self) -> Mapping[str, Operator]:
+        """Operator key -> its model (the last, should a key repeat)."""
+        if self.keys_repeat:
+            return {op.key: op for op in self.operators}
+        return _ModelsByKey(self._op_index, self.operators)
+
+    def op_mask(self, fields: str | tuple[str, ...], test: Callable[..., bool]) -> np.ndarray:
+        """``test(op.<field>, ...)`` of every operator, by position in ``operators``: for operators
+        read from a table, once per distinct value (or combination of values), without a model."""
+        names = (fields,) if isinstance(fields, str) else fields
+        ops = self.operators
+        if isinstance(ops, OperatorModels):
+            columns = [ops.table.codes(f) for f in names]
+            if len(columns) == 1:
+                codes, values = columns[0]
+                used = np.zeros(len(values), dtype=bool)
+                used[codes] = True  # the values some operator holds (not the null row's None, say)
+                return np.array([u and bool(test(v)) for v, u in zip(values, used.tolist(), strict=True)],
+                                dtype=bool)[codes]
+            combos, inverse = _combinations([c for c, _ in columns], [len(v) for _, v in columns])
+            told = [bool(test(*(vals[c] for (_, vals), c in zip(columns, combo, strict=True))))
+                    for combo in combos]
+            return np.array(told, dtype=bool)[inverse]
+        return np.fromiter((bool(test(*(getattr(op, f) for f in names))) for op in ops), dtype=bool,
+                           count=len(ops))
+
+    def op_flags(self, ops: Sequence[Operator], fields: str | tuple[str, ...],
+                 test: Callable[..., bool]) -> np.ndarray:
+        """``test(op.<field>, ...)`` of each of ``ops``: :meth:`op_mask` for the view's own list or
+        its launch order, else asked operator by operator."""
+        if ops is self.operators:
+            return self.op_mask(fields, test)
+        if ops is self.ops_in_order:
+            return self.op_mask_in_order(fields, test)
+        names = (fields,) if isinstance(fields, str) else fields
+        return np.fromiter((bool(test(*(getattr(op, f) for f in names))) for op in ops), dtype=bool,
+                           count=len(ops))
+
+    def op_column(self, field: str, ops: Sequence[Operator] | None = None) -> list[Any]:
+        """``op.<field>`` of each of ``ops`` (the view's operators when None): for the view's own
+        list or its launch order, read off the table without a model where the operators are a
+        table's (the very values its read-only models hold)."""
+        mine = self.operators
+        if ops is None:
+            ops = mine
+        if isinstance(mine, OperatorModels) and (ops is mine or ops is self.ops_in_order):
+            if ops is not mine and field in OperatorColumns._CODED:
+                codes, values = mine.table.codes(field)
+                return [values[c] for c in codes[self.op_order].tolist()]
+            cached = self._op_columns.get(field)
+            if cached is None:
+                cached = mine.table.column(field)
+                if cached is not None and field in ("key", "kernel_ids"):
+                    self._op_columns[field] = cached  # kept: these take a list per operator to make
+            if cached is not None:
+                return cached if ops is mine else [cached[g] for g in self.op_order.tolist()]
+        return [getattr(op, field) for op in ops]
+
+    def op_mask_in_order(self, fields: str | tuple[str, ...], test: Callable[..., bool]) -> np.ndarray:
+        """:meth:`op_mask` by position in :attr:`ops_in_order`."""
+        return self.op_mask(fields, test)[self.op_order]
+
+    def operators_of_keys(self, keys: Iterable[str]) -> Sequence[Operator]:
+        """The operators of ``keys`` (those the view has, in that order), keys distinct: their models
+        built only when read."""
+        index = self._op_index
+        return OperatorsAt(self.operators, np.array([g for k in keys if (g := index.get(k)) is not None],
+                                                    dtype=np.int64))
+
+    def operators_in_order_at(self, at: Sequence[int] | np.ndarray) -> Sequence[Operator]:
+        """The operators at positions ``at`` of :attr:`ops_in_order`: their models built only when read
+        where keys are distinct (else a list of them)."""
+        if self.keys_repeat:
+            ops = self.ops_in_order
+            return [ops[i] for i in np.asarray(at, dtype=np.int64).tolist()]
+        return OperatorsAt(self.operators, self.op_order[np.asarray(at, dtype=np.int64)])
+
+    def joined(self, parts: Sequence[Sequence[Operator]]) -> Sequence[Operator]:
+        """``parts`` one after the other: positions joined where each is an :class:`OperatorsAt` of the
+        view's list, else a list of the models."""
+        if all(isinstance(p, OperatorsAt) and p.operators is self.operators for p in parts):
+            orders = [p.order for p in parts]  # type: ignore[attr-defined]
+            return OperatorsAt(self.operators, np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64))
+        return [op for p in parts for op in p]
+
+    def keys_of(self, ops: Sequence[Operator]) -> list[str]:
+        """The keys of ``ops``: off the key column where they are given by position in the view's list."""
+        if isinstance(ops, OperatorsAt) and ops.operators is self.operators:
+            keys = self.op_keys
+            return [keys[g] for g in ops.order.tolist()]
+        return [op.key for op in ops]
+
+    @cached_property
+    def op_keys(self) -> list[str]:
+        """Every operator's key, by position in ``operators`` (read off the table's column, where
+        the operators are a table's)."""
+        return self.op_column("key")
+
+    @cached_property
     def _op_index(self) -> dict[str, int]:
         """Operator key -> its position in ``operators`` (the first, should a key repeat)."""
-        out: dict[str, int] = {}
-        for g, op in enumerate(self.operators):
-            out.setdefault(op.key, g)
+        keys = self.op_keys
+        out = dict(zip(keys, range(len(keys)), strict=True))
+        if len(out) < len(keys):  # a key repeats: the first of it
+            out = {}
+            for g, key in enumerate(keys):
+                out.setdefault(key, g)
         return out
 
     @cached_property
-    def _row_by_id(self) -> dict[int, int]:
+    def _row_by_id(self) -> Mapping[int, int]:
         """:meth:`_row_of` by the model's ``id()``: the view keeps its models, so an id is one of its own
-        for as long as the view lives (the first operator of a repeated key only, as ``_op_index``)."""
+        for as long as the view lives (the first operator of a repeated key only, as ``_op_index``).
+        Models a table builds when read register themselves: only those built can be asked about."""
         operators = self.operators
+        if isinstance(operators, OperatorModels) and not self.keys_repeat:
+            return operators.position_by_id
         return {id(operators[g]): g for g in self._op_index.values()}
 
     def _row_of(self, op: Operator) -> int | None:
@@ -500,7 +715,14 @@ class ProfileView:
     @cached_property
     def _members(self) -> _Members:
         """Every operator's kernels present in the view, as positions in ``kernels``, in timeline order."""
-        return _Members(self.operators, self.kernels, self._columns)
+        ops = self.operators
+        if isinstance(ops, OperatorModels):  # the table's kernel id lists, as its models hold them
+            return _Members(np.diff(ops.table.offsets), ops.table.members[ops.table.offsets[0]:],
+                            self.kernels, self._columns)
+        counts = np.fromiter((len(op.kernel_ids) for op in ops), dtype=np.int64, count=len(ops))
+        ids = np.fromiter(itertools.chain.from_iterable(op.kernel_ids for op in ops), dtype=np.int64,
+                          count=int(counts.sum()))
+        return _Members(counts, ids, self.kernels, self._columns)
 
     def op_class(self, op: Operator) -> OperatorClass:
         """The engine's class, or the name classifier's where the engine left OTHER."""
@@ -579,6 +801,19 @@ class ProfileView:
     @cached_property
     def op_class_codes(self) -> np.ndarray:
         """:meth:`op_class` of every operator, by position in ``operators``, as a class code."""
+        ops = self.operators
+        if isinstance(ops, OperatorModels):  # off the table's codes: the classifier once per distinct
+            table = ops.table                # (name, fused ops) of the operators classed OTHER
+            class_codes, class_values = table.codes("op_class")
+            classes = np.array([CLASS_CODES[c] if c is not None else -1 for c in class_values], dtype=np.int64)
+            out = classes[class_codes]
+            other = np.flatnonzero(out == CLASS_CODES[OperatorClass.OTHER])
+            if len(other):
+                (names, name_values), (fused, fused_values) = table.codes("name"), table.codes("fused_with")
+                pairs, inverse = _combinations([names[other], fused[other]], [len(name_values), len(fused_values)])
+                out[other] = np.array([CLASS_CODES[classify_operator(name_values[n], fused_values[f])]
+                                       for n, f in pairs], dtype=np.int64)[inverse]
+            return out
         return np.fromiter((CLASS_CODES[self.op_class(op)] for op in self.operators), dtype=np.int64,
                            count=len(self.operators))
 
@@ -700,7 +935,8 @@ class ProfileView:
         """:meth:`op_duration_ns` of every operator, by position in ``operators``."""
         members, ops = self._members, self.operators
         out = np.where(members.sizes > 0, segment_sums(self._columns.duration[members.flat], members.sizes),
-                       np.fromiter((op.duration_ns for op in ops), dtype=np.int64, count=len(ops)))
+                       ops.table.duration_ns if isinstance(ops, OperatorModels)
+                       else np.fromiter((op.duration_ns for op in ops), dtype=np.int64, count=len(ops)))
         for g in self._repeats:
             out[g] = self.op_duration_ns(ops[g])
         out.flags.writeable = False
@@ -738,7 +974,11 @@ class ProfileView:
     @cached_property
     def _op_aggregate(self) -> _OpAggregate:
         """Every operator's counters from its kernels, aggregated for all operators at once."""
-        ops = [op for op in self.operators if op.key not in self._counters_of]
+        known = self._counters_of
+        none_known = not known or not any(key in known for key in self.op_keys)
+        ops: Sequence[Operator] = (self.operators if none_known
+                                   else [op for op, key in zip(self.operators, self.op_keys, strict=True)
+                                         if key not in known])
         table = self.counter_rows
         if not ops or not table.kernels:
             return _OpAggregate({}, None, np.zeros(0, dtype=np.int64))
@@ -753,8 +993,11 @@ class ProfileView:
         sizes = np.bincount(grp, minlength=len(ops))
         agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes,
                                              table.matrix_rows_of(rows))
-        return _OpAggregate({op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n},
-                            agg, named, every=len(ops) == len(self.operators))
+        every = len(ops) == len(self.operators)
+        group: Mapping[str, int] = (
+            _KeyRows(self._op_index, sizes) if every and not self.keys_repeat
+            else {op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n})
+        return _OpAggregate(group, agg, named, every=every)
 
     def _timeline_rows(self, ops: Sequence[Operator]) -> tuple[np.ndarray, np.ndarray]:
         """The counter rows of each of ``ops``' kernels present in the view (-1: no counters), operator
@@ -789,19 +1032,17 @@ class ProfileView:
 
     # -- kernels
     @cached_property
-    def kernel_operator(self) -> dict[int, Operator]:
+    def kernel_operator(self) -> Mapping[int, Operator]:
         """Kernel id -> its operator (attributed kernels only)."""
         if isinstance(self.kernels, KernelModels):  # kernel j has id j: read off the owner rows
-            owner, ops = self.kernel_owner_rows, self.operators
-            at = np.flatnonzero(owner >= 0)
-            return dict(zip(at.tolist(), [ops[g] for g in owner[at].tolist()], strict=True))
+            return _KernelOwners(self.kernel_owner_rows, self.operators)
         out: dict[int, Operator] = {}
         for op in self.operators:
             for kid in op.kernel_ids:
                 out[kid] = op
         for k in self.kernels:
             key = k.attribution.operator_key
-            if k.id not in out and key in self.operators_by_key:
+            if k.id not in out and key is not None and key in self.operators_by_key:
                 out[k.id] = self.operators_by_key[key]
         return out
 
@@ -819,8 +1060,9 @@ class ProfileView:
         owner[members.flat[order[last]]] = grp[order[last]]
         unlisted = np.flatnonzero(owner < 0).tolist()
         if unlisted:
-            row_of_key = {op.key: g for g, op in enumerate(self.operators)}  # the later of a repeated key, as
-            kernels = self.kernels                                            # operators_by_key has it
+            keys = self.op_keys  # the later of a repeated key, as operators_by_key has it
+            row_of_key = dict(zip(keys, range(len(keys)), strict=True))
+            kernels = self.kernels
             for p in unlisted:
                 g = row_of_key.get(kernels[p].attribution.operator_key)  # type: ignore[arg-type]
                 if g is not None:
@@ -1031,7 +1273,7 @@ class ProfileView:
 
     def kernels_of_ops(self, ops: Iterable[Operator]) -> Sequence[Kernel]:
         """All kernels of ``ops``, in timeline order, each once."""
-        ops = list(ops)
+        ops = ops if isinstance(ops, OperatorsAt) else list(ops)
         # by positions where the operators are many (one set: a few operators merge faster one by one)
         found = self.kernel_positions_of_ops([ops]) if len(ops) >= 16 else None
         if found is not None:
@@ -1045,24 +1287,33 @@ class ProfileView:
     def kernels_of_ops_at(self, ops: Iterable[Operator]) -> tuple[Sequence[Kernel], np.ndarray | None]:
         """:meth:`kernels_of_ops` and their :meth:`positions`, the positions read off the operators where
         they are many (those kernels are the view's own: no check of each)."""
-        ops = list(ops)
+        ops = ops if isinstance(ops, OperatorsAt) else list(ops)
         found = self.kernel_positions_of_ops([ops]) if len(ops) >= 16 and len(self._columns.pos_at) else None
         if found is not None:
             return KernelsAt(self.kernels, found[0]), found[0]
         ks = self.kernels_of_ops(ops)
         return ks, self.positions(ks)
 
+    def _rows_of_set(self, ops: Sequence[Operator]) -> np.ndarray | None:
+        """The positions in ``operators`` of ``ops``, or None when one is not the view's own model:
+        read off an :class:`OperatorsAt` of the view's list (keys distinct) without its models."""
+        if isinstance(ops, OperatorsAt) and ops.operators is self.operators and not self.keys_repeat:
+            return ops.order
+        by_id = self._row_by_id
+        at = list(map(by_id.get, map(id, ops)))
+        return None if None in at else np.array(at, dtype=np.int64)
+
     def kernel_positions_of_ops(self, op_sets: Sequence[Sequence[Operator]]
                                 ) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`kernels_of_ops` of each set, as positions in ``kernels``: one array, set after set
         (each set's kernels once, in timeline order, ties in the order its operators list them),
         and each set's size. None when an operator is not one of the view's own."""
-        by_id = self._row_by_id
-        at = list(map(by_id.get, map(id, itertools.chain.from_iterable(op_sets))))
-        if None in at:
+        rows = [self._rows_of_set(ops) for ops in op_sets]
+        if any(r is None for r in rows):
             return None
         # every member of every listed operator, in listing order (``occ``), with its set
-        pos, sizes = self._members.kernels_of_rows(np.array(at, dtype=np.int64))
+        pos, sizes = self._members.kernels_of_rows(
+            np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64))  # type: ignore[arg-type]
         total = len(pos)
         if len(op_sets) == 1 and _distinct(pos):
             # one set listing each kernel once (the common case: a finding's operators): timeline
@@ -1155,11 +1406,10 @@ class _Members:
     """Each operator's kernels present in a view, as positions into its kernel list: operator ``g``'s
     are ``flat[offsets[g]:offsets[g + 1]]``, in timeline order (by start; ties in ``kernel_ids`` order)."""
 
-    def __init__(self, operators: Sequence[Operator], kernels: Sequence[Kernel], cols: _KernelColumns) -> None:
-        n = len(operators)
-        counts = np.fromiter((len(op.kernel_ids) for op in operators), dtype=np.int64, count=n)
-        ids = np.fromiter(itertools.chain.from_iterable(op.kernel_ids for op in operators), dtype=np.int64,
-                          count=int(counts.sum()))
+    def __init__(self, counts: np.ndarray, ids: np.ndarray, kernels: Sequence[Kernel], cols: _KernelColumns) -> None:
+        """``counts``: how many kernel ids each operator lists; ``ids``: those ids, operator after operator."""
+        n = len(counts)
+        ids = ids[:int(counts.sum())]
         grp = np.repeat(np.arange(n), counts)
         if len(cols.pos_at) or not len(kernels):
             inside = (ids >= 0) & (ids < len(cols.pos_at))

@@ -35,7 +35,7 @@ from profiler_core.attribution.columns import Positional, row_codes
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.attribution.operator_class import gemm_precision
-from profiler_core.attribution.operator_parquet import OperatorColumns
+from profiler_core.attribution.operator_parquet import OperatorColumns, OperatorModels
 from profiler_core.metrics.flop_counters import MEASURED_FLOP_FIELDS, MeasuredFlops, measured_flops
 from profiler_core.metrics.flop_model import modelled_flops
 from profiler_core.metrics.peaks import ChipPeaks, peaks_for_gpu
@@ -309,6 +309,19 @@ def _with_warnings(rows: RooflineRows, peaks: ChipPeaks | None, measured_roofs: 
                     warnings=warnings)
 
 
+class _Keys(Positional[str]):
+    """The keys of some operator models, read when asked."""
+
+    def __init__(self, ops: Sequence[Operator]) -> None:
+        self.ops = ops
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def _at(self, g: int) -> str:
+        return self.ops[g].key
+
+
 class RooflineRows(Positional[OperatorRoofline]):
     """The roofline's operator rows, each built (by :func:`_operator`) when first read, then kept.
 
@@ -349,14 +362,20 @@ class RooflineRows(Positional[OperatorRoofline]):
 
     __hash__ = None  # type: ignore[assignment]  # equal as a list of rows is, so not hashable
 
+    @cached_property
+    def _op_keys(self) -> Sequence[str]:
+        """Every operator's key, by position (off the table where the operators are a table's)."""
+        ops = self._ops
+        return ops.table.column("key") or [] if isinstance(ops, OperatorModels) else _Keys(ops)
+
     def key(self, j: int) -> str:
-        return self._ops[int(self._at_op[j])].key
+        return self._op_keys[int(self._at_op[j])]
 
     @cached_property
     def key_index(self) -> dict[str, int]:
         """Each key's position (the last of a repeated key)."""
-        ops = self._ops
-        return {ops[g].key: j for j, g in enumerate(self._at_op.tolist())}
+        keys = self._op_keys
+        return {keys[g]: j for j, g in enumerate(self._at_op.tolist())}
 
     def time_above_floor(self, keys: Iterable[str], peak: float, bandwidth: float, byte_scale: float,
                          ) -> tuple[list[float], int]:
@@ -377,12 +396,15 @@ class RooflineRows(Positional[OperatorRoofline]):
     def figures(self, j: int) -> RowFigures:
         """Row ``j``'s :class:`RowFigures`, read without building it."""
         work = self._works[int(self._of_work[j])]
-        return RowFigures(self._ops[int(self._at_op[j])].duration_ns, work.flops, work.dram,
+        return RowFigures(int(self._durations[j]), work.flops, work.dram,
                           work.t_roof * 1e9 if work.t_roof is not None else None)
 
     @cached_property
     def _durations(self) -> np.ndarray:
+        """Each row's operator's stored time (off the table where the operators are a table's)."""
         ops, at = self._ops, self._at_op.tolist()
+        if isinstance(ops, OperatorModels):
+            return ops.table.duration_ns[self._at_op]
         return np.fromiter((ops[g].duration_ns for g in at), dtype=np.int64, count=len(at))
 
     def _work_column(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -450,7 +472,12 @@ class RooflineRows(Positional[OperatorRoofline]):
         ``sum`` adds), largest time first."""
         if not len(self):
             return []
-        class_of = [self._ops[g].op_class.value for g in self._at_op.tolist()]
+        ops = self._ops
+        if isinstance(ops, OperatorModels):  # off the table's codes, without a model
+            class_codes, class_values = ops.table.codes("op_class")
+            class_of = [class_values[c].value for c in class_codes[self._at_op].tolist()]
+        else:
+            class_of = [ops[g].op_class.value for g in self._at_op.tolist()]
         codes: dict[str, int] = {}
         code = np.fromiter((codes.setdefault(c, len(codes)) for c in class_of), dtype=np.int64, count=len(class_of))
         durations = self._durations

@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 import numpy as np
 
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.profile_view import KernelsAt, ProfileView
+from profiler_core.analysis.profile_view import CLASS_CODES, KernelsAt, ProfileView
 from profiler_core.analysis.thresholds import Thresholds
 from profiler_core.errors import ProfilerError
 from profiler_core.plugins import load_plugin_modules
@@ -100,7 +100,7 @@ class RuleContext:
     thresholds: Thresholds
 
     @cached_property
-    def ops(self) -> list[Operator]:
+    def ops(self) -> Sequence[Operator]:
         """Operators in launch order."""
         return self.view.ops_in_order
 
@@ -108,6 +108,15 @@ class RuleContext:
     def work_classes(self) -> list[OperatorClass]:
         """The work class of each of :attr:`ops` (``view.work_class``), read at once."""
         return self.view.work_classes_in_order
+
+    @cached_property
+    def class_codes(self) -> np.ndarray:
+        """:attr:`work_classes` as class codes (``CLASS_CODES``), an array: what a rule selects by."""
+        return self.view.work_class_codes[self.view.op_order]
+
+    def of_class(self, cls: OperatorClass) -> np.ndarray:
+        """Whether each of :attr:`ops` works as ``cls``."""
+        return self.class_codes == CLASS_CODES[cls]
 
     def finding(
         self,
@@ -158,7 +167,7 @@ class RuleContext:
             transformation=None if transformation is None else check_transformation(transformation),
             alternatives=[check_transformation(a) for a in alternatives],
             is_structural=kind is FindingKind.STRUCTURAL,
-            operators=[op.key for op in ops],
+            operators=self.view.keys_of(ops),
             evidence=evidence,
             confidence=self.view.confidence_at(ks, at),
             gain_bound_pct=round(bound_pct, 3),

@@ -25,6 +25,7 @@ from profiler_core.analysis.patterns import (
 from profiler_core.analysis.profile_view import (
     CLASS_CODES,
     KernelsAt,
+    OperatorsAt,
     ProfileView,
     busy_and_span_ns,
     idle_inside_pct,
@@ -33,7 +34,7 @@ from profiler_core.analysis.profile_view import (
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import decode_loop_of
 from profiler_core.attribution.operator_class import gemm_precision
-from profiler_core.schema import ExecutionContext, Kernel, OperatorClass
+from profiler_core.schema import ExecutionContext, Kernel, Operator, OperatorClass
 from profiler_core.transformations import Transformation
 
 _GEMM_FIELDS = ("tensor_core_active_pct", "achieved_occupancy_pct", "sm_throughput_pct",
@@ -46,7 +47,8 @@ _SPLIT_K_EPILOGUE = re.compile(r"splitkreduce|split_?k_?reduce|reduce_?split_?k"
 def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     """GEMMs whose Tensor Core pipe is (nearly) idle and whose kernels are not reduced precision."""
     limit = ctx.thresholds.tensor_core_idle_pct
-    idle, precisions = [], Counter[str]()
+    idle: Sequence[Operator] = []
+    precisions = Counter[str]()
     view, order = ctx.view, ctx.view.op_order
     # GEMMs at or under the limit (an operator without the counter is NaN, under nothing), in launch order
     gemm = view.work_class_codes[order] == CLASS_CODES[OperatorClass.GEMM]
@@ -64,15 +66,19 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
         reduced = np.bincount(grp[kinds == 2], minlength=len(candidates)) > 0
         fp32 = np.bincount(grp[kinds == 1], minlength=len(candidates)) > 0
         # already reduced precision: the FP32 premise does not hold
-        idle = [ctx.ops[i] for i in candidates[~reduced].tolist()]
+        idle = OperatorsAt(view.operators, order[candidates[~reduced]]) if not view.keys_repeat \
+            else [ctx.ops[i] for i in candidates[~reduced].tolist()]
         precisions.update(["fp32" if f else "unknown" for f in fp32[~reduced].tolist()])
-    for i in candidates.tolist() if at is None else ():
-        op = ctx.ops[i]
-        found = {p for name in view.names_in(view.kernels_of(op)) if (p := gemm_precision(name)) is not None}
-        if found - {"fp32"}:
-            continue  # already reduced precision: the FP32 premise does not hold
-        idle.append(op)
-        precisions.update(found or {"unknown"})
+    else:
+        kept: list[Operator] = []
+        for i in candidates.tolist():
+            op = ctx.ops[i]
+            found = {p for name in view.names_in(view.kernels_of(op)) if (p := gemm_precision(name)) is not None}
+            if found - {"fp32"}:
+                continue  # already reduced precision: the FP32 premise does not hold
+            kept.append(op)
+            precisions.update(found or {"unknown"})
+        idle = kept
     if not idle:
         return []
     kernels = ctx.view.kernels_of_ops(idle)
@@ -80,7 +86,7 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     all_gemm_ns = ctx.view.gemm_kernel_ns()
     idle_ns = ctx.view.gemm_kernel_ns(kernels)
     precision_text = ", ".join(f"{p} x{n}" for p, n in precisions.most_common())
-    training = any(op.phase == "backward" for op in ctx.ops)
+    training = bool(view.op_mask("phase", lambda phase: phase == "backward").any())
     return [ctx.finding(
         "tensor_core_idle",
         title="Tensor Cores idle on FP32 GEMMs",
@@ -111,20 +117,24 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     t = ctx.thresholds
     groups = parallel_projection_groups(ctx.view, ctx.ops, min_size=t.min_parallel_projections,
                                         max_size=t.max_parallel_projections)
-    chosen, facts, sizes = [], [], Counter[int]()
-    op_groups = [[ctx.ops[i] for i in group] for group in groups]
-    aggregates = ctx.view.counters_of_op_sets(op_groups, _GEMM_FIELDS)
-    for ops, agg in zip(op_groups, aggregates, strict=True):
+    view = ctx.view
+    parts: list[Sequence[Operator]] = []
+    facts, sizes = [], Counter[int]()
+    op_groups = [view.operators_in_order_at(group) for group in groups]  # models built when read
+    aggregates = view.counters_of_op_sets(op_groups, _GEMM_FIELDS)
+    shapes_of = view.op_column("input_shapes", ctx.ops)
+    for group, ops, agg in zip(groups, op_groups, aggregates, strict=True):
         occupancy = counter(agg, "achieved_occupancy_pct")
         if occupancy is None or occupancy >= t.low_occupancy_pct:
             continue
-        chosen.extend(ops)
+        parts.append(ops)
         sizes[len(ops)] += 1
-        shapes = ops[0].input_shapes
-        facts.append(f"{' + '.join(op.key for op in ops)}: one input signature"
+        shapes = shapes_of[group[0]]
+        facts.append(f"{' + '.join(view.keys_of(ops))}: one input signature"
                      f"{f' {shapes}' if shapes else ''}, occupancy {fmt_pct(occupancy)}")
-    if not chosen:
+    if not parts:
         return []
+    chosen = view.joined(parts)
     n_groups = len(facts)
     size_text = (f"{n_groups} group(s) of {next(iter(sizes))}" if len(sizes) == 1 else f"{n_groups} groups ("
                  + ", ".join(f"{n} of {size}" for size, n in sorted(sizes.items(), reverse=True)) + ")")
@@ -153,8 +163,10 @@ def manual_attention(ctx: RuleContext) -> list[Finding]:
     groups = manual_attention_groups(ctx.view, ctx.ops, ctx.thresholds.attention_window_ops)
     if not groups:
         return []
-    ops = [ctx.ops[i] for group in groups for i in group]
-    contexts = Counter(op.execution_context.value for op in ops)
+    at = [i for group in groups for i in group]
+    ops = ctx.view.operators_in_order_at(at)  # models built when read
+    context_of = ctx.view.op_column("execution_context", ctx.ops)
+    contexts = Counter(context_of[i].value for i in at)
     return [ctx.finding(
         "manual_attention",
         title="Hand-written attention (matmul-softmax-matmul)",
@@ -182,12 +194,13 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
     only opaque RNN kernels can still make a recurrent finding.
     """
     t, view = ctx.thresholds, ctx.view
-    loop_ops, facts = [], []
+    loop_parts: list[Sequence[Operator]] = []
+    facts = []
     runs = {} if decode_loop_of(ctx) is not None else same_shape_gemm_runs(view, ctx.ops)
     for _signature, idxs in runs.items():
         if len(idxs) < t.recurrent_min_gemms:
             continue
-        ops = [ctx.ops[i] for i in idxs]
+        ops = view.operators_in_order_at(idxs)  # models built when read
         run_kernels, at = view.kernels_of_ops_at(ops)
         # per launch, not per operator: an operator holds its launches of every measured iteration
         if at is not None:  # read by position: each kernel's class, and each distinct name's match
@@ -204,7 +217,7 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         rows = gemm_rows(ops[0])
         if split_k < t.split_k_min_epilogues and (rows is None or rows > t.recurrent_gemm_max_rows):
             continue
-        loop_ops.extend(ops)
+        loop_parts.append(ops)
         facts.append(f"{len(durations)} GEMM launches of one shape (M={rows if rows is not None else '?'}), "
                      f"median {statistics.median(durations) / 1000:.1f} us, {split_k} split-K kernels")
     # the kernels classed RNN (read off every kernel's class at once), those of an opaque call
@@ -217,12 +230,14 @@ def recurrent_region(ctx: RuleContext) -> list[Finding]:
         unattributed = sum(1 for k in rnn_kernels if view.is_unattributed(k))
         facts.append(f"{len(rnn_kernels)} RNN kernels ({view.share_pct(rnn_ns):.1f}% of kernel time) run "
                      f"inside an opaque library call; {unattributed} of them map to no operator")
+    loop_ops = view.joined(loop_parts)
     if not loop_ops and not opaque:
         return []
     rnn_ops = {view.kernel_operator[k.id].key: view.kernel_operator[k.id]
                for k in rnn_kernels if opaque and k.id in view.kernel_operator}
-    loop_keys = {o.key for o in loop_ops}
-    ops = loop_ops + [op for key, op in rnn_ops.items() if key not in loop_keys]
+    loop_keys = set(view.keys_of(loop_ops))
+    extra = [op for key, op in rnn_ops.items() if key not in loop_keys]
+    ops = [*loop_ops, *extra] if extra else loop_ops
     kernels = _loop_and_rnn_kernels(view, view.kernels_of_ops(loop_ops), rnn_at if opaque else [])
     on_cudnn = bool(rnn_ops) and all(op.library and "cudnn" in op.library for op in rnn_ops.values())
     if not loop_ops and on_cudnn:

@@ -45,12 +45,14 @@ def _is_batch_norm(ctx: RuleContext, op: Operator) -> bool:
 @rule("conv_batchnorm")
 def conv_batchnorm(ctx: RuleContext) -> list[Finding]:
     """Normalization work launched right after a convolution: an eval BatchNorm a fold would remove."""
-    ops, conv = ctx.ops, [c is OperatorClass.CONVOLUTION for c in ctx.work_classes]
-    # the class tests first: they are read at once, the name tests are not
-    norms = [op for i, op in enumerate(ops) if i and conv[i - 1] and not conv[i] and _is_batch_norm(ctx, op)]
+    ops, conv = ctx.ops, ctx.of_class(OperatorClass.CONVOLUTION)
+    # the class tests first, at once (an operator right after a convolution, not one itself); the
+    # name tests only for those
+    after_conv = np.flatnonzero(conv[:-1] & ~conv[1:]) + 1
+    norms = [op for i in after_conv.tolist() if _is_batch_norm(ctx, op := ops[i])]
     if not norms:
         return []
-    convs = sum(conv)
+    convs = int(conv.sum())
     kernels = ctx.view.kernels_of_ops(norms)
     agg = ctx.view.counters_of(kernels, ("dram_throughput_pct", "sm_throughput_pct"))
     fused = sum(1 for op in norms if op.is_fused or any(k.fused_with for k in ctx.view.kernels_of(op)))
@@ -79,8 +81,8 @@ def layout_transposition(ctx: RuleContext) -> list[Finding]:
     """Layout-conversion kernels around convolutions, or convolutions writing NCHW."""
     view = ctx.view  # the layout kernels by name code: each distinct name matched once
     layout = [view.kernels[p] for p in np.flatnonzero(view.name_matches(_LAYOUT)[view.kernel_name_codes]).tolist()]
-    nchw_convs = [k for op, c in zip(ctx.ops, ctx.work_classes, strict=True) if c is OperatorClass.CONVOLUTION
-                  for k in ctx.view.kernels_of(op) if ctx.view.matches(_NCHW_OUTPUT, k.name)]
+    nchw_convs = [k for i in np.flatnonzero(ctx.of_class(OperatorClass.CONVOLUTION)).tolist()
+                  for k in ctx.view.kernels_of(ctx.ops[i]) if ctx.view.matches(_NCHW_OUTPUT, k.name)]
     layout_ns = sum(k.duration_ns for k in layout)
     if not nchw_convs and ctx.view.share_pct(layout_ns) < ctx.thresholds.layout_transpose_min_pct:
         return []
@@ -110,9 +112,8 @@ def conv_tensor_core_low(ctx: RuleContext) -> list[Finding]:
     """Convolutions whose Tensor Cores are mostly idle, in kernels that say no 16-bit precision."""
     limit = ctx.thresholds.conv_tensor_core_low_pct
     low = []
-    for op, c in zip(ctx.ops, ctx.work_classes, strict=True):
-        if c is not OperatorClass.CONVOLUTION:
-            continue
+    for i in np.flatnonzero(ctx.of_class(OperatorClass.CONVOLUTION)).tolist():
+        op = ctx.ops[i]
         tc = ctx.view.op_counter(op, "tensor_core_active_pct")
         if tc is None or tc > limit or any(ctx.view.matches(_HALF, k.name) for k in ctx.view.kernels_of(op)):
             continue
@@ -177,7 +178,8 @@ def eager_small_kernels(ctx: RuleContext) -> list[Finding]:
 
 
 def _optimizer_ops(ctx: RuleContext) -> list[Operator]:
-    return [op for op in ctx.ops if op.phase == "optimizer"]
+    return [ctx.ops[i] for i in np.flatnonzero(ctx.view.op_flags(ctx.ops, "phase",
+                                                                 lambda phase: phase == "optimizer")).tolist()]
 
 
 @rule("optimizer_small_kernels")
@@ -215,9 +217,11 @@ def optimizer_small_kernels(ctx: RuleContext) -> list[Finding]:
 def training_step_phases(ctx: RuleContext) -> list[Finding]:
     """Where a training step's kernel time goes: forward, backward, optimizer (a note)."""
     by_phase: Counter[str] = Counter()
-    for op in ctx.ops:
-        if op.phase is not None:
-            by_phase[op.phase] += ctx.view.op_duration_ns(op)
+    phases = ctx.view.op_column("phase", ctx.ops)
+    durations = ctx.view.op_durations[ctx.view.op_order].tolist()
+    for phase, duration in zip(phases, durations, strict=True):
+        if phase is not None:
+            by_phase[phase] += duration
     if not by_phase or set(by_phase) == {"forward"}:
         return []
     total = sum(by_phase.values())
@@ -229,7 +233,7 @@ def training_step_phases(ctx: RuleContext) -> list[Finding]:
         kind=FindingKind.NOTE,
         symptom="kernel time by phase of the step: " + ", ".join(parts),
         bottleneck="where the step's time goes; the other findings say why",
-        ops=[op for op in ctx.ops if op.phase in ("backward", "optimizer")],
+        ops=ctx.view.operators_in_order_at([i for i, phase in enumerate(phases) if phase in ("backward", "optimizer")]),
         facts=[*parts, "phases come from the profiler's autograd and Optimizer.step ranges around each launch"],
         gain_ns=0,
     )]

@@ -17,9 +17,12 @@ the table has them (what a kernel can attain).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.roofline import FAR_BELOW, Roofline
 from profiler_core.analysis.rules import RuleContext, rule
+from profiler_core.schema import Operator
 from profiler_core.transformations import Transformation
 
 _TARGET: dict[str, tuple[str, float]] = {Transformation.TF32: ("tf32_tensor", 1.0),
@@ -39,9 +42,13 @@ def far_below_roofline(ctx: RuleContext) -> list[Finding]:
     if not far or roof.chip is None:
         return []
     # the operator of each key (the last launched of a repeated key)
-    by_key = {op.key: op for op in ctx.ops} if ctx.view.keys_repeat else ctx.view.operators_by_key
     keys = roof.keys_at(far)
-    ops = [by_key[k] for k in keys if k in by_key]
+    ops: Sequence[Operator]
+    if ctx.view.keys_repeat:
+        by_key = {op.key: op for op in ctx.ops}
+        ops = [by_key[k] for k in keys if k in by_key]
+    else:
+        ops = ctx.view.operators_of_keys(keys)
     headroom = int(sum(h or 0 for h in roof.headroom_at(far)))
     worst = roof.most_headroom(MAX_LISTED, far)
     facts = [f"{len(far)} operators under {FAR_BELOW:.0%} of the roofline on {roof.chip.name} "

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
 from profiler_core.analysis.findings import Finding, FindingKind
-from profiler_core.analysis.profile_view import CLASS_CODES
+from profiler_core.analysis.profile_view import CLASS_CODES, OperatorsAt
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import graphs_not_applicable
 from profiler_core.attribution.operator_class import overhead_kind
@@ -40,12 +41,12 @@ def memory_bound_elementwise(ctx: RuleContext) -> list[Finding]:
     memory = np.isin(view.work_class_codes[order], [CLASS_CODES[c] for c in _MEMORY_CLASSES])
     bound_at = (memory & (view.op_counter_values("dram_throughput_pct")[order] >= t.memory_bound_dram_pct)
                 & (view.op_counter_values("sm_throughput_pct")[order] < t.memory_bound_sm_max_pct))
-    for op, has_kernels, bound in zip(ctx.ops, (view.op_kernel_counts[order] > 0).tolist(), bound_at.tolist(),
-                                      strict=True):
+    for i, (has_kernels, bound) in enumerate(zip((view.op_kernel_counts[order] > 0).tolist(), bound_at.tolist(),
+                                                 strict=True)):
         if not has_kernels:
             continue  # views and other kernel-less ops neither extend nor break a chain
         if bound:
-            run.append(op)
+            run.append(ctx.ops[i])
             continue
         if len(run) >= t.elementwise_chain_min_ops:
             chains.append(run)
@@ -139,10 +140,18 @@ def _launch_finding(ctx: RuleContext, kernels: np.ndarray, gap_ns: int, *, title
     owners = ctx.view.kernel_owner_rows[kernels]
     owners = owners[owners >= 0]
     rows, first = np.unique(owners, return_index=True)
-    every = ctx.view.operators
-    ops = list({op.key: op for op in (every[g] for g in rows[np.argsort(first)].tolist())}.values())
+    view, rows = ctx.view, rows[np.argsort(first)]
+    ops: Sequence[Operator]
+    if view.keys_repeat:  # the first operator of each key
+        every = view.operators
+        ops = list({op.key: op for op in (every[g] for g in rows.tolist())}.values())
+        phases = {op.phase for op in ops}
+    else:  # their models built only when read
+        ops = OperatorsAt(view.operators, rows)
+        phase_of = view.op_column("phase")
+        phases = {phase_of[g] for g in rows.tolist()}
     # A training step launching short kernels in every phase: graph the whole step, optimizer included.
-    whole_step = {op.phase for op in ops} >= {"forward", "backward", "optimizer"}
+    whole_step = phases >= {"forward", "backward", "optimizer"}
     if whole_step:
         facts = [*facts, "the short kernels span forward, backward and the optimizer's step"]
     blocked = graphs_not_applicable(ctx)
@@ -161,9 +170,11 @@ def _launch_finding(ctx: RuleContext, kernels: np.ndarray, gap_ns: int, *, title
 @rule("cast_overhead")
 def cast_overhead(ctx: RuleContext) -> list[Finding]:
     """dtype casts inside a compiled graph: freezing folds the casts of weights into constants."""
-    ops = [op for op, cls in zip(ctx.ops, ctx.work_classes, strict=True)
-           if cls is OperatorClass.CAST_COPY and op.execution_context is ExecutionContext.COMPILED_GRAPH
-           and overhead_kind(op.name, op.fused_with) == "cast"]
+    view = ctx.view
+    casts = (ctx.of_class(OperatorClass.CAST_COPY)
+             & view.op_flags(ctx.ops, "execution_context", lambda c: c is ExecutionContext.COMPILED_GRAPH)
+             & view.op_flags(ctx.ops, ("name", "fused_with"), lambda name, fused: overhead_kind(name, fused) == "cast"))
+    ops = [ctx.ops[i] for i in np.flatnonzero(casts).tolist()]
     kernels = ctx.view.kernels_of_ops(ops)
     share = ctx.view.share_pct(sum(k.duration_ns for k in kernels))
     if not ops or share < ctx.thresholds.cast_overhead_pct:

@@ -117,13 +117,18 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
     col_of = {f: i for i, f in enumerate(fields)}
     sizes = np.bincount(grp, minlength=n_groups)
     # the rows taken, laid out counter by counter: each counter's values are read as one contiguous
-    # run (a column of the row-major rows strides across every row), the same values in the same order
-    m = np.ascontiguousarray(matrix[idx if matrix_rows is None else matrix_rows].T)
+    # run (a column of the row-major rows strides across every row), the same values in the same order;
+    # a matrix laid out so already (the transpose of a row per counter) gives them without the transpose
+    taken = idx if matrix_rows is None else matrix_rows
+    by_counter = matrix.T
+    m = by_counter[:, taken] if by_counter.flags.c_contiguous else np.ascontiguousarray(matrix[taken].T)
     dur = np.maximum(durations_ns[idx].astype(float), 0.0)
     weights = _Weights(m, col_of, dur, grp, n_groups)
-    values = np.empty((n_groups, len(specs)))
-    partial = np.empty((n_groups, len(specs)), dtype=bool)
-    missing = np.empty((n_groups, len(specs)), dtype=bool)
+    # groups x counters, each counter's column written as one contiguous run (the transpose of a row
+    # per counter; a column of row-major rows strides across every group)
+    values = np.empty((len(specs), n_groups)).T
+    partial = np.empty((len(specs), n_groups), dtype=bool).T
+    missing = np.empty((len(specs), n_groups), dtype=bool).T
     for c, spec in enumerate(specs):
         col = m[col_of[spec.field]]
         nan = np.isnan(col)

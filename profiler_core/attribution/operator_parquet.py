@@ -194,21 +194,64 @@ class OperatorColumns(Positional[Operator]):
         rows are the same bits share one dict (a dict of 20 metrics is about 1 KB per operator), and
         those with the same fused ops, source nodes or null reasons share one list or dict of them
         (about 180 bytes per operator)."""
+        return self._models(0, self.n, read_only=read_only,
+                            metrics=distinct_row_dicts(self.metrics, self.metric_fields))
+
+    _CODED = {"name": "name", "input_shapes": "shapes", "op_class": "op_class", "execution_context": "context",
+              "fused_with": "fused_with", "source_nodes": "source_nodes", "metric_null_reasons": "reasons",
+              "confidence": "confidence", "library": "library", "layer_role": "layer_role",
+              "module_path": "module_path", "phase": "phase"}
+
+    def codes(self, field: str) -> tuple[np.ndarray, list[Any]]:
+        """A model field that the table keeps dictionary-encoded, as each operator's code and the
+        values (the very objects a read-only model holds; the last is None, for a null row)."""
+        col: _Strings = getattr(self, self._CODED[field])
+        return np.where(col.codes == NONE, len(col.values), col.codes), [*col.values, None]
+
+    _NUMBERS = ("call_index", "kernel_count", "duration_ns")
+
+    def column(self, field: str) -> list[Any] | None:
+        """``op.<field>`` of every operator as its read-only model holds it, read off the table (None
+        for a field the table does not give this way)."""
+        if field in self._CODED:
+            codes, values = self.codes(field)
+            return [values[c] for c in codes.tolist()]
+        if field in self._NUMBERS:
+            return getattr(self, field).tolist()
+        if field == "key":
+            return self.keys.to_pylist()
+        if field == "kernel_ids":
+            members, bounds = self.members.tolist(), self.offsets.tolist()
+            return [members[lo:hi] for lo, hi in zip(bounds, bounds[1:], strict=False)]
+        return None
+
+    def lazy_models(self) -> OperatorModels:
+        """The read-only models of :meth:`models`, each block built when one of its operators is first
+        asked for and then kept."""
+        return OperatorModels(self)
+
+    def _models(self, lo: int, hi: int, *, read_only: bool,
+                metrics: tuple[list[dict[str, float | None]], list[int]]) -> list[Operator]:
+        """The models of operators ``lo`` to ``hi`` (see :meth:`models`), ``metrics`` the table's
+        distinct metrics dicts and each row's number among them."""
         def strs(col: _Strings) -> list[Any]:
             values = col.values
-            return [None if c == NONE else values[c] for c in col.codes.tolist()]
+            return [None if c == NONE else values[c] for c in col.codes[lo:hi].tolist()]
 
-        keys, inherited = self.keys.to_pylist(), self.inherited_from.to_pylist()
+        keys, inherited = self.keys[lo:hi].to_pylist(), self.inherited_from[lo:hi].to_pylist()
         names, shapes, classes, contexts = strs(self.name), strs(self.shapes), strs(self.op_class), strs(self.context)
         fused_with, sources, reasons = strs(self.fused_with), strs(self.source_nodes), strs(self.reasons)
         confidence, library, roles = strs(self.confidence), strs(self.library), strs(self.layer_role)
         modules, phases = strs(self.module_path), strs(self.phase)
-        call_index, op_ids, fused = self.call_index.tolist(), self.op_id.tolist(), self.is_fused.tolist()
-        offsets, members = self.offsets.tolist(), self.members.tolist()
-        counts, durations = self.kernel_count.tolist(), self.duration_ns.tolist()
-        fields = self.metric_fields
+        call_index, op_ids = self.call_index[lo:hi].tolist(), self.op_id[lo:hi].tolist()
+        fused = self.is_fused[lo:hi].tolist()
+        offsets = (self.offsets[lo:hi + 1] - self.offsets[lo]).tolist()
+        members = self.members[self.offsets[lo]:self.offsets[hi]].tolist()
+        counts, durations = self.kernel_count[lo:hi].tolist(), self.duration_ns[lo:hi].tolist()
         # each distinct metrics row (by its bits) becomes a dict once; every operator gets its own copy
-        metrics, metric_codes = distinct_row_dicts(self.metrics, fields)
+        dicts, codes = metrics
+        metric_codes = codes[lo:hi]
+        metrics_of = dicts
         if not read_only:  # each model gets its own copies
             fused_with, sources = [list(v) for v in fused_with], [list(v) for v in sources]
             reasons = [dict(v) for v in reasons]
@@ -219,11 +262,11 @@ class OperatorColumns(Positional[Operator]):
             "fused_with": fused_with[g], "source_nodes": sources[g],
             "kernel_ids": members[offsets[g]:offsets[g + 1]],
             "kernel_count": counts[g], "duration_ns": durations[g],
-            "metrics": metrics[metric_codes[g]] if read_only else metrics[metric_codes[g]].copy(),
+            "metrics": metrics_of[metric_codes[g]] if read_only else metrics_of[metric_codes[g]].copy(),
             "metric_null_reasons": reasons[g],
             "confidence": confidence[g], "library": library[g],
             "layer_role": roles[g], "inherited_from": inherited[g], "module_path": modules[g], "phase": phases[g],
-        }) for g in range(self.n)]
+        }) for g in range(hi - lo)]
 
     def _metrics(self, g: int) -> dict[str, float | None]:
         lo, rows = self._block
@@ -251,3 +294,39 @@ class OperatorColumns(Positional[Operator]):
 
     def execution_contexts(self) -> list[ExecutionContext]:
         return [self.context.values[c] for c in self.context.codes.tolist()]
+
+
+class OperatorModels(Positional[Operator]):
+    """A table's read-only operator models (:meth:`OperatorColumns.models`), built a block at a time
+    when first asked for and then kept: every caller asking for a position gets the same model."""
+
+    BLOCK = 4096
+
+    def __init__(self, table: OperatorColumns) -> None:
+        self.table = table
+        self._n = len(table)
+        self._blocks: list[list[Operator] | None] = [None] * -(-self._n // self.BLOCK)
+        self._metrics: tuple[list[dict[str, float | None]], list[int]] | None = None
+        self.position_by_id: dict[int, int] = {}  # id() of each model built -> its position
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _block(self, b: int) -> list[Operator]:
+        block = self._blocks[b]
+        if block is None:
+            if self._metrics is None:
+                self._metrics = distinct_row_dicts(self.table.metrics, self.table.metric_fields)
+            lo = b * self.BLOCK
+            block = self._blocks[b] = self.table._models(lo, min(self._n, lo + self.BLOCK), read_only=True,
+                                                         metrics=self._metrics)
+            self.position_by_id.update(zip(map(id, block), range(lo, lo + len(block)), strict=True))
+        return block
+
+    def _at(self, j: int) -> Operator:
+        return self._block(j // self.BLOCK)[j % self.BLOCK]
+
+    def __iter__(self) -> Iterator[Operator]:
+        for b in range(len(self._blocks)):
+            yield from self._block(b)
+

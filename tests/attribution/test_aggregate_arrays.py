@@ -92,6 +92,10 @@ def test_aggregate_arrays_gives_the_oracles_bits(case: tuple[np.ndarray, np.ndar
     values, missing, partial, sizes = oracle(matrix, durations, idx, grp, n_groups, _SPECS)
     assert got.values.tobytes() == values.tobytes()  # NaN where NaN, -0.0 where -0.0
     assert (got.missing == missing).all() and (got.partial == partial).all() and (got.sizes == sizes).all()
+    # a matrix laid out counter by counter (as a view's counter rows are) is read without the transpose
+    by_counter = aggregate_arrays(np.asfortranarray(matrix), durations, idx, grp, n_groups, _SPECS)
+    assert by_counter.values.tobytes() == values.tobytes()
+    assert (by_counter.missing == missing).all() and (by_counter.partial == partial).all()
 
 
 def test_rows_shared_through_matrix_rows_aggregate_as_the_rows_taken_out() -> None:

@@ -1,0 +1,171 @@
+"""A view of a profile read from tables builds an operator's model only when something reads it.
+
+``ProfileView.operators`` is then an :class:`OperatorModels`: blocks of models built when first read
+and kept. The rules select operators on the table's columns (``op_mask``, ``op_column``, the class
+and counter arrays) and hand a finding its operators by position (``OperatorsAt``), so diagnose
+builds the models of a few operators. Every answer must be the one the models give.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from profiler_core.analysis.profile_view import OperatorsAt, ProfileView, _combinations
+from profiler_core.attribution.operator_parquet import OperatorColumns, OperatorModels
+from tests.analysis.goldens import analysed
+from tests.conftest import REPO
+
+CAPTURES = REPO / "examples" / "captures" / "h200"
+# a training step (phases, optimizer), hand-written attention and projections, a generate() loop,
+# convolutions, a compiled step
+RUNS = [CAPTURES / "hf_gpt2_train" / "baseline", CAPTURES / "gpt2" / "baseline",
+        CAPTURES / "hf_llama_generate" / "baseline", CAPTURES / "tv_resnet18" / "baseline",
+        CAPTURES / "hf_bert_train" / "optimized"]
+FIELDS = ("name", "phase", "execution_context", "fused_with", "input_shapes", "module_path", "op_class",
+          "library", "layer_role", "confidence", "source_nodes", "metric_null_reasons")
+
+
+@cache
+def _attributed(run: Path) -> Any:
+    from profiler_core.attribution import attribute_run
+
+    return attribute_run(run)
+
+
+def _table_profile(run: Path, folder: Path, shuffled: bool = False) -> Any:
+    """The capture's profile written as tables (at any size) and read back; ``shuffled``: its
+    operator table's rows then put in another order (every other one reversed), so that an operator's
+    position in launch order differs from its position in the list (the engine lists them in launch
+    order, so no capture's table does)."""
+    from profiler_core.profile_io import read_profile, write_profile
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPROF_COLUMNAR_KERNELS", "0")
+    try:
+        write_profile(folder / "profile.json", _attributed(run))
+    finally:
+        mp.undo()
+    profile = read_profile(folder / "profile.json")
+    assert isinstance(profile.operators, OperatorColumns)
+    if shuffled:
+        n = len(profile.operators)
+        order = [*range(n - 1, -1, -2), *range(n % 2, n - 1, 2)]  # 4 2 0 1 3
+        assert sorted(order) == list(range(n))
+        profile = profile.model_copy(update={"operators": OperatorColumns(profile.operators.arrow.take(order))})
+    return profile
+
+
+def _models_profile(table_profile: Any) -> Any:
+    """The same profile with its operators as a list of models."""
+    return table_profile.model_copy(update={"operators": table_profile.operators.models()})
+
+
+def _blocks_built(models: OperatorModels) -> int:
+    return sum(b is not None for b in models._blocks)
+
+
+@pytest.mark.parametrize("run", RUNS[:2], ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_lazy_models_are_the_tables_models(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(OperatorModels, "BLOCK", 7)
+    table = _table_profile(run, tmp_path).operators
+    lazy = table.lazy_models()
+    assert _blocks_built(lazy) == 0 and not lazy.position_by_id
+    assert lazy[len(table) - 1] == table.model(len(table) - 1)
+    assert _blocks_built(lazy) == 1 and set(lazy.position_by_id.values()) == set(range(7 * ((len(table) - 1) // 7),
+                                                                                     len(table)))
+    every = table.models(read_only=True)
+    assert list(lazy) == every
+    assert all(lazy[g] is lazy[g] for g in range(len(lazy)))  # one model per position, kept
+    assert all(lazy.position_by_id[id(lazy[g])] == g for g in range(len(lazy)))
+    for field in FIELDS:  # a coded column: the values the models hold, for every operator
+        codes, values = table.codes(field)
+        assert [values[c] for c in codes.tolist()] == [getattr(op, field) for op in every], field
+
+
+@pytest.mark.parametrize("shuffled", [False, True], ids=["listed", "shuffled"])
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_selections_off_the_columns_equal_those_of_the_models(run: Path, shuffled: bool, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(OperatorModels, "BLOCK", 5)
+    table_profile = _table_profile(run, tmp_path, shuffled)
+    tables, models = ProfileView(table_profile), ProfileView(_models_profile(table_profile))
+    assert isinstance(tables.operators, OperatorModels) and not isinstance(models.operators, OperatorModels)
+    assert np.array_equal(tables.op_order, models.op_order)
+    assert shuffled != np.array_equal(models.op_order, np.arange(len(models.operators)))
+    for field in (*FIELDS, "key", "kernel_ids", "duration_ns", "kernel_count", "call_index"):
+        assert tables.op_column(field) == models.op_column(field), field
+        assert tables.op_column(field, tables.ops_in_order) == models.op_column(field, models.ops_in_order), field
+    positions = list(range(0, len(models.operators), 3))
+    assert ([op.key for op in tables.operators_in_order_at(positions)]
+            == [models.ops_in_order[i].key for i in positions])
+    assert ({kid: op.key for kid, op in tables.kernel_operator.items()}
+            == {kid: op.key for kid, op in models.kernel_operator.items()})
+    assert all((kid in tables.kernel_operator) == (kid in models.kernel_operator)
+               for kid in range(-1, len(models.kernels) + 1))
+    tests = {"name": lambda n: "mm" in n, "phase": lambda p: p == "forward",
+             ("name", "fused_with"): lambda n, f: bool(f) or n.endswith("softmax"),
+             ("module_path", "phase", "execution_context"): lambda m, p, c: bool(m) and p != "backward"}
+    for fields, test in tests.items():
+        want = models.op_mask(fields, test)
+        assert np.array_equal(tables.op_mask(fields, test), want), fields
+        assert np.array_equal(tables.op_flags(tables.ops_in_order, fields, test), want[models.op_order]), fields
+        assert np.array_equal(tables.op_flags(list(tables.operators), fields, test), want), fields  # a list
+    assert np.array_equal(tables.op_class_codes, models.op_class_codes)
+    assert np.array_equal(tables.op_durations, models.op_durations)
+    assert np.array_equal(tables.op_first_starts, models.op_first_starts)
+    keys = [op.key for op in models.operators]
+    assert tables.op_keys == keys and tables._op_index == models._op_index
+    assert all(tables.operators_by_key[k] == models.operators_by_key[k] for k in keys[::3])
+    at = tables.operators_of_keys(keys[::-2])
+    assert isinstance(at, OperatorsAt) and tables.keys_of(at) == keys[::-2]
+    assert [op.key for op in at] == keys[::-2]
+
+
+@pytest.mark.parametrize("shuffled", [False, True], ids=["listed", "shuffled"])
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_analysis_of_tables_builds_few_operator_models(run: Path, shuffled: bool, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """diagnose, the summary and the report of the tables equal the models', and the views behind
+    them built some of the operator models (a block of one operator): those of the findings, the
+    tables and each distinct call's first operator, which is most of a small capture and a few
+    percent of a long one (the generate() loop: 16,042 operators)."""
+    from profiler_core.analysis.profile_view import shared_views
+
+    monkeypatch.setattr(OperatorModels, "BLOCK", 1)
+    table_profile = _table_profile(run, tmp_path, shuffled)
+    with shared_views():
+        got = analysed(table_profile)
+        view = ProfileView.of(table_profile)
+        assert isinstance(view.operators, OperatorModels)
+        built, blocks = _blocks_built(view.operators), len(view.operators._blocks)
+    assert got == analysed(_models_profile(table_profile))
+    assert built < blocks, f"{built} of {blocks} operator models built"
+    if blocks > 10_000:
+        assert built < blocks / 10, f"{built} of {blocks} operator models built"
+
+
+def test_combinations_number_each_distinct_row() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        sizes = [int(s) for s in rng.integers(1, 6, size=int(rng.integers(1, 4)))]
+        n = int(rng.integers(1, 40))
+        codes = [rng.integers(0, s, size=n) for s in sizes]
+        combos, inverse = _combinations(codes, sizes)
+        rows = list(zip(*(c.tolist() for c in codes), strict=True))
+        assert [combos[i] for i in inverse.tolist()] == rows
+        assert len(set(combos)) == len(combos) == len(set(rows))
+
+
+def test_kernel_owners_read_the_owner_rows() -> None:
+    from profiler_core.analysis.profile_view import _KernelOwners
+
+    ops = ["op0", "op1", "op2"]
+    owners = _KernelOwners(np.array([0, -1, 2, 0]), ops)  # type: ignore[arg-type]
+    assert dict(owners) == {0: "op0", 2: "op2", 3: "op0"} and len(owners) == 3
+    assert [k in owners for k in (-1, 0, 1, 2, 3, 4, "0")] == [False, True, False, True, True, False, False]
+    assert owners.get(1) is None and owners.get(4) is None and owners.get(-1) is None
