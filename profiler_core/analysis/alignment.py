@@ -102,12 +102,22 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
     groups: list[_Group] = []
     # Name and role together: Inductor may file a bias epilogue under "aten::addmm" in one profile
     # while "aten::addmm" is a real GEMM in the other; those must not pair by name.
-    opcodes = _opcodes([(call_name(o.name), r) for o, r in zip(a_ops, a_roles, strict=True)],
-                       [(call_name(o.name), r) for o, r in zip(b_ops, b_roles, strict=True)])
+    # names and keys off the views' columns (no operator model is built for them)
+    a_keys, b_keys = base.op_column("key", a_ops), opt.op_column("key", b_ops)
+    calls: dict[str, str] = {}  # call_name of each distinct name, worked out once
+
+    def called(name: str) -> str:
+        found = calls.get(name)
+        if found is None:
+            found = calls[name] = call_name(name)
+        return found
+
+    opcodes = _opcodes([(called(n), r) for n, r in zip(base.op_column("name", a_ops), a_roles, strict=True)],
+                       [(called(n), r) for n, r in zip(opt.op_column("name", b_ops), b_roles, strict=True)])
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                same_key = a_ops[i].key == b_ops[j].key
+                same_key = a_keys[i] == b_keys[j]
                 groups.append(_Group([i], [j], AlignMethod.KEY if same_key else AlignMethod.SEQUENCE))
             continue
         for piece in _segments(list(range(i1, i2)), list(range(j1, j2)), a_roles, b_roles):
@@ -125,8 +135,7 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
             method = AlignMethod.ONLY_BASE
         elif not g.base:
             method = AlignMethod.ONLY_OPT
-        out.append(AlignedGroup(tuple(a_ops[i].key for i in g.base), tuple(b_ops[j].key for j in g.opt),
-                                method))
+        out.append(AlignedGroup(tuple(a_keys[i] for i in g.base), tuple(b_keys[j] for j in g.opt), method))
     return out
 
 

@@ -235,6 +235,10 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
 
 def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
                    scale: tuple[float, float], t: Thresholds) -> list[OperatorRow]:
+    b_rows = bv.rows_of_keys(k for g in groups for k in g.base_keys)
+    o_rows = ov.rows_of_keys(k for g in groups for k in g.opt_keys)
+    if b_rows is not None and o_rows is not None:  # off the columns: no operator model is built
+        return _operator_rows_at(groups, bv, ov, b_rows, o_rows, scale, t)
     rows = []
     sides = [([bv.operators_by_key[k] for k in g.base_keys], [ov.operators_by_key[k] for k in g.opt_keys])
              for g in groups]
@@ -260,6 +264,33 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
         rows.append(construct_trusted(OperatorRow, {
             **time_row, "label": label, "op_class": cls, "method": g.method, "base_keys": list(g.base_keys),
             "opt_keys": list(g.opt_keys)}))
+    return rows
+
+
+def _operator_rows_at(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView, b_rows: np.ndarray,
+                      o_rows: np.ndarray, scale: tuple[float, float], t: Thresholds) -> list[OperatorRow]:
+    """:func:`_operator_rows` where keys are distinct on both sides: each group's operators given by
+    their positions in each view (``b_rows``, ``o_rows``: group after group)."""
+    b_sizes = np.fromiter((len(g.base_keys) for g in groups), dtype=np.int64, count=len(groups))
+    o_sizes = np.fromiter((len(g.opt_keys) for g in groups), dtype=np.int64, count=len(groups))
+    times = _time_rows_at(bv, ov, bv.kernel_positions_of_rows(b_rows, b_sizes),
+                          ov.kernel_positions_of_rows(o_rows, o_sizes), scale, t)
+    # each group's first operator (the baseline's, else the optimized one's) and its class
+    every = list(OperatorClass)
+    b_first, o_first = np.cumsum(b_sizes) - b_sizes, np.cumsum(o_sizes) - o_sizes
+    b_class = bv.op_class_codes[b_rows[np.minimum(b_first, max(len(b_rows) - 1, 0))]] if len(b_rows) else b_sizes
+    o_class = ov.op_class_codes[o_rows[np.minimum(o_first, max(len(o_rows) - 1, 0))]] if len(o_rows) else o_sizes
+    classes = np.where(b_sizes > 0, b_class, o_class).tolist()
+    rows = []
+    for g, cls, time_row in zip(groups, classes, times, strict=True):
+        if len(g.base_keys) == 1 and len(g.opt_keys) == 1 and g.base_keys[0] == g.opt_keys[0]:
+            label = g.base_keys[0]
+        else:
+            label = f"{_keys_label(g.base_keys)} -> {_keys_label(g.opt_keys)}"
+        # every field named, each already typed: built without validation (one row per operator)
+        rows.append(construct_trusted(OperatorRow, {
+            **time_row, "label": label, "op_class": every[cls], "method": g.method,
+            "base_keys": list(g.base_keys), "opt_keys": list(g.opt_keys)}))
     return rows
 
 
@@ -358,6 +389,15 @@ def _ops_counters(view: ProfileView, ops: Sequence[Operator]) -> dict[str, float
     return view.aggregate_at(at) if at is not None else kernel_counters_many([kernels], table=view.counter_rows)[0]
 
 
+def _operators_of_keys(view: ProfileView, keys: list[str]) -> Sequence[Operator]:
+    """The view's operators of ``keys`` (those it has), their models built only when read where keys
+    are distinct."""
+    if view.keys_repeat:
+        by_key = view.operators_by_key
+        return [by_key[k] for k in keys if k in by_key]
+    return view.operators_of_keys(keys)
+
+
 def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: ProfileView,
                   ov: ProfileView, t: Thresholds) -> list[ShiftCheck]:
     opt_of: dict[str, set[str]] = defaultdict(set)
@@ -368,9 +408,9 @@ def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: Prof
     for f in findings.findings:
         if not f.expected_shifts:
             continue
-        b_ops = [bv.operators_by_key[k] for k in f.operators if k in bv.operators_by_key]
-        o_ops = [ov.operators_by_key[k] for key in f.operators for k in sorted(opt_of.get(key, ()))
-                 if k in ov.operators_by_key]
+        b_keys = list(f.operators)
+        o_keys = [k for key in f.operators for k in sorted(opt_of.get(key, ()))]
+        b_ops, o_ops = _operators_of_keys(bv, b_keys), _operators_of_keys(ov, o_keys)
         b_agg, o_agg = _ops_counters(bv, b_ops), _ops_counters(ov, o_ops)
         for field, expected in f.expected_shifts.items():
             b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)

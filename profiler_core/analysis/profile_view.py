@@ -674,6 +674,14 @@ class ProfileView:
             return OperatorsAt(self.operators, np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64))
         return [op for p in parts for op in p]
 
+    def rows_of_keys(self, keys: Iterable[str]) -> np.ndarray | None:
+        """The positions in ``operators`` of the operators of ``keys`` (each a key the view has), or
+        None where keys repeat (a key then names several operators)."""
+        if self.keys_repeat:
+            return None
+        index = self._op_index
+        return np.fromiter((index[k] for k in keys), dtype=np.int64)
+
     def keys_of(self, ops: Sequence[Operator]) -> list[str]:
         """The keys of ``ops``: off the key column where they are given by position in the view's list."""
         if isinstance(ops, OperatorsAt) and ops.operators is self.operators:
@@ -1311,15 +1319,21 @@ class ProfileView:
         rows = [self._rows_of_set(ops) for ops in op_sets]
         if any(r is None for r in rows):
             return None
+        return self.kernel_positions_of_rows(
+            np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),  # type: ignore[arg-type]
+            np.array([len(ops) for ops in op_sets], dtype=np.int64))
+
+    def kernel_positions_of_rows(self, rows: np.ndarray, set_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`kernel_positions_of_ops` of sets of the view's operators given by their positions in
+        ``operators`` (``rows``, set after set, cut by ``set_sizes``)."""
         # every member of every listed operator, in listing order (``occ``), with its set
-        pos, sizes = self._members.kernels_of_rows(
-            np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64))  # type: ignore[arg-type]
+        pos, sizes = self._members.kernels_of_rows(rows)
         total = len(pos)
-        if len(op_sets) == 1 and _distinct(pos):
+        if len(set_sizes) == 1 and _distinct(pos):
             # one set listing each kernel once (the common case: a finding's operators): timeline
             # order is a stable sort by start, ties in listing order
             return pos[np.argsort(self._columns.start[pos], kind="stable")], np.array([total], dtype=np.int64)
-        grp = np.repeat(np.repeat(np.arange(len(op_sets)), [len(ops) for ops in op_sets]), sizes)
+        grp = np.repeat(np.repeat(np.arange(len(set_sizes)), set_sizes), sizes)
         occ = np.arange(total)
         # a kernel listed twice in one set is kept where it is first listed
         order = np.lexsort((occ, pos, grp))
@@ -1328,7 +1342,7 @@ class ProfileView:
         if repeat.any():
             pos, grp, occ = pos[~repeat], grp[~repeat], occ[~repeat]
         order = np.lexsort((occ, self._columns.start[pos], grp))  # timeline order, first listing breaking ties
-        return pos[order], np.bincount(grp, minlength=len(op_sets)).astype(np.int64)
+        return pos[order], np.bincount(grp, minlength=len(set_sizes)).astype(np.int64)
 
     def counters_of_positions(self, positions: np.ndarray, sizes: np.ndarray,
                               fields: Collection[str] | None = None) -> list[dict[str, float | None]]:

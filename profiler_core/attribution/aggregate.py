@@ -17,7 +17,7 @@ million kernels aggregate in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -116,21 +116,27 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
     fields = tuple(spec.field for spec in specs)
     col_of = {f: i for i, f in enumerate(fields)}
     sizes = np.bincount(grp, minlength=n_groups)
-    # the rows taken, laid out counter by counter: each counter's values are read as one contiguous
-    # run (a column of the row-major rows strides across every row), the same values in the same order;
-    # a matrix laid out so already (the transpose of a row per counter) gives them without the transpose
+    # the rows taken, counter by counter: each counter's values are read as one contiguous run (a
+    # column of the row-major rows strides across every row), the same values in the same order. A
+    # matrix laid out so already (the transpose of a row per counter) gives each counter's values
+    # when it is read, one column at a time, without the rows-by-counters copy.
     taken = idx if matrix_rows is None else matrix_rows
     by_counter = matrix.T
-    m = by_counter[:, taken] if by_counter.flags.c_contiguous else np.ascontiguousarray(matrix[taken].T)
+    column: Callable[[int], np.ndarray]
+    if by_counter.flags.c_contiguous:
+        def column(c: int) -> np.ndarray:
+            return by_counter[c].take(taken)
+    else:
+        column = np.ascontiguousarray(matrix[taken].T).__getitem__
     dur = np.maximum(durations_ns[idx].astype(float), 0.0)
-    weights = _Weights(m, col_of, dur, grp, n_groups)
+    weights = _Weights(column, col_of, dur, grp, n_groups)
     # groups x counters, each counter's column written as one contiguous run (the transpose of a row
     # per counter; a column of row-major rows strides across every group)
     values = np.empty((len(specs), n_groups)).T
     partial = np.empty((len(specs), n_groups), dtype=bool).T
     missing = np.empty((len(specs), n_groups), dtype=bool).T
     for c, spec in enumerate(specs):
-        col = m[col_of[spec.field]]
+        col = column(col_of[spec.field])
         nan = np.isnan(col)
         # a counter measured on every kernel taken (the common case) skips the masking: the same
         # values are summed in the same order either way
@@ -160,9 +166,10 @@ class _Weights:
     """The weights of the weighted means of one aggregation, each kind's worked out once: a counter
     measured on every kernel shares its kind's sums of weights."""
 
-    def __init__(self, m: np.ndarray, col_of: dict[str, int], dur: np.ndarray, grp: np.ndarray,
-                 n_groups: int) -> None:
-        self.m, self.col_of, self.dur, self.grp, self.n = m, col_of, dur, grp, n_groups
+    def __init__(self, column: Callable[[int], np.ndarray], col_of: dict[str, int], dur: np.ndarray,
+                 grp: np.ndarray, n_groups: int) -> None:
+        """``column(c)``: the values of counter column ``c`` of the kernels taken."""
+        self.column, self.col_of, self.dur, self.grp, self.n = column, col_of, dur, grp, n_groups
         self._kinds: dict[Aggregation, tuple[np.ndarray, np.ndarray]] = {}
         self._dense: dict[Aggregation, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._floor: np.ndarray | None = None
@@ -172,9 +179,9 @@ class _Weights:
         hit = self._kinds.get(rule)
         if hit is None:
             if rule is Aggregation.INSTRUCTION_WEIGHTED:
-                w = self.m[self.col_of["executed_instructions"]]
+                w = self.column(self.col_of["executed_instructions"])
             elif rule is Aggregation.ACTIVE_CYCLE_WEIGHTED:
-                w = self.m[self.col_of["sm_active_cycles"]]
+                w = self.column(self.col_of["sm_active_cycles"])
             else:
                 w = self.dur
             nan = np.isnan(w)

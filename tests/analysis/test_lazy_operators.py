@@ -169,3 +169,32 @@ def test_kernel_owners_read_the_owner_rows() -> None:
     assert dict(owners) == {0: "op0", 2: "op2", 3: "op0"} and len(owners) == 3
     assert [k in owners for k in (-1, 0, 1, 2, 3, 4, "0")] == [False, True, False, True, True, False, False]
     assert owners.get(1) is None and owners.get(4) is None and owners.get(-1) is None
+
+
+PAIRS = [(CAPTURES / "gpt2" / "baseline", CAPTURES / "gpt2" / "optimized"),
+         (CAPTURES / "hf_gpt2_train" / "baseline", CAPTURES / "hf_gpt2_train" / "optimized"),
+         (CAPTURES / "hf_llama_generate" / "baseline", CAPTURES / "hf_llama_generate" / "optimized"),
+         (CAPTURES / "sdpa_attention" / "baseline", CAPTURES / "sdpa_attention" / "optimized"),
+         (CAPTURES / "hf_qwen2_decoder" / "baseline", CAPTURES / "hf_qwen2_decoder" / "optimized"),
+         (CAPTURES / "tv_resnet18" / "baseline", CAPTURES / "tv_resnet18" / "optimized")]
+
+
+@pytest.mark.parametrize(("base", "opt"), PAIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_comparison_of_tables_reads_its_rows_off_the_columns(base: Path, opt: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every operator row, class row and shift check of two profiles read as tables equals the
+    comparison of their models, with the rows' operators read by position (no model built for them)."""
+    from profiler_core.analysis import compare
+    from profiler_core.analysis.profile_view import shared_views
+
+    monkeypatch.setattr(OperatorModels, "BLOCK", 1)
+    b_table, o_table = _table_profile(base, tmp_path / "b"), _table_profile(opt, tmp_path / "o")
+    with shared_views():
+        got = compare(b_table, o_table).model_dump(mode="json")
+        views = [ProfileView.of(b_table), ProfileView.of(o_table)]
+        built = [_blocks_built(v.operators) for v in views]  # type: ignore[arg-type]
+    want = compare(_models_profile(b_table), _models_profile(o_table)).model_dump(mode="json")
+    assert got == want
+    assert got["operators"] and (got["shift_checks"] or "sdpa" in str(base))
+    assert all(b < len(v.operators) for b, v in zip(built, views, strict=True) if len(v.operators) > 100), built
+
