@@ -456,11 +456,20 @@ class RooflineRows(Positional[OperatorRoofline]):
         dram, dram_known = self._work_column("dram")
         # truthy as in Python: known and not zero (NaN is truthy)
         at = np.flatnonzero(flops_known & (flops != 0.0) & dram_known & (dram != 0.0) & (durations > 0))
-        ops, works, of_work = self._ops, self._works, self._of_work[at].tolist()
-        return PlotPoints(op_class=[ops[g].op_class.value for g in self._at_op[at].tolist()],
+        works, of_work = self._works, self._of_work[at].tolist()
+        return PlotPoints(op_class=self._class_values(self._at_op[at]),
                           intensity=[works[w].intensity for w in of_work],
                           achieved=(flops[at] / (durations[at] * 1e-9)).tolist(),
                           duration_ns=durations[at].tolist())
+
+    def _class_values(self, positions: np.ndarray) -> list[str]:
+        """The class (its value) of the operators at ``positions``: off the table's codes, without a
+        model, where the operators are a table's."""
+        ops = self._ops
+        if isinstance(ops, OperatorModels):
+            class_codes, class_values = ops.table.codes("op_class")
+            return [class_values[c].value for c in class_codes[positions].tolist()]
+        return [ops[g].op_class.value for g in positions.tolist()]
 
     def disagreeing(self) -> np.ndarray:
         """Positions of the rows whose measured FLOPs disagree with the shape model."""
@@ -472,12 +481,7 @@ class RooflineRows(Positional[OperatorRoofline]):
         ``sum`` adds), largest time first."""
         if not len(self):
             return []
-        ops = self._ops
-        if isinstance(ops, OperatorModels):  # off the table's codes, without a model
-            class_codes, class_values = ops.table.codes("op_class")
-            class_of = [class_values[c].value for c in class_codes[self._at_op].tolist()]
-        else:
-            class_of = [ops[g].op_class.value for g in self._at_op.tolist()]
+        class_of = self._class_values(self._at_op)
         codes: dict[str, int] = {}
         code = np.fromiter((codes.setdefault(c, len(codes)) for c in class_of), dtype=np.int64, count=len(class_of))
         durations = self._durations

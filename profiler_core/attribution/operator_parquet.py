@@ -231,9 +231,10 @@ class OperatorColumns(Positional[Operator]):
         return OperatorModels(self)
 
     def _models(self, lo: int, hi: int, *, read_only: bool,
-                metrics: tuple[list[dict[str, float | None]], list[int]]) -> list[Operator]:
+                metrics: tuple[list[dict[str, float | None]], list[int]], local: bool = False) -> list[Operator]:
         """The models of operators ``lo`` to ``hi`` (see :meth:`models`), ``metrics`` the table's
-        distinct metrics dicts and each row's number among them."""
+        distinct metrics dicts and each row's number among them (``local``: of rows ``lo`` to ``hi``
+        only, numbered from ``lo``)."""
         def strs(col: _Strings) -> list[Any]:
             values = col.values
             return [None if c == NONE else values[c] for c in col.codes[lo:hi].tolist()]
@@ -250,7 +251,7 @@ class OperatorColumns(Positional[Operator]):
         counts, durations = self.kernel_count[lo:hi].tolist(), self.duration_ns[lo:hi].tolist()
         # each distinct metrics row (by its bits) becomes a dict once; every operator gets its own copy
         dicts, codes = metrics
-        metric_codes = codes[lo:hi]
+        metric_codes = codes if local else codes[lo:hi]
         metrics_of = dicts
         if not read_only:  # each model gets its own copies
             fused_with, sources = [list(v) for v in fused_with], [list(v) for v in sources]
@@ -301,6 +302,7 @@ class OperatorModels(Positional[Operator]):
     when first asked for and then kept: every caller asking for a position gets the same model."""
 
     BLOCK = 4096
+    LOCAL_BLOCKS = 16  # blocks built with their own rows' metrics dicts before every row is numbered at once
 
     def __init__(self, table: OperatorColumns) -> None:
         self.table = table
@@ -308,6 +310,7 @@ class OperatorModels(Positional[Operator]):
         self._blocks: list[list[Operator] | None] = [None] * -(-self._n // self.BLOCK)
         self._metrics: tuple[list[dict[str, float | None]], list[int]] | None = None
         self.position_by_id: dict[int, int] = {}  # id() of each model built -> its position
+        self._built = 0
 
     def __len__(self) -> int:
         return self._n
@@ -315,11 +318,20 @@ class OperatorModels(Positional[Operator]):
     def _block(self, b: int) -> list[Operator]:
         block = self._blocks[b]
         if block is None:
-            if self._metrics is None:
-                self._metrics = distinct_row_dicts(self.table.metrics, self.table.metric_fields)
-            lo = b * self.BLOCK
-            block = self._blocks[b] = self.table._models(lo, min(self._n, lo + self.BLOCK), read_only=True,
-                                                         metrics=self._metrics)
+            table, lo = self.table, b * self.BLOCK
+            hi = min(self._n, lo + self.BLOCK)
+            metrics = self._metrics
+            if metrics is None and self._built < self.LOCAL_BLOCKS:
+                # a reader of a few operators: their block's distinct metrics rows only (numbering a
+                # long table's every row costs as much as building many blocks)
+                dicts, codes = distinct_row_dicts(table.metrics[lo:hi], table.metric_fields)
+                metrics, local = (dicts, codes), True
+            else:
+                if metrics is None:
+                    metrics = self._metrics = distinct_row_dicts(table.metrics, table.metric_fields)
+                local = False
+            self._built += 1
+            block = self._blocks[b] = table._models(lo, hi, read_only=True, metrics=metrics, local=local)
             self.position_by_id.update(zip(map(id, block), range(lo, lo + len(block)), strict=True))
         return block
 
