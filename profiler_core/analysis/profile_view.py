@@ -437,8 +437,8 @@ class ProfileView:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         # A large profile holds its kernels and operators as tables whose every iteration builds the
-        # models afresh; the rules walk them many times, so each is built once: the kernels a block at
-        # a time when first read (most rules read columns, and a finding names a few kernels).
+        # models afresh; the rules walk them many times, so each is built once, a block at a time
+        # when first read (most rules read columns, and a finding reads a few kernels and operators).
         table = profile.kernels
         self.kernels: Sequence[Kernel] = (table.lazy_models() if isinstance(table, KernelTable)
                                           else list(table))
