@@ -109,21 +109,59 @@ def top_operators(profile: Profile, top_k: int) -> tuple[list[OperatorRow], str]
     return rows, showing(len(rows), len(profile.operators), "operators, by kernel time", "raise top_k to see more")
 
 
+def _operator_column(operators: Sequence[Operator], field: str) -> list[Any]:
+    """``op.<field>`` of every operator: off a table's column (no model built), else the models'."""
+    column = getattr(operators, "column", None)
+    values = column(field) if column is not None else None
+    return values if values is not None else [getattr(op, field) for op in operators]
+
+
 def find_operator(profile: Profile, wanted: str) -> Operator:
-    """The operator named by key (``aten::addmm#0``), or by name when only one call has it."""
-    by_key = {op.key: op for op in profile.operators}
+    """The operator named by key (``aten::addmm#0``), or by name when only one call has it.
+
+    Keys and names are read off a large profile's operator table; only the operator found is built."""
+    ops = profile.operators
+    keys = _operator_column(ops, "key")
+    by_key = dict(zip(keys, range(len(keys)), strict=True))  # the last of a repeated key
     if wanted in by_key:
-        return by_key[wanted]
-    named = [op for op in profile.operators if op.name == wanted or op.name.split("::")[-1] == wanted]
+        return ops[by_key[wanted]]
+    names = _operator_column(ops, "name")
+    named = [g for g, name in enumerate(names) if name == wanted or name.split("::")[-1] == wanted]
     if len(named) == 1:
-        return named[0]
+        return ops[named[0]]
     if named:
-        keys = [op.key for op in sorted(named, key=lambda o: -o.duration_ns)]
+        durations = _operator_column(ops, "duration_ns")
+        keys = [keys[g] for g in sorted(named, key=lambda g: -durations[g])]
         listed = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
         raise ToolError(f"{shown(wanted)} names {len(keys)} operator calls ({listed}); pass one key")
-    close = difflib.get_close_matches(wanted, list(by_key), n=5, cutoff=0.5) if len(wanted) <= 300 else []
+    close = _close_keys(wanted, list(by_key), set(names)) if len(wanted) <= 300 else []
     hint = f"did you mean {', '.join(close)}?" if close else "call report to see the top operators' keys"
     raise ToolError(f"no operator {shown(wanted)} in this profile; {hint}")
+
+
+_MANY_KEYS = 20_000  # above this, close keys are looked for among the calls of close names only
+
+
+def _close_keys(wanted: str, keys: list[str], names: set[str]) -> list[str]:
+    """Up to five keys like ``wanted`` (difflib's ratio >= 0.5). Among many keys, only the calls of
+    the names like its name part are compared with it (difflib over a million keys takes seconds)."""
+    if len(keys) > _MANY_KEYS:
+        near = set(difflib.get_close_matches(wanted.split("#")[0], sorted(names), n=5, cutoff=0.5))
+        keys = [k for k in keys if k.split("#")[0] in near]
+    return difflib.get_close_matches(wanted, keys, n=5, cutoff=0.5)
+
+
+def operator_kernels(profile: Profile, op: Operator) -> list[Kernel]:
+    """The profile's kernels that ``op`` lists: by position in a kernel table (whose kernel j has id
+    j, as the engine numbers them; checked for each one), else through a map of every kernel's id."""
+    kernels = profile.kernels
+    if hasattr(kernels, "model"):  # a table: its models are built when read
+        n = len(kernels)
+        found = [kernels[i] for i in op.kernel_ids if 0 <= i < n]
+        if all(k.id == i for k, i in zip(found, (i for i in op.kernel_ids if 0 <= i < n), strict=True)):
+            return found
+    by_id = {k.id: k for k in kernels}
+    return [by_id[i] for i in op.kernel_ids if i in by_id]
 
 
 def operator_detail(op: Operator, total_ns: int) -> OperatorDetail:

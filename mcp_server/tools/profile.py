@@ -19,6 +19,7 @@ from mcp_server.views import (
     find_operator,
     kernel_detail,
     operator_detail,
+    operator_kernels,
     showing,
     top_operators,
     total_kernel_ns,
@@ -110,8 +111,7 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
         with tool_errors(ws):
             path, prof = load_profile(ws, profile)
             op = find_operator(prof, operator)
-            by_id = {k.id: k for k in prof.kernels}
-            kernels = sorted((by_id[i] for i in op.kernel_ids if i in by_id), key=lambda k: -k.duration_ns)
+            kernels = sorted(operator_kernels(prof, op), key=lambda k: -k.duration_ns)
             listed = [kernel_detail(k) for k in kernels[:max_kernels]]
             return GetOperatorResult(
                 profile=str(path), operator=operator_detail(op, total_kernel_ns(prof)), kernels=listed,
