@@ -62,7 +62,9 @@ def operator_frame(profile: Profile) -> pd.DataFrame:
     """One row per operator invocation with its aggregated counters and share of kernel time."""
     total = profile.coverage.duration_ns or 1
     rows = []
-    for op in profile.operators:
+    ops = profile.operators
+    # a table's models built at once, read-only (this only reads them), not one at a time
+    for op in ops.models(read_only=True) if hasattr(ops, "models") else ops:
         row = {
             "operator": op.key, "name": op.name, "call_index": op.call_index, "op_id": op.op_id,
             "op_class": op.op_class.value, "execution_context": op.execution_context.value,

@@ -192,7 +192,7 @@ def export_perfetto(profile: Profile, *, host: HostTimeline | None = None) -> di
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": _pid(device), "tid": stream,
                      "args": {"sort_index": stream}})
     slices: list[tuple[tuple, dict[str, Any]]] = []
-    for op in profile.operators:
+    for op in view.operators:  # the view's models (a table's built a block at a time)
         for event in _operator_events(view, op, position, t0):
             slices.append(((event["pid"], event["tid"], event["ts"], -event["dur"], 0), event))
     for k in kernels:

@@ -198,3 +198,23 @@ def test_a_comparison_of_tables_reads_its_rows_off_the_columns(base: Path, opt: 
     assert got["operators"] and (got["shift_checks"] or "sdpa" in str(base))
     assert all(b < len(v.operators) for b, v in zip(built, views, strict=True) if len(v.operators) > 100), built
 
+
+
+def test_exports_and_phase_sums_of_tables_equal_the_models(tmp_path: Path) -> None:
+    """The training view's phase sums, the operator DataFrame and the Perfetto trace read a table's
+    operators off its columns or its block-built models; each equals the models'."""
+    from profiler_core.report.frames import operator_frame
+    from profiler_core.report.perfetto import export_perfetto
+    from profiler_core.report.training_view import phase_kernel_ns
+
+    tables = _table_profile(CAPTURES / "hf_gpt2_train" / "baseline", tmp_path)
+    models = _models_profile(tables)
+    phases = phase_kernel_ns(tables)
+    view = ProfileView(models)  # each operator's phase and kernel time, asked one by one
+    by_phase: dict[str, int] = {}
+    for op in models.operators:
+        by_phase[op.phase or "no phase"] = by_phase.get(op.phase or "no phase", 0) + view.op_duration_ns(op)
+    assert phases == phase_kernel_ns(models) == {p: by_phase.get(p, 0) for p in phases}
+    assert phases["backward"] and phases["optimizer"]
+    assert operator_frame(tables).equals(operator_frame(models))
+    assert export_perfetto(tables) == export_perfetto(models)
