@@ -448,6 +448,7 @@ class ProfileView:
         self._counters_of: dict[str, dict[str, float | None]] = {}
         self._counter_values: dict[str, np.ndarray] = {}
         self._op_columns: dict[str, list[Any]] = {}  # op_column's lists that are costly to make again
+        self._op_combinations: dict[tuple[str, ...], tuple[list[tuple[int, ...]], np.ndarray]] = {}  # op_mask's
         self._name_class: dict[str, OperatorClass] = {}
         self._work_class: dict[str, OperatorClass] = {}
         self._work_class_single: set[str] = set()  # keys whose work class was worked out on its own
@@ -608,7 +609,11 @@ class ProfileView:
                 used[codes] = True  # the values some operator holds (not the null row's None, say)
                 return np.array([u and bool(test(v)) for v, u in zip(values, used.tolist(), strict=True)],
                                 dtype=bool)[codes]
-            combos, inverse = _combinations([c for c, _ in columns], [len(v) for _, v in columns])
+            known = self._op_combinations.get(names)
+            if known is None:  # the distinct combinations, worked out once per set of fields
+                known = self._op_combinations[names] = _combinations([c for c, _ in columns],
+                                                                     [len(v) for _, v in columns])
+            combos, inverse = known
             told = [bool(test(*(vals[c] for (_, vals), c in zip(columns, combo, strict=True))))
                     for combo in combos]
             return np.array(told, dtype=bool)[inverse]
@@ -785,11 +790,7 @@ class ProfileView:
         cell = grp * n_classes + kclass
         present = np.zeros(n * n_classes, dtype=bool)
         present[cell] = True
-        time = np.zeros(n * n_classes, dtype=np.int64)
-        np.add.at(time, cell, cols.duration[members.flat])
-        first = np.full(n * n_classes, len(cell), dtype=np.int64)
-        np.minimum.at(first, cell, np.arange(len(cell)))
-        named, times, firsts = present.reshape(n, n_classes), time.reshape(n, n_classes), first.reshape(n, n_classes)
+        named = present.reshape(n, n_classes)
         out = self.op_class_codes.copy()
         decided = np.zeros(n, dtype=bool)
         for heavy in _HEAVY:  # the first heavy class in _HEAVY's order that a kernel's name says
@@ -801,9 +802,19 @@ class ProfileView:
         heavy_op = np.isin(self.op_class_codes, [CLASS_CODES[c] for c in _HEAVY])
         rest = np.flatnonzero(~decided & heavy_op & named.any(axis=1))
         if len(rest):  # the named class of most time, ties to the one named first
-            score = np.where(named[rest], times[rest], -1)
+            # each class's time and first place among the operator's kernels, for these operators only
+            row = np.full(n, -1, dtype=np.int64)
+            row[rest] = np.arange(len(rest))
+            at = np.flatnonzero(row[grp] >= 0)
+            rest_cell = row[grp[at]] * n_classes + kclass[at]
+            times = np.zeros(len(rest) * n_classes, dtype=np.int64)
+            np.add.at(times, rest_cell, cols.duration[members.flat[at]])
+            firsts = np.full(len(rest) * n_classes, len(cell), dtype=np.int64)
+            np.minimum.at(firsts, rest_cell, at)
+            score = np.where(named[rest], times.reshape(len(rest), n_classes), -1)
             best = score.max(axis=1, keepdims=True)
-            out[rest] = np.where(score == best, firsts[rest], np.iinfo(np.int64).max).argmin(axis=1)
+            out[rest] = np.where(score == best, firsts.reshape(len(rest), n_classes),
+                                 np.iinfo(np.int64).max).argmin(axis=1)
         return out
 
     @cached_property
