@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -162,12 +163,6 @@ class OperatorColumns(Positional[Operator]):
         self.offsets = to_numpy(ids.offsets).astype(np.int64)
         self.members = to_numpy(ids.values).astype(np.int64)
         self.kernel_count, self.duration_ns = ints("kernel_count"), ints("duration_ns")
-        # filled metric by metric into a (metrics, rows) array and kept transposed: writing a column
-        # of a row-major (rows, metrics) array strides across memory
-        metrics = np.zeros((len(self.metric_fields), self.n))
-        for c, f in enumerate(self.metric_fields):
-            metrics[c] = filled(col(f"metrics.{f}"), np.nan)
-        self.metrics = metrics.T
         self.reasons = _Strings(col("metric_null_reasons"), json.loads)
         self.confidence = _Strings(col("confidence"), Confidence)
         self.library = _Strings(col("library"))
@@ -176,6 +171,17 @@ class OperatorColumns(Positional[Operator]):
         self.module_path = _Strings(col("module_path"))
         self.phase = _Strings(col("phase"))
         self._block: tuple[int, list[list[float | None]]] = (-1, [])
+
+    @cached_property
+    def metrics(self) -> np.ndarray:
+        """Every operator's metrics (NaN: null), rows by metric fields: read from the Arrow table when
+        first asked for (a summary never does)."""
+        # filled metric by metric into a (metrics, rows) array and kept transposed: writing a column
+        # of a row-major (rows, metrics) array strides across memory
+        metrics = np.zeros((len(self.metric_fields), self.n))
+        for c, f in enumerate(self.metric_fields):
+            metrics[c] = filled(self.arrow.column(f"metrics.{f}").combine_chunks(), np.nan)
+        return metrics.T
 
     def __len__(self) -> int:
         return self.n
@@ -273,7 +279,13 @@ class OperatorColumns(Positional[Operator]):
         lo, rows = self._block
         if not lo <= g < lo + len(rows):
             lo = g - g % _BLOCK
-            rows = [[None if v != v else v for v in r] for r in self.metrics[lo:lo + _BLOCK].tolist()]
+            if "metrics" in self.__dict__:
+                block = self.metrics[lo:lo + _BLOCK]
+            else:  # a few models (a summary's top ten): their block's rows off the Arrow columns
+                block = np.stack([filled(self.arrow.column(f"metrics.{f}").slice(lo, _BLOCK).combine_chunks(),
+                                         np.nan) for f in self.metric_fields], axis=1) if self.metric_fields \
+                    else np.zeros((min(_BLOCK, self.n - lo), 0))
+            rows = [[None if v != v else v for v in r] for r in block.tolist()]
             self._block = (lo, rows)
         return dict(zip(self.metric_fields, rows[g - lo], strict=True))
 

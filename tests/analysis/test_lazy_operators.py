@@ -73,6 +73,9 @@ def _blocks_built(models: OperatorModels) -> int:
 def test_lazy_models_are_the_tables_models(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(OperatorModels, "BLOCK", 7)
     table = _table_profile(run, tmp_path).operators
+    # one model at a time reads its block's metrics off the Arrow columns, not the whole matrix
+    singles = [table.model(g) for g in (0, len(table) // 2, len(table) - 1)]
+    assert "metrics" not in table.__dict__
     lazy = table.lazy_models()
     assert _blocks_built(lazy) == 0 and not lazy.position_by_id
     assert lazy[len(table) - 1] == table.model(len(table) - 1)
@@ -80,6 +83,7 @@ def test_lazy_models_are_the_tables_models(run: Path, tmp_path: Path, monkeypatc
                                                                                      len(table)))
     every = table.models(read_only=True)
     assert list(lazy) == every
+    assert singles == [every[0], every[len(table) // 2], every[-1]]
     assert all(lazy[g] is lazy[g] for g in range(len(lazy)))  # one model per position, kept
     assert all(lazy.position_by_id[id(lazy[g])] == g for g in range(len(lazy)))
     for field in FIELDS:  # a coded column: the values the models hold, for every operator
