@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from contextvars import ContextVar
 from functools import cached_property
 from operator import attrgetter, is_
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -244,22 +244,31 @@ def _combinations(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple[li
     return combos, inverse.ravel()
 
 
-class OperatorsAt(Positional[Operator]):
-    """Some of a view's operators, given by their positions in its operator list: item ``j`` is
-    ``operators[order[j]]``, its model built (by the view's lazy list) only when read, and
-    :meth:`ProfileView.keys_of` reads their keys without a model."""
+T = TypeVar("T")
 
-    def __init__(self, operators: Sequence[Operator], order: np.ndarray) -> None:
-        self.operators, self.order = operators, order
+
+class ItemsAt(Positional[T]):
+    """Items of a sequence given by their positions in it: item ``j`` is ``of[at[j]]``, read (and,
+    from a lazy list, built) only when asked for."""
+
+    def __init__(self, of: Sequence[T], at: np.ndarray) -> None:
+        self.of = of
+        self.at = at
 
     def __len__(self) -> int:
-        return len(self.order)
+        return len(self.at)
 
-    def _at(self, j: int) -> Operator:
-        return self.operators[int(self.order[j])]
+    def _at(self, j: int) -> T:
+        return self.of[int(self.at[j])]
 
-    def __iter__(self) -> Iterator[Operator]:
-        return map(self.operators.__getitem__, self.order.tolist())
+    def __iter__(self) -> Iterator[T]:
+        return map(self.of.__getitem__, self.at.tolist())
+
+
+class OperatorsAt(ItemsAt[Operator]):
+    """Some of a view's operators, given by their positions in its operator list (``of``): item ``j``
+    is ``of[at[j]]``, its model built (by the view's lazy list) only when read, and
+    :meth:`ProfileView.keys_of` reads their keys without a model."""
 
 
 class _KernelOwners(Mapping[int, Operator]):
@@ -400,23 +409,10 @@ def _operator_models(rows: Sequence[Operator]) -> Sequence[Operator]:
     return rows.lazy_models() if isinstance(rows, OperatorColumns) else list(rows)
 
 
-class KernelsAt(Positional[Kernel]):
+class KernelsAt(ItemsAt[Kernel]):
     """Some of a view's kernels, given by their positions in its kernel list: each model is built (by
     the view's lazy list) only when read, and :meth:`ProfileView.positions` reads the positions back
     without looking at a model."""
-
-    def __init__(self, kernels: Sequence[Kernel], at: np.ndarray) -> None:
-        self.of = kernels
-        self.at = at
-
-    def __len__(self) -> int:
-        return len(self.at)
-
-    def _at(self, j: int) -> Kernel:
-        return self.of[int(self.at[j])]
-
-    def __iter__(self) -> Iterator[Kernel]:
-        return map(self.of.__getitem__, self.at.tolist())
 
 
 class ProfileView:
@@ -674,8 +670,8 @@ class ProfileView:
     def joined(self, parts: Sequence[Sequence[Operator]]) -> Sequence[Operator]:
         """``parts`` one after the other: positions joined where each is an :class:`OperatorsAt` of the
         view's list, else a list of the models."""
-        if all(isinstance(p, OperatorsAt) and p.operators is self.operators for p in parts):
-            orders = [p.order for p in parts]  # type: ignore[attr-defined]
+        if all(isinstance(p, OperatorsAt) and p.of is self.operators for p in parts):
+            orders = [p.at for p in parts]  # type: ignore[attr-defined]
             return OperatorsAt(self.operators, np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64))
         return [op for p in parts for op in p]
 
@@ -689,9 +685,9 @@ class ProfileView:
 
     def keys_of(self, ops: Sequence[Operator]) -> list[str]:
         """The keys of ``ops``: off the key column where they are given by position in the view's list."""
-        if isinstance(ops, OperatorsAt) and ops.operators is self.operators:
+        if isinstance(ops, OperatorsAt) and ops.of is self.operators:
             keys = self.op_keys
-            return [keys[g] for g in ops.order.tolist()]
+            return [keys[g] for g in ops.at.tolist()]
         return [op.key for op in ops]
 
     @cached_property
@@ -1316,8 +1312,8 @@ class ProfileView:
     def _rows_of_set(self, ops: Sequence[Operator]) -> np.ndarray | None:
         """The positions in ``operators`` of ``ops``, or None when one is not the view's own model:
         read off an :class:`OperatorsAt` of the view's list (keys distinct) without its models."""
-        if isinstance(ops, OperatorsAt) and ops.operators is self.operators and not self.keys_repeat:
-            return ops.order
+        if isinstance(ops, OperatorsAt) and ops.of is self.operators and not self.keys_repeat:
+            return ops.at
         by_id = self._row_by_id
         at = list(map(by_id.get, map(id, ops)))
         return None if None in at else np.array(at, dtype=np.int64)

@@ -8,7 +8,6 @@ builds the models of a few operators. Every answer must be the one the models gi
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from profiler_core.analysis.profile_view import OperatorsAt, ProfileView, _combinations
 from profiler_core.attribution.operator_parquet import OperatorColumns, OperatorModels
 from tests.analysis.goldens import analysed
+from tests.attribution.columnar_copy import write_columnar
 from tests.conftest import REPO
 
 CAPTURES = REPO / "examples" / "captures" / "h200"
@@ -30,27 +30,14 @@ FIELDS = ("name", "phase", "execution_context", "fused_with", "input_shapes", "m
           "library", "layer_role", "confidence", "source_nodes", "metric_null_reasons")
 
 
-@cache
-def _attributed(run: Path) -> Any:
-    from profiler_core.attribution import attribute_run
-
-    return attribute_run(run)
-
-
 def _table_profile(run: Path, folder: Path, shuffled: bool = False) -> Any:
     """The capture's profile written as tables (at any size) and read back; ``shuffled``: its
     operator table's rows then put in another order (every other one reversed), so that an operator's
     position in launch order differs from its position in the list (the engine lists them in launch
     order, so no capture's table does)."""
-    from profiler_core.profile_io import read_profile, write_profile
+    from profiler_core.profile_io import read_profile
 
-    mp = pytest.MonkeyPatch()
-    mp.setenv("OPROF_COLUMNAR_KERNELS", "0")
-    try:
-        write_profile(folder / "profile.json", _attributed(run))
-    finally:
-        mp.undo()
-    profile = read_profile(folder / "profile.json")
+    profile = read_profile(write_columnar(run, folder))
     assert isinstance(profile.operators, OperatorColumns)
     if shuffled:
         n = len(profile.operators)
@@ -177,7 +164,8 @@ def test_kernel_owners_read_the_owner_rows() -> None:
 
 PAIRS = [(CAPTURES / "gpt2" / "baseline", CAPTURES / "gpt2" / "optimized"),
          (CAPTURES / "hf_gpt2_train" / "baseline", CAPTURES / "hf_gpt2_train" / "optimized"),
-         (CAPTURES / "hf_llama_generate" / "baseline", CAPTURES / "hf_llama_generate" / "optimized"),
+         pytest.param(CAPTURES / "hf_llama_generate" / "baseline", CAPTURES / "hf_llama_generate" / "optimized",
+                      marks=pytest.mark.slow),  # 20 s: two views of 16k and 9k operators compared in full
          (CAPTURES / "sdpa_attention" / "baseline", CAPTURES / "sdpa_attention" / "optimized"),
          (CAPTURES / "hf_qwen2_decoder" / "baseline", CAPTURES / "hf_qwen2_decoder" / "optimized"),
          (CAPTURES / "tv_resnet18" / "baseline", CAPTURES / "tv_resnet18" / "optimized")]

@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from mcp_server import views
 from mcp_server.views import find_operator, operator_kernels
+from tests.attribution.columnar_copy import write_columnar
 from tests.conftest import REPO
 
 RUN = REPO / "examples" / "captures" / "h200" / "hf_gpt2_train" / "baseline"
@@ -24,16 +25,10 @@ def _profiles(tmp_path: Path) -> tuple:
     from profiler_core.attribution import attribute_run
     from profiler_core.attribution.kernel_table import KernelTable
     from profiler_core.attribution.operator_parquet import OperatorColumns
-    from profiler_core.profile_io import read_profile, write_profile
+    from profiler_core.profile_io import read_profile
 
     models = attribute_run(RUN)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("OPROF_COLUMNAR_KERNELS", "0")  # attributed and written as tables at any size
-    try:
-        write_profile(tmp_path / "profile.json", attribute_run(RUN))
-    finally:
-        mp.undo()
-    tables = read_profile(tmp_path / "profile.json")
+    tables = read_profile(write_columnar(RUN, tmp_path))  # attributed and written as tables at any size
     assert isinstance(tables.operators, OperatorColumns) and isinstance(tables.kernels, KernelTable)
     return models, tables
 
