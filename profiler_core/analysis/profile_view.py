@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -230,6 +231,9 @@ def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.n
 def _combinations(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """The distinct combinations of several code columns (``codes[i]`` below ``sizes[i]``), and each
     row's number among them."""
+    if math.prod(sizes) >= 1 << 62:  # past one packed key: the rows of codes themselves
+        distinct_rows, inverse = np.unique(np.stack(codes), axis=1, return_inverse=True)
+        return [tuple(c) for c in distinct_rows.T.tolist()], inverse.ravel()
     key = np.zeros(len(codes[0]), dtype=np.int64)
     for column, size in zip(codes, sizes, strict=True):
         key = key * size + column

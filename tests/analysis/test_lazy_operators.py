@@ -146,10 +146,11 @@ def test_combinations_number_each_distinct_row() -> None:
         sizes = [int(s) for s in rng.integers(1, 6, size=int(rng.integers(1, 4)))]
         n = int(rng.integers(1, 40))
         codes = [rng.integers(0, s, size=n) for s in sizes]
-        combos, inverse = _combinations(codes, sizes)
         rows = list(zip(*(c.tolist() for c in codes), strict=True))
-        assert [combos[i] for i in inverse.tolist()] == rows
-        assert len(set(combos)) == len(combos) == len(set(rows))
+        for scale in (1, 1 << 40):  # sizes past one packed key: the rows compared themselves
+            combos, inverse = _combinations(codes, [s * scale for s in sizes])
+            assert [combos[i] for i in inverse.tolist()] == rows
+            assert len(set(combos)) == len(combos) == len(set(rows))
 
 
 def test_kernel_owners_read_the_owner_rows() -> None:
