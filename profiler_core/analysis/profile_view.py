@@ -194,7 +194,7 @@ def _aggregate_sets(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, 
     """The counters of consecutive sets of kernels: ``idx`` (rows of ``durations``, set after set, each
     set in its order; their counters ``matrix[idx]``, or ``matrix[matrix_rows]``) and ``masks`` (their
     key masks) cut by ``sizes``; ``{}`` for an empty set."""
-    agg, named = _aggregate_arrays_named(matrix, durations, idx, masks, sizes, matrix_rows)
+    agg, named = _aggregate_arrays_named(matrix, durations, idx, masks, sizes, matrix_rows, fields)
     return _set_dicts(agg, named, sizes, range(len(sizes)), fields)
 
 
@@ -215,11 +215,11 @@ def _set_dicts(agg: Aggregated, named: np.ndarray, sizes: np.ndarray, sets: Iter
 
 def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.ndarray, masks: np.ndarray,
                             sizes: np.ndarray, matrix_rows: np.ndarray | None = None,
-                            ) -> tuple[Aggregated, np.ndarray]:
+                            only: Collection[str] | None = None) -> tuple[Aggregated, np.ndarray]:
     """The aggregate of consecutive sets (as :func:`_aggregate_sets` takes them) and, per set, the
     key mask of the counters any of its kernels names (the OR of their masks; 0 for an empty set)."""
     grp = np.repeat(np.arange(len(sizes)), sizes)
-    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes), matrix_rows=matrix_rows)
+    agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes), matrix_rows=matrix_rows, only=only)
     starts = np.cumsum(sizes) - sizes
     present = sizes > 0
     named = np.zeros(len(sizes), dtype=np.int64)

@@ -108,10 +108,11 @@ class Aggregated:
 
 def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarray, grp: np.ndarray,
                      n_groups: int, specs: Sequence[CounterSpec] = CATALOG,
-                     matrix_rows: np.ndarray | None = None) -> Aggregated:
+                     matrix_rows: np.ndarray | None = None, only: Collection[str] | None = None) -> Aggregated:
     """Aggregate kernels ``idx`` by group ids ``grp`` (kernels of a group in launch order).
 
     Their counters are ``matrix[idx]``, or ``matrix[matrix_rows]`` when kernels share counter rows.
+    ``only``: the counters a caller reads; the others are not worked out (NaN, and marked missing).
     """
     fields = tuple(spec.field for spec in specs)
     col_of = {f: i for i, f in enumerate(fields)}
@@ -136,6 +137,9 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
     partial = np.empty((len(specs), n_groups), dtype=bool).T
     missing = np.empty((len(specs), n_groups), dtype=bool).T
     for c, spec in enumerate(specs):
+        if only is not None and spec.field not in only:  # not read by the caller
+            values[:, c], partial[:, c], missing[:, c] = np.nan, False, True
+            continue
         col = column(col_of[spec.field])
         nan = np.isnan(col)
         # a counter measured on every kernel taken (the common case) skips the masking: the same

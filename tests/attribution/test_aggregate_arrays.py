@@ -96,6 +96,13 @@ def test_aggregate_arrays_gives_the_oracles_bits(case: tuple[np.ndarray, np.ndar
     by_counter = aggregate_arrays(np.asfortranarray(matrix), durations, idx, grp, n_groups, _SPECS)
     assert by_counter.values.tobytes() == values.tobytes()
     assert (by_counter.missing == missing).all() and (by_counter.partial == partial).all()
+    # only some counters worked out (the weights' counters among those left out): theirs to the bit
+    only = [spec.field for c, spec in enumerate(_SPECS) if (c * 7 + len(idx)) % 3 == 0]
+    some = aggregate_arrays(np.asfortranarray(matrix), durations, idx, grp, n_groups, _SPECS, only=only)
+    kept = np.array([spec.field in only for spec in _SPECS])
+    assert some.values[:, kept].tobytes() == values[:, kept].tobytes()
+    assert (some.missing[:, kept] == missing[:, kept]).all() and (some.partial[:, kept] == partial[:, kept]).all()
+    assert np.isnan(some.values[:, ~kept]).all() and some.missing[:, ~kept].all()
 
 
 def test_rows_shared_through_matrix_rows_aggregate_as_the_rows_taken_out() -> None:
