@@ -228,6 +228,11 @@ def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.n
     return agg, named
 
 
+def _tested(ops: Sequence[Operator], fields: tuple[str, ...], test: Callable[..., bool]) -> np.ndarray:
+    """``test(op.<field>, ...)`` of each of ``ops``, asked operator by operator."""
+    return np.fromiter((bool(test(*(getattr(op, f) for f in fields))) for op in ops), dtype=bool, count=len(ops))
+
+
 def _combinations(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """The distinct combinations of several code columns (``codes[i]`` below ``sizes[i]``), and each
     row's number among them."""
@@ -617,8 +622,7 @@ class ProfileView:
             told = [bool(test(*(vals[c] for (_, vals), c in zip(columns, combo, strict=True))))
                     for combo in combos]
             return np.array(told, dtype=bool)[inverse]
-        return np.fromiter((bool(test(*(getattr(op, f) for f in names))) for op in ops), dtype=bool,
-                           count=len(ops))
+        return _tested(ops, names, test)
 
     def op_flags(self, ops: Sequence[Operator], fields: str | tuple[str, ...],
                  test: Callable[..., bool]) -> np.ndarray:
@@ -628,9 +632,7 @@ class ProfileView:
             return self.op_mask(fields, test)
         if ops is self.ops_in_order:
             return self.op_mask_in_order(fields, test)
-        names = (fields,) if isinstance(fields, str) else fields
-        return np.fromiter((bool(test(*(getattr(op, f) for f in names))) for op in ops), dtype=bool,
-                           count=len(ops))
+        return _tested(ops, (fields,) if isinstance(fields, str) else fields, test)
 
     def op_column(self, field: str, ops: Sequence[Operator] | None = None) -> list[Any]:
         """``op.<field>`` of each of ``ops`` (the view's operators when None): for the view's own

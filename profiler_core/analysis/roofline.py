@@ -309,19 +309,6 @@ def _with_warnings(rows: RooflineRows, peaks: ChipPeaks | None, measured_roofs: 
                     warnings=warnings)
 
 
-class _Keys(Positional[str]):
-    """The keys of some operator models, read when asked."""
-
-    def __init__(self, ops: Sequence[Operator]) -> None:
-        self.ops = ops
-
-    def __len__(self) -> int:
-        return len(self.ops)
-
-    def _at(self, g: int) -> str:
-        return self.ops[g].key
-
-
 class RooflineRows(Positional[OperatorRoofline]):
     """The roofline's operator rows, each built (by :func:`_operator`) when first read, then kept.
 
@@ -363,10 +350,10 @@ class RooflineRows(Positional[OperatorRoofline]):
     __hash__ = None  # type: ignore[assignment]  # equal as a list of rows is, so not hashable
 
     @cached_property
-    def _op_keys(self) -> Sequence[str]:
+    def _op_keys(self) -> list[str]:
         """Every operator's key, by position (off the table where the operators are a table's)."""
         ops = self._ops
-        return ops.table.column("key") or [] if isinstance(ops, OperatorModels) else _Keys(ops)
+        return ops.table.keys.to_pylist() if isinstance(ops, OperatorModels) else [op.key for op in ops]
 
     def key(self, j: int) -> str:
         return self._op_keys[int(self._at_op[j])]

@@ -183,6 +183,14 @@ class OperatorColumns(Positional[Operator]):
             metrics[c] = filled(self.arrow.column(f"metrics.{f}").combine_chunks(), np.nan)
         return metrics.T
 
+    def metric_rows(self, lo: int, hi: int) -> np.ndarray:
+        """:attr:`metrics` of operators ``lo`` to ``hi``: off the Arrow columns where the whole matrix
+        is not filled (a reader of a few operators, such as a summary's top ten)."""
+        if "metrics" in self.__dict__ or not self.metric_fields:
+            return self.metrics[lo:hi]
+        return np.stack([filled(self.arrow.column(f"metrics.{f}").slice(lo, hi - lo).combine_chunks(), np.nan)
+                         for f in self.metric_fields], axis=1)
+
     def __len__(self) -> int:
         return self.n
 
@@ -256,9 +264,8 @@ class OperatorColumns(Positional[Operator]):
         members = self.members[self.offsets[lo]:self.offsets[hi]].tolist()
         counts, durations = self.kernel_count[lo:hi].tolist(), self.duration_ns[lo:hi].tolist()
         # each distinct metrics row (by its bits) becomes a dict once; every operator gets its own copy
-        dicts, codes = metrics
+        metrics_of, codes = metrics
         metric_codes = codes if local else codes[lo:hi]
-        metrics_of = dicts
         if not read_only:  # each model gets its own copies
             fused_with, sources = [list(v) for v in fused_with], [list(v) for v in sources]
             reasons = [dict(v) for v in reasons]
@@ -279,13 +286,7 @@ class OperatorColumns(Positional[Operator]):
         lo, rows = self._block
         if not lo <= g < lo + len(rows):
             lo = g - g % _BLOCK
-            if "metrics" in self.__dict__:
-                block = self.metrics[lo:lo + _BLOCK]
-            else:  # a few models (a summary's top ten): their block's rows off the Arrow columns
-                block = np.stack([filled(self.arrow.column(f"metrics.{f}").slice(lo, _BLOCK).combine_chunks(),
-                                         np.nan) for f in self.metric_fields], axis=1) if self.metric_fields \
-                    else np.zeros((min(_BLOCK, self.n - lo), 0))
-            rows = [[None if v != v else v for v in r] for r in block.tolist()]
+            rows = [[None if v != v else v for v in r] for r in self.metric_rows(lo, lo + _BLOCK).tolist()]
             self._block = (lo, rows)
         return dict(zip(self.metric_fields, rows[g - lo], strict=True))
 
@@ -336,7 +337,7 @@ class OperatorModels(Positional[Operator]):
             if metrics is None and self._built < self.LOCAL_BLOCKS:
                 # a reader of a few operators: their block's distinct metrics rows only (numbering a
                 # long table's every row costs as much as building many blocks)
-                dicts, codes = distinct_row_dicts(table.metrics[lo:hi], table.metric_fields)
+                dicts, codes = distinct_row_dicts(table.metric_rows(lo, hi), table.metric_fields)
                 metrics, local = (dicts, codes), True
             else:
                 if metrics is None:
