@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -202,7 +202,8 @@ def _parse_parquet(profile_path: Path, ref: Any, what: str, rows: int, data: Any
 
 def _key_column(profile_path: Path, ref: Any, data: Any) -> Any:
     """The operator table's key column alone (None without one): decoded before the kernel table is,
-    while the whole operator table is decoded once the kernel table's Arrow is released."""
+    while the whole operator table is decoded once the kernel table is built (the kernel columns
+    not read yet stay Arrow until first read, the rest is released)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -311,75 +312,155 @@ def _operator_keys(column: Any, listed: Any = None) -> tuple[Sequence[str], np.n
     return keys.values, table[filled(column.indices, len(dictionary)).astype(np.int64)]
 
 
+_INT_COLUMNS = ("stream", "device", "start_ns", "end_ns", "registers_per_thread", "static_smem_bytes",
+                "dynamic_smem_bytes", "ncu_id", "inherited_from", "graph_id",
+                *(f"{label}_{axis}" for label in ("grid", "block") for axis in "xyz"),
+                *(f"evidence.{tier.value}.op_id" for tier in TIER_ORDER))
+_CODE_COLUMNS = ("name", "short_name", "kind", "counter_source", "operator_key", "tier", "reason", "fused_with",
+                 "library", "module_path",
+                 *(f"evidence.{tier.value}.{part}" for tier in TIER_ORDER for part in ("operator", "detail")))
+
+
+def _check_columns(arrow: Any, fields: Sequence[str], have_counters: bool) -> None:
+    """Raises ValueError naming the first column of the kernel table that is missing or of another type
+    than :func:`to_arrow` writes: checked when the table is read, since most columns are decoded later."""
+    import pyarrow as pa
+
+    kinds: list[tuple[Sequence[str], Any, str]] = [
+        (_INT_COLUMNS, pa.types.is_integer, "integers"),
+        (_CODE_COLUMNS, lambda t: pa.types.is_dictionary(t) and pa.types.is_string(t.value_type)
+         and pa.types.is_integer(t.index_type), "dictionary-encoded strings"),
+        (("tiers_agree",), pa.types.is_boolean, "booleans"),
+        ([f"counters.{f}" for f in fields] if have_counters else [], pa.types.is_floating, "floats")]
+    schema = arrow.schema
+    for names, is_kind, what in kinds:
+        for name in names:
+            index = schema.get_field_index(name)
+            if index < 0:
+                raise ValueError(f"no column '{name}'")
+            if not is_kind(schema.field(index).type):
+                raise ValueError(f"column '{name}' holds {schema.field(index).type}, not {what}")
+
+
 def from_arrow(arrow: Any, listed: Any = None) -> KernelTable:
     """A KernelTable from the Parquet file's columns (inverse of :func:`to_arrow`); ``listed``: the
-    operator table's key column, if the profile has one (see :func:`_operator_keys`)."""
+    operator table's key column, if the profile has one (see :func:`_operator_keys`).
+
+    The columns are checked here, and the operator keys and the strings' codes worked out (codes
+    are given in first-seen order, so the dictionaries are interned in one fixed order); every
+    other column becomes numpy when first read (:meth:`KernelTable.deferred`), and each function
+    that decodes one holds only its own Arrow columns.
+    """
     strings = Interner()
     strings.code(None)
     meta = arrow.schema.metadata or {}
     fields = tuple(json.loads(meta[b"oprof.counter_fields"]))
     have_counters = meta[b"oprof.have_counters"] == b"1"
     n = arrow.num_rows
+    _check_columns(arrow, fields, have_counters)
 
     def col(name: str) -> Any:
         return arrow.column(name).combine_chunks()
 
-    def codes(name: str, into: Interner = strings) -> np.ndarray:
+    def coder(name: str, into: Interner = strings) -> Callable[[], np.ndarray]:
+        """Interns the column's dictionary now; the function gives each row's code."""
         arr = col(name)
         values = arr.dictionary.to_pylist()
         table = np.array([into.code(v) for v in values] + [into.code(None)], dtype=np.int64)
-        return table[filled(arr.indices, len(values)).astype(np.int64)]
+        indices = arr.indices
+        return lambda: table[filled(indices, len(values)).astype(np.int64)]
 
-    def ints(name: str) -> np.ndarray:
-        return filled(col(name), NONE).astype(np.int64)
+    def inter(name: str) -> Callable[[], np.ndarray]:
+        column = arrow.column(name)
+        return lambda: filled(column.combine_chunks(), NONE).astype(np.int64)
 
-    dims = Interner()
-    grids = {}
-    launch = {}
-    for label in ("grid", "block"):
-        xyz = [col(f"{label}_{a}") for a in "xyz"]
-        known = validity(xyz[0])
-        launch[label] = known, np.stack([filled(c, 0) for c in xyz], axis=1).astype(np.int64)
-    codes_of = _dim_codes(dims, [vals[known] for known, vals in launch.values()])
-    for (label, (known, _)), dim_codes in zip(launch.items(), codes_of, strict=True):
-        grids[label] = np.full(n, NONE, dtype=np.int64)
-        grids[label][known] = dim_codes
+    pending: dict[str, Callable[[], dict[str, Any]]] = {}
+
+    def later(name: str, values: Callable[[], Any]) -> None:
+        pending[name] = lambda: {name: values()}
+
     fused = Interner()
-    fused_codes = codes("fused_with", fused)
+    fused_with = coder("fused_with", fused)
     fused_values = [tuple(json.loads(v)) if v is not None else () for v in fused.values]
+    operator_keys, operator = _operator_keys(col("operator_key"), listed)
+    evidence_codes = [(coder(f"evidence.{tier.value}.operator"), inter(f"evidence.{tier.value}.op_id"),
+                       coder(f"evidence.{tier.value}.detail")) for tier in TIER_ORDER]
+    none = strings.codes[None]
+
+    def evidence() -> dict[str, Any]:
+        out = []
+        for ops, op_ids, details in evidence_codes:
+            o = ops()
+            out.append(EvidenceColumns(o != none, o, op_ids(), details()))
+        return {"evidence": tuple(out)}
+
+    pending["evidence"] = evidence
+    for name in ("name", "short_name", "kind", "reason", "library", "module_path"):
+        later(name, coder(name))
     src = Interner()
     for x in SOURCES:
         src.code(x.value)
+    source = coder("counter_source", src)
+    later("counter_source", lambda: source().astype(np.int8))
     tier_names = Interner()
     for t in TIERS:
         tier_names.code(t.value)
-    operator_keys, operator = _operator_keys(col("operator_key"), listed)
-    evidence = []
-    for tier in TIER_ORDER:
-        o = codes(f"evidence.{tier.value}.operator")
-        evidence.append(EvidenceColumns(o != strings.codes[None], o, ints(f"evidence.{tier.value}.op_id"),
-                                        codes(f"evidence.{tier.value}.detail")))
-    # filled counter by counter into a (counters, rows) array and handed on transposed: writing a
-    # column of a row-major (rows, counters) array strides across memory (1M kernels: 0.53 -> 0.04 s)
-    values = np.zeros((len(fields), n))
-    if have_counters:
-        for c, f in enumerate(fields):
-            values[c] = filled(col(f"counters.{f}"), np.nan)
-    values = values.T
-    agree_arr = col("tiers_agree")
-    agree = np.where(validity(agree_arr), to_numpy(agree_arr).astype(np.int8), NONE).astype(np.int8)
-    graph = col("graph_id")
-    return KernelTable(
-        strings=strings, dims=dims.values, fused=fused_values, operator_keys=operator_keys,
-        counter_fields=fields, have_counters=have_counters, name=codes("name"), short_name=codes("short_name"),
-        kind=codes("kind"), stream=ints("stream"), device=ints("device"), start_ns=ints("start_ns"),
-        end_ns=ints("end_ns"), grid=grids["grid"], block=grids["block"],
-        registers_per_thread=ints("registers_per_thread"), static_smem_bytes=ints("static_smem_bytes"),
-        dynamic_smem_bytes=ints("dynamic_smem_bytes"), counter_values=values, counter_row=np.arange(n),
-        counter_source=codes("counter_source", src).astype(np.int8), ncu_id=ints("ncu_id"),
-        inherited_from=ints("inherited_from"), operator=operator,
-        tier=codes("tier", tier_names).astype(np.int8), evidence=tuple(evidence), tiers_agree=agree,
-        reason=codes("reason"), fused_with=fused_codes, graph_id=filled(graph, 0).astype(np.int64),
-        graph_id_known=validity(graph), library=codes("library"),
-        module_path=codes("module_path"),
-    )
+    tiers = coder("tier", tier_names)
+    later("tier", lambda: tiers().astype(np.int8))
+    later("fused_with", fused_with)
+    for name in ("stream", "device", "start_ns", "end_ns", "registers_per_thread", "static_smem_bytes",
+                 "dynamic_smem_bytes", "ncu_id", "inherited_from"):
+        later(name, inter(name))
+    launch_columns = {label: [arrow.column(f"{label}_{a}") for a in "xyz"] for label in ("grid", "block")}
+
+    def launch() -> dict[str, Any]:
+        dims = Interner()
+        launch = {}
+        for label, columns in launch_columns.items():
+            xyz = [c.combine_chunks() for c in columns]
+            known = validity(xyz[0])
+            launch[label] = known, np.stack([filled(c, 0) for c in xyz], axis=1).astype(np.int64)
+        codes_of = _dim_codes(dims, [vals[known] for known, vals in launch.values()])
+        out: dict[str, Any] = {"dims": dims.values}
+        for (label, (known, _)), dim_codes in zip(launch.items(), codes_of, strict=True):
+            out[label] = np.full(n, NONE, dtype=np.int64)
+            out[label][known] = dim_codes
+        return out
+
+    for name in ("grid", "block", "dims"):
+        pending[name] = launch
+    counter_columns = [arrow.column(f"counters.{f}") for f in fields] if have_counters else []
+
+    def counters() -> dict[str, Any]:
+        # filled counter by counter into a (counters, rows) array and handed on transposed: writing a
+        # column of a row-major (rows, counters) array strides across memory (1M kernels: 0.53 -> 0.04 s)
+        values = np.zeros((len(fields), n))
+        for c, column in enumerate(counter_columns):
+            values[c] = filled(column.combine_chunks(), np.nan)
+        counter_columns.clear()  # KernelTable.counter_column reads the matrix from now on
+        return {"counter_values": values.T}
+
+    def counter_column(c: int) -> np.ndarray:
+        return filled(counter_columns[c].combine_chunks(), np.nan) if have_counters else np.zeros(n)
+
+    pending["counter_values"] = counters
+    later("counter_row", lambda: np.arange(n))
+    agree_column = arrow.column("tiers_agree")
+
+    def agree() -> np.ndarray:
+        arr = agree_column.combine_chunks()
+        return np.where(validity(arr), to_numpy(arr).astype(np.int8), NONE).astype(np.int8)
+
+    later("tiers_agree", agree)
+    graph_column = arrow.column("graph_id")
+
+    def graph() -> dict[str, Any]:
+        arr = graph_column.combine_chunks()
+        return {"graph_id": filled(arr, 0).astype(np.int64), "graph_id_known": validity(arr)}
+
+    pending["graph_id"] = pending["graph_id_known"] = graph
+    table = KernelTable.deferred(
+        pending, strings=strings, fused=fused_values, operator_keys=operator_keys, counter_fields=fields,
+        have_counters=have_counters, operator=operator)
+    table.__dict__["_counter_column"] = counter_column
+    return table

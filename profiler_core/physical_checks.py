@@ -18,6 +18,8 @@ KernelTable) share them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from profiler_core.metrics.peaks import PEAKS, peaks_for_gpu
@@ -64,11 +66,13 @@ def dram_bytes_of(counters: list[dict[str, float | None]]) -> np.ndarray:
     return out
 
 
-def dram_bytes_columns(fields: tuple[str, ...], values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Bytes read plus written per kernel from a KernelTable's counter columns (NaN where not measured)."""
-    cols = [fields.index(f) for f in DRAM_FIELDS if f in fields]
-    if not cols or not len(values):
+def dram_bytes_columns(fields: tuple[str, ...], column: Callable[[int], np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Bytes read plus written per kernel from a KernelTable's counter columns (NaN where not measured);
+    ``column(c)``: counter ``c`` of every counter row (``KernelTable.counter_column``)."""
+    cols = [column(fields.index(f)) for f in DRAM_FIELDS if f in fields]
+    if not cols or not len(cols[0]):
         return np.full(len(rows), np.nan)
-    per_row = np.nansum(values[:, cols], axis=1)
-    per_row[np.all(np.isnan(values[:, cols]), axis=1)] = np.nan
+    values = np.stack(cols, axis=1)
+    per_row = np.nansum(values, axis=1)
+    per_row[np.all(np.isnan(values), axis=1)] = np.nan
     return np.where(rows >= 0, per_row[np.clip(rows, 0, None)], np.nan)

@@ -2,10 +2,10 @@
 
 The engine fills a :class:`KernelTable`; a small capture turns it into the ``Kernel`` models of
 today's profile.json (:meth:`KernelTable.models`), a large one writes it to Parquet
-(profiler_core/columnar_profile.py). Reading it back gives the same table; as a
-``Sequence[Kernel]`` it builds each model on access, so the analysis commands iterate a
-million kernels without holding a million models. The table is read-only through that view:
-change columns, not models.
+(profiler_core/columnar_profile.py). Reading it back gives the same table, each column decoded
+when first read (:meth:`KernelTable.deferred`); as a ``Sequence[Kernel]`` it builds each model on
+access, so the analysis commands iterate a million kernels without holding a million models. The
+table is read-only through that view: change columns, not models.
 
 Strings of every column share one dictionary (``strings``); ``-1`` is None in code and id
 columns. A kernel's counters are a row of ``counter_values`` (``counter_row``; -1: none);
@@ -14,9 +14,9 @@ evidence is one set of columns per tier (``TIER_ORDER``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -76,12 +76,44 @@ class KernelTable(Positional[Kernel]):
     library: np.ndarray
     module_path: np.ndarray  # string codes (None has one)
 
+    @classmethod
+    def deferred(cls, pending: dict[str, Callable[[], dict[str, Any]]], **values: Any) -> KernelTable:
+        """A table whose fields in ``pending`` are worked out when first read, each by its function,
+        which returns that field and the fields worked out with it (a table read from Parquet:
+        columnar_profile.from_arrow). A command reads only the columns it uses."""
+        unnamed = {f.name for f in fields(cls)} - values.keys() - pending.keys()
+        if unnamed:
+            raise TypeError(f"KernelTable.deferred: no value or function for {sorted(unnamed)}")
+        table = cls.__new__(cls)
+        table.__dict__.update(values, _pending=pending)
+        return table
+
+    if not TYPE_CHECKING:  # hidden from mypy, which would otherwise type every unknown attribute Any
+        def __getattr__(self, name: str) -> Any:
+            pending = self.__dict__.get("_pending")
+            load = pending.get(name) if pending else None
+            if load is None:
+                raise AttributeError(f"'KernelTable' object has no attribute '{name}'")
+            values = load()
+            self.__dict__.update(values)
+            for done in values:
+                pending.pop(done, None)  # the functions (and the Arrow columns they hold) are released
+            return values[name]
+
+    def counter_column(self, c: int) -> np.ndarray:
+        """Counter ``c`` of every counter row, ``counter_values[:, c]``; a table read from Parquet whose
+        counters are not worked out yet reads the one column (``_counter_column``, from_arrow)."""
+        read = self.__dict__.get("_counter_column")
+        if read is not None and "counter_values" not in self.__dict__:
+            return read(c)  # type: ignore[no-any-return]
+        return self.counter_values[:, c]
+
     @property
     def duration_ns(self) -> np.ndarray:
         return self.end_ns - self.start_ns
 
     def __len__(self) -> int:
-        return len(self.name)
+        return len(self.operator)
 
     def _at(self, j: int) -> Kernel:
         return self.model(j)

@@ -147,5 +147,5 @@ def table_problem(profile: Profile, max_duration_ns: int) -> str | None:
                 f"{len(t)} kernels, {all_ns} ns")
     if not t.have_counters:
         return None
-    dram = dram_bytes_columns(t.counter_fields, t.counter_values, t.counter_row)
+    dram = dram_bytes_columns(t.counter_fields, t.counter_column, t.counter_row)
     return dram_problem(dram, dur, profile.capture.gpu_name)

@@ -169,7 +169,8 @@ def test_damaged_operator_parquet_without_a_digest_is_a_named_error(written: Pat
 def test_the_operator_table_is_decoded_whole_after_the_kernel_tables_arrow_is_released(
         written: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # its key column alone is decoded first (the kernels' key dictionary is checked against it), so
-    # the kernel table's Arrow and the whole operator table are never held at once
+    # the whole kernel table's Arrow is not held with the whole operator table: only the kernel
+    # columns not read yet (test_deferred_kernel_columns.py)
     from profiler_core import columnar_profile
 
     steps: list[str] = []
