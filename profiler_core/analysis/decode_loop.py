@@ -22,16 +22,15 @@ host's work between them included.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from profiler_core.analysis.patterns import manual_attention_groups
-from profiler_core.analysis.profile_view import CLASS_CODES, ProfileView, busy_and_span_ns, pct
+from profiler_core.analysis.profile_view import CLASS_CODES, ProfileView, pct
 from profiler_core.attribution.operator_class import is_softmax
-from profiler_core.schema import Kernel, Operator, OperatorClass
+from profiler_core.schema import Operator, OperatorClass
 
 UNKNOWN = 0  # a query or key length the capture did not record (an operator of a compiled graph)
 
@@ -214,38 +213,41 @@ def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwar
     growing = sum(1 for a, b in zip(kv, kv[1:], strict=False) if b == a + 1) >= per_iter - 1
     if not growing and not prefill:
         return None  # one-token queries against a fixed key and no prompt: not a generate() loop
-    kernels = sorted(view.kernels, key=lambda k: k.start_ns)
-    busy, span = busy_and_span_ns(kernels)
+    every = np.arange(len(view.kernels))
+    busy, span = view.busy_and_span_at(every)
     decode_start = [f[0].start_ns for f in decode]
-    prefill_ns, decode_ns, decode_busy, decode_kernels = _split(kernels, prefill, decode_start)
+    prefill_ns, decode_ns, decode_busy, decode_kernels = _split(view, prefill, decode_start)
     decode_ops = {c.op.key for f in decode for c in f}
     return DecodeLoop(
         iterations=iterations, layers=layers, batch=calls[0].batch,
         prompt_len=prefill[0][0].q_len if prefill else None, decode_forwards=per_iter, kv_growing=growing,
         kv_lengths=(min(kv), max(kv)), prefill_ns=prefill_ns // iterations, decode_ns=decode_ns // iterations,
-        step_ns=span // iterations, kernels_per_token=len(decode_kernels) / max(len(decode), 1),
+        step_ns=span // iterations, kernels_per_token=decode_kernels / max(len(decode), 1),
         busy_pct=pct(busy, span), decode_busy_pct=pct(decode_busy, decode_ns),
         ops=tuple(c.op for c in calls if c.op.key in decode_ops or c.q_len > 1),
     )
 
 
-def _split(kernels: list[Kernel], prefill: list[list[AttentionCall]],
-           decode_start: list[int]) -> tuple[int, int, int, list[Kernel]]:
+def _split(view: ProfileView, prefill: list[list[AttentionCall]],
+           decode_start: list[int]) -> tuple[int, int, int, int]:
     """Summed over iterations: prefill time (iteration start to its first decode forward), decode time
-    (first decode forward to the iteration's last kernel end), decode busy time; and the decode kernels."""
+    (first decode forward to the iteration's last kernel end), decode busy time; and the number of
+    decode kernels. The view's kernels are read off its columns, in start order (ties as listed)."""
+    cols = view.kernel_columns
+    order = np.argsort(cols.start, kind="stable")
+    starts, ends = cols.start[order], cols.end[order]
     # Each iteration launches as many kernels before its prefill's first attention as the first did.
-    starts = [k.start_ns for k in kernels]
-    lead = bisect_left(starts, prefill[0][0].start_ns) if prefill else 0
-    iter_starts = [starts[0]] + [starts[max(bisect_left(starts, f[0].start_ns) - lead, 0)] for f in prefill[1:]]
-    prefill_ns = decode_ns = decode_busy = 0
-    decode_kernels: list[Kernel] = []
-    bounds = [*iter_starts[1:], kernels[-1].end_ns + 1]
+    lead = int(np.searchsorted(starts, prefill[0][0].start_ns)) if prefill else 0
+    iter_starts = [int(starts[0])] + [int(starts[max(int(np.searchsorted(starts, f[0].start_ns)) - lead, 0)])
+                                      for f in prefill[1:]]
+    prefill_ns = decode_ns = decode_busy = decode_kernels = 0
+    bounds = [*iter_starts[1:], int(ends[-1]) + 1]
     for start, end in zip(iter_starts, bounds, strict=True):
         first_decode = next((s for s in decode_start if start <= s < end), end)
         prefill_ns += first_decode - start
-        ks = [k for k in kernels if first_decode <= k.start_ns < end]
-        if ks:
-            decode_ns += max(k.end_ns for k in ks) - first_decode
-            decode_busy += busy_and_span_ns(ks)[0]
-        decode_kernels.extend(ks)
+        lo, hi = np.searchsorted(starts, [first_decode, end]).tolist()  # starts in [first_decode, end)
+        if hi > lo:
+            decode_ns += int(ends[lo:hi].max()) - first_decode
+            decode_busy += view.busy_and_span_at(order[lo:hi])[0]
+        decode_kernels += max(hi - lo, 0)
     return prefill_ns, decode_ns, decode_busy, decode_kernels

@@ -24,6 +24,7 @@ from profiler_core.analysis.findings import FindingEvidence
 from profiler_core.attribution.aggregate import (
     FIELDS,
     Aggregated,
+    CounterAggregation,
     aggregate_arrays,
     aggregate_samples,
     counter_matrix,
@@ -103,12 +104,16 @@ class CounterRows:
             # NaN after them for the kernels without counters: no row per kernel is laid out
             # laid out counter by counter (the matrix is the transpose of a row per counter): an
             # aggregation reads each counter of the rows it takes as one contiguous run
-            columns = np.full((len(FIELDS), len(values) + 1), np.nan)
-            for c, f in enumerate(FIELDS):
-                if f in fields:
-                    columns[c, :len(values)] = values[:, fields.index(f)]
-            self.matrix = columns.T
-            self.matrix_rows = np.where(rows != NONE, rows, len(values))
+            if fields == list(FIELDS) and values.flags.f_contiguous and bool((rows != NONE).all()):
+                self.matrix = values  # already so (a table read from Parquet): every kernel has a row
+                self.matrix_rows = rows
+            else:
+                columns = np.full((len(FIELDS), len(values) + 1), np.nan)
+                for c, f in enumerate(FIELDS):
+                    if f in fields:
+                        columns[c, :len(values)] = values[:, fields.index(f)]
+                self.matrix = columns.T
+                self.matrix_rows = np.where(rows != NONE, rows, len(values))
             self.durations = (np.asarray(table.end_ns) - np.asarray(table.start_ns)).astype(float)
             self.key_masks = np.full(len(kernels), _key_mask(dict.fromkeys(fields)), dtype=np.int64)
         else:
@@ -220,12 +225,17 @@ def _aggregate_arrays_named(matrix: np.ndarray, durations: np.ndarray, idx: np.n
     key mask of the counters any of its kernels names (the OR of their masks; 0 for an empty set)."""
     grp = np.repeat(np.arange(len(sizes)), sizes)
     agg = aggregate_arrays(matrix, durations, idx, grp, len(sizes), matrix_rows=matrix_rows, only=only)
+    return agg, _named_masks(masks, sizes)
+
+
+def _named_masks(masks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per set of consecutive ``sizes`` rows, the OR of their key masks (0 for an empty set)."""
     starts = np.cumsum(sizes) - sizes
     present = sizes > 0
     named = np.zeros(len(sizes), dtype=np.int64)
     if present.any():
         named[present] = np.bitwise_or.reduceat(masks, starts[present])
-    return agg, named
+    return named
 
 
 def _tested(ops: Sequence[Operator], fields: tuple[str, ...], test: Callable[..., bool]) -> np.ndarray:
@@ -344,28 +354,52 @@ class _KeyRows(Mapping[str, int]):
 
 
 class _OpAggregate:
-    """Every operator's aggregated counters, one row per operator: dicts built only when asked."""
+    """Every operator's aggregated counters, one row per operator: worked out counter by counter as
+    they are read (:meth:`column`), all of them when a row is (dicts built only when asked)."""
 
     _COLUMN = {f: c for c, f in enumerate(FIELDS)}
 
-    def __init__(self, group: Mapping[str, int], agg: Aggregated | None, named: np.ndarray, *,
+    def __init__(self, group: Mapping[str, int], aggregation: CounterAggregation | None, named: np.ndarray, *,
                  every: bool = False) -> None:
         """``every``: row ``g`` is the view's operator ``g`` (every operator was aggregated, in order)."""
-        self.group, self.agg, self.named, self.every = group, agg, named, every
+        self.group, self.aggregation, self.named, self.every = group, aggregation, named, every
+        self.sizes = aggregation.sizes if aggregation is not None else np.zeros(0, dtype=np.int64)
         self._columns: dict[int, list[tuple[int, str]]] = {}
+        self._values: dict[int, np.ndarray] = {}
+
+    @cached_property
+    def agg(self) -> Aggregated:
+        """The whole aggregate (every counter of every row)."""
+        assert self.aggregation is not None
+        a = self.aggregation
+        values = np.empty((len(a.specs), a.n_groups)).T
+        partial = np.empty((len(a.specs), a.n_groups), dtype=bool).T
+        missing = np.empty((len(a.specs), a.n_groups), dtype=bool).T
+        for c in range(len(a.specs)):
+            values[:, c], partial[:, c], missing[:, c] = a.counter(c)
+        return Aggregated(values, missing, partial, a.sizes)
+
+    def column(self, c: int) -> np.ndarray:
+        """Counter ``c`` of every row (NaN: null), worked out alone unless the whole aggregate is."""
+        if "agg" in self.__dict__:
+            return self.agg.values[:, c]
+        values = self._values.get(c)
+        if values is None:
+            assert self.aggregation is not None
+            values = self._values[c] = self.aggregation.counter(c)[0]
+        return values
 
     def counters(self, g: int) -> dict[str, float | None]:
         """The counters operator row ``g`` names, with their values (None where null)."""
-        assert self.agg is not None
         row = self.agg.row(g)
         return {f: row[c] for c, f in _named_columns(int(self.named[g]), None, self._columns)}
 
     def value(self, g: int, field: str) -> float | None:
         """One counter of row ``g``: None where no kernel names it or the aggregate is null."""
         c = self._COLUMN.get(field)
-        if c is None or not int(self.named[g]) >> c & 1 or self.agg is None:
+        if c is None or not int(self.named[g]) >> c & 1 or self.aggregation is None:
             return None
-        v = float(self.agg.values[g, c])
+        v = float(self.column(c)[g])
         return None if v != v else v
 
 
@@ -567,8 +601,8 @@ class ProfileView:
         """Each operator's row in the counter aggregate, by position in ``operators`` (-1: none). A dict
         :meth:`op_counters` remembered for a key the aggregate holds is that row's, so it is not asked."""
         agg = self._op_aggregate
-        if agg.every and agg.agg is not None and not self.keys_repeat:  # row g is operator g, where it has kernels
-            return np.where(agg.agg.sizes > 0, np.arange(len(self.operators)), -1)
+        if agg.every and agg.aggregation is not None and not self.keys_repeat:  # row g: operator g, if it has kernels
+            return np.where(agg.sizes > 0, np.arange(len(self.operators)), -1)
         group = agg.group
         return np.fromiter((group.get(op.key, -1) for op in self.operators), dtype=np.int64,
                            count=len(self.operators))
@@ -582,10 +616,10 @@ class ProfileView:
         ops, agg, rows = self.operators, self._op_aggregate, self._op_aggregate_rows
         out = np.full(len(ops), np.nan)
         column = _OpAggregate._COLUMN.get(field)
-        if column is not None and agg.agg is not None:
+        if column is not None and agg.aggregation is not None:
             read = np.flatnonzero(rows >= 0)
             named = (agg.named[rows[read]] >> column) & 1 == 1
-            out[read[named]] = agg.agg.values[rows[read[named]], column]
+            out[read[named]] = agg.column(column)[rows[read[named]]]
         for g in np.flatnonzero(rows < 0).tolist():  # the stored metrics, or a dict already worked out
             value = self.op_counter(ops[g], field)
             if value is not None:
@@ -840,9 +874,12 @@ class ProfileView:
 
     def kernel_name_class(self, kernel: Kernel) -> OperatorClass:
         """The class a kernel's own name (and fused ops) says, whoever launched it."""
-        cached = self._name_class.get(kernel.name)
+        return self._class_of_name(kernel.name, kernel.fused_with)
+
+    def _class_of_name(self, name: str, fused_with: Sequence[str]) -> OperatorClass:
+        cached = self._name_class.get(name)
         if cached is None:
-            cached = self._name_class[kernel.name] = classify_operator(kernel.name, kernel.fused_with)
+            cached = self._name_class[name] = classify_operator(name, list(fused_with))
         return cached
 
     def matches(self, pattern: re.Pattern[str], name: str) -> bool:
@@ -873,10 +910,15 @@ class ProfileView:
     def _name_class_codes(self) -> np.ndarray:
         """:meth:`kernel_name_class` of every distinct kernel name, by name code: each name classed as
         its first kernel (in the view's order) is, as asking kernel by kernel would class it."""
-        cols, kernels = self._columns, self.kernels
+        cols, kernels, table = self._columns, self.kernels, self.profile.kernels
         out = np.zeros(len(cols.names), dtype=np.int64)
         codes, first = np.unique(cols.name, return_index=True)
-        out[codes] = [CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first.tolist()]
+        if isinstance(table, KernelTable):  # kernel j at position j: its name and fused ops off the columns
+            fused = table.fused
+            out[codes] = [CLASS_CODES[self._class_of_name(cols.names[c], fused[f])]
+                          for c, f in zip(codes.tolist(), table.fused_with[first].tolist(), strict=True)]
+        else:
+            out[codes] = [CLASS_CODES[self.kernel_name_class(kernels[p])] for p in first.tolist()]
         return out
 
     def own_kernel_positions(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -912,6 +954,13 @@ class ProfileView:
             return [k.name for k in kernels]
         names = self._columns.names
         return [names[c] for c in self._columns.name[at].tolist()]
+
+    def durations_in(self, kernels: Sequence[Kernel]) -> np.ndarray:
+        """Each of ``kernels``' duration in ns (int64), read off the columns where they are the view's."""
+        at = self._own_at(kernels)
+        if at is None:
+            return np.fromiter((k.duration_ns for k in kernels), dtype=np.int64, count=len(kernels))
+        return self._columns.duration[at]
 
     def max_registers(self, kernels: Sequence[Kernel]) -> float | None:
         """The most registers per thread any of ``kernels`` uses: ncu's counter where it is measured (and
@@ -1012,13 +1061,14 @@ class ProfileView:
         keep = rows >= 0  # less those without counters
         rows, grp = rows[keep], grp[keep]
         sizes = np.bincount(grp, minlength=len(ops))
-        agg, named = _aggregate_arrays_named(table.matrix, table.durations, rows, table.key_masks[rows], sizes,
-                                             table.matrix_rows_of(rows))
+        aggregation = CounterAggregation(table.matrix, table.durations, rows, np.repeat(np.arange(len(sizes)), sizes),
+                                         len(sizes), matrix_rows=table.matrix_rows_of(rows))
+        named = _named_masks(table.key_masks[rows], sizes)
         every = len(ops) == len(self.operators)
         group: Mapping[str, int] = (
             _KeyRows(self._op_index, sizes) if every and not self.keys_repeat
             else {op.key: g for g, (op, n) in enumerate(zip(ops, sizes.tolist(), strict=True)) if n})
-        return _OpAggregate(group, agg, named, every=every)
+        return _OpAggregate(group, aggregation, named, every=every)
 
     def _timeline_rows(self, ops: Sequence[Operator]) -> tuple[np.ndarray, np.ndarray]:
         """The counter rows of each of ``ops``' kernels present in the view (-1: no counters), operator

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import filterfalse
@@ -249,8 +249,8 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     calls = _call_codes(profile, len(operators))
     table = profile.operators
     if calls is not None and isinstance(table, OperatorColumns):  # read from tables: time and calls off the columns
-        rows = _rows_of_calls(operators, table.duration_ns, np.array(calls, dtype=np.int64), kernels, peaks,
-                              measured_roofs)
+        rows = _rows_of_calls(operators, table.duration_ns, np.array(calls, dtype=np.int64),
+                              _kernel_names(kernels, profile.kernels), peaks, measured_roofs)
         return _with_warnings(rows, peaks, measured_roofs, warnings)
     works: dict[object, int] = {}
     work_list: list[_Work] = []
@@ -279,8 +279,24 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     return _with_warnings(rows, peaks, measured_roofs, warnings)
 
 
+def _kernel_names(kernels: Sequence[Kernel], table: Sequence[Kernel]) -> Callable[[Iterable[int]], tuple[str, ...]]:
+    """The names of the kernels of ids ``ids`` that ``kernels`` lists (by position, as the loop over
+    operators reads them): off the table's name column where ``kernels`` are its models."""
+    n_kernels = len(kernels)
+    if isinstance(table, KernelTable) and len(table) == n_kernels:  # kernel i is the table's row i
+        texts, codes = table.strings.values, table.name
+
+        def of_table(ids: Iterable[int]) -> tuple[str, ...]:
+            at = np.array([i for i in ids if i < n_kernels], dtype=np.int64)
+            return tuple(texts[c] for c in codes[at].tolist())
+
+        return of_table
+    return lambda ids: tuple(kernels[i].name for i in ids if i < n_kernels)
+
+
 def _rows_of_calls(operators: Sequence[Operator], durations: np.ndarray, calls: np.ndarray,
-                   kernels: Sequence[Kernel], peaks: ChipPeaks | None, measured_roofs: bool) -> RooflineRows:
+                   kernel_names: Callable[[Iterable[int]], tuple[str, ...]], peaks: ChipPeaks | None,
+                   measured_roofs: bool) -> RooflineRows:
     """The rows of the operators with time, each call's time-free part worked out on the first
     operator making it (as the loop over operators does), from each operator's time and call number."""
     at = np.flatnonzero(durations > 0)
@@ -290,11 +306,10 @@ def _rows_of_calls(operators: Sequence[Operator], durations: np.ndarray, calls: 
     np.minimum.at(first, codes, np.arange(len(at)))  # each call's first row
     made = first < len(at)
     of_work = (np.cumsum(made) - 1)[codes]  # the calls made, numbered in call order
-    n_kernels = len(kernels)
     works = []
     for g in at[first[made]].tolist():
         op = operators[g]
-        works.append(_work(op, tuple(kernels[i].name for i in op.kernel_ids if i < n_kernels), peaks, measured_roofs))
+        works.append(_work(op, kernel_names(op.kernel_ids), peaks, measured_roofs))
     return RooflineRows(operators, at, of_work, works, durations=durations[at])
 
 

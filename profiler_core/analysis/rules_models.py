@@ -191,15 +191,16 @@ def optimizer_small_kernels(ctx: RuleContext) -> list[Finding]:
         return []
     kernels = ctx.view.kernels_of_ops(ops)
     iterations = max(ctx.view.profile.capture.measured_iterations or 1, 1)
-    small = [k for k in kernels if k.duration_ns <= t.small_kernel_us * 1000]
-    if len(small) / iterations < t.optimizer_min_kernels:
+    durations = ctx.view.durations_in(kernels)
+    small = int((durations <= t.small_kernel_us * 1000).sum())
+    if small / iterations < t.optimizer_min_kernels:
         return []
     foreach = sum(1 for op in ops if "_foreach_" in op.name)
     return [ctx.finding(
         "optimizer_small_kernels",
         title="Optimizer step launches many small kernels",
         kind=FindingKind.OPTIMIZATION,
-        symptom=(f"{len(small) // iterations} kernels of at most {t.small_kernel_us:g} us per optimizer step "
+        symptom=(f"{small // iterations} kernels of at most {t.small_kernel_us:g} us per optimizer step "
                  f"({len(kernels) // iterations} kernels in all)"),
         bottleneck="the update runs as a loop of tiny launches over the parameters; a fused implementation "
                    "updates a whole parameter group per kernel",
@@ -209,7 +210,7 @@ def optimizer_small_kernels(ctx: RuleContext) -> list[Finding]:
         alternatives=[Transformation.COMPILED_OPTIMIZER_STEP],
         facts=[f"{foreach} of {len(ops)} operators are multi-tensor (foreach) ops" if foreach
                else "per-parameter ops (no foreach): the for-loop implementation",
-               f"median kernel {statistics.median(k.duration_ns for k in kernels) / 1000:.1f} us"],
+               f"median kernel {statistics.median(durations.tolist()) / 1000:.1f} us"],
     )]
 
 

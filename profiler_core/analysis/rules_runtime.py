@@ -176,7 +176,7 @@ def cast_overhead(ctx: RuleContext) -> list[Finding]:
              & view.op_flags(ctx.ops, ("name", "fused_with"), lambda name, fused: overhead_kind(name, fused) == "cast"))
     ops = [ctx.ops[i] for i in np.flatnonzero(casts).tolist()]
     kernels = ctx.view.kernels_of_ops(ops)
-    share = ctx.view.share_pct(sum(k.duration_ns for k in kernels))
+    share = ctx.view.share_pct(int(ctx.view.durations_in(kernels).sum()))
     if not ops or share < ctx.thresholds.cast_overhead_pct:
         return []
     return [ctx.finding(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from weakref import WeakKeyDictionary
 
+import numpy as np
+
 from profiler_core.analysis.decode_loop import UNKNOWN, DecodeLoop, detect_decode_loop
 from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.host_syncs import (
@@ -22,7 +24,7 @@ from profiler_core.analysis.host_syncs import (
     per_expert_gemm_runs,
 )
 from profiler_core.analysis.patterns import gemm_rows
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.profile_view import KernelsAt, ProfileView
 from profiler_core.analysis.rules import RuleContext, rule
 from profiler_core.schema import Tier
 from profiler_core.transformations import Transformation
@@ -77,9 +79,16 @@ def decode_loop(ctx: RuleContext) -> list[Finding]:
     else:
         cache_text = f"every decode forward reads a key of length {hi} (a fixed-size cache)"
     prompt = f"a {loop.prompt_len}-token prompt" if loop.prompt_len else "no prefill in the capture"
-    decode_kernels = [k for op in loop.ops for k in ctx.view.kernels_of(op)]
-    graphed = bool(decode_kernels) and sum(1 for k in decode_kernels if k.graph_id is not None
-                                           or k.attribution.tier is Tier.CUDA_GRAPH) * 2 > len(decode_kernels)
+    decode_kernels, replayed = 0, 0
+    view, graph_tier = ctx.view, list(Tier).index(Tier.CUDA_GRAPH)
+    for op in loop.ops:  # each kernel read off the columns where it is the view's own
+        kernels = view.kernels_of(op)
+        at = view.positions(kernels)
+        decode_kernels += len(kernels)
+        replayed += (int((view.kernel_columns.in_graph[at] | (view.kernel_columns.tier[at] == graph_tier)).sum())
+                     if at is not None else sum(1 for k in kernels if k.graph_id is not None
+                                                or k.attribution.tier is Tier.CUDA_GRAPH))
+    graphed = bool(decode_kernels) and replayed * 2 > decode_kernels
     transformation = None if graphed or not loop.kv_growing else Transformation.STATIC_KV_CACHE
     bottleneck = ("each token's decode step replays as a CUDA graph; what is left is the eager prefill, the "
                   "host's work between tokens (sampling, stopping checks) and the kernels themselves" if graphed else
@@ -94,7 +103,7 @@ def decode_loop(ctx: RuleContext) -> list[Finding]:
                  "of the step"),
         bottleneck=bottleneck,
         ops=list(loop.ops),
-        kernels=sorted(ctx.view.kernels, key=lambda k: k.start_ns),
+        kernels=KernelsAt(view.kernels, np.argsort(view.kernel_columns.start, kind="stable")),  # by start
         transformation=transformation,
         facts=[*decode_figures(loop), cache_text,
                "the per-token GEMMs (M = batch) are the decode loop, not a recurrent network"

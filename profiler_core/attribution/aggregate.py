@@ -114,23 +114,7 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
     Their counters are ``matrix[idx]``, or ``matrix[matrix_rows]`` when kernels share counter rows.
     ``only``: the counters a caller reads; the others are not worked out (NaN, and marked missing).
     """
-    fields = tuple(spec.field for spec in specs)
-    col_of = {f: i for i, f in enumerate(fields)}
-    sizes = np.bincount(grp, minlength=n_groups)
-    # the rows taken, counter by counter: each counter's values are read as one contiguous run (a
-    # column of the row-major rows strides across every row), the same values in the same order. A
-    # matrix laid out so already (the transpose of a row per counter) gives each counter's values
-    # when it is read, one column at a time, without the rows-by-counters copy.
-    taken = idx if matrix_rows is None else matrix_rows
-    by_counter = matrix.T
-    column: Callable[[int], np.ndarray]
-    if by_counter.flags.c_contiguous:
-        def column(c: int) -> np.ndarray:
-            return by_counter[c].take(taken)
-    else:
-        column = np.ascontiguousarray(matrix[taken].T).__getitem__
-    dur = np.maximum(durations_ns[idx].astype(float), 0.0)
-    weights = _Weights(column, col_of, dur, grp, n_groups)
+    aggregation = CounterAggregation(matrix, durations_ns, idx, grp, n_groups, specs, matrix_rows)
     # groups x counters, each counter's column written as one contiguous run (the transpose of a row
     # per counter; a column of row-major rows strides across every group)
     values = np.empty((len(specs), n_groups)).T
@@ -140,7 +124,42 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
         if only is not None and spec.field not in only:  # not read by the caller
             values[:, c], partial[:, c], missing[:, c] = np.nan, False, True
             continue
-        col = column(col_of[spec.field])
+        values[:, c], partial[:, c], missing[:, c] = aggregation.counter(c)
+    return Aggregated(values, missing, partial, aggregation.sizes)
+
+
+class CounterAggregation:
+    """One aggregation (as :func:`aggregate_arrays` takes it), a counter at a time: :meth:`counter`
+    works out one counter's column for every group, the same bits the whole aggregation gives it,
+    so a caller reading a few counters of every operator works out those alone."""
+
+    def __init__(self, matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarray, grp: np.ndarray,
+                 n_groups: int, specs: Sequence[CounterSpec] = CATALOG,
+                 matrix_rows: np.ndarray | None = None) -> None:
+        self.specs = specs
+        self.col_of = {spec.field: i for i, spec in enumerate(specs)}
+        self.grp, self.n_groups = grp, n_groups
+        self.sizes = np.bincount(grp, minlength=n_groups)
+        # the rows taken, counter by counter: each counter's values are read as one contiguous run (a
+        # column of the row-major rows strides across every row), the same values in the same order. A
+        # matrix laid out so already (the transpose of a row per counter) gives each counter's values
+        # when it is read, one column at a time, without the rows-by-counters copy.
+        taken = idx if matrix_rows is None else matrix_rows
+        by_counter = matrix.T
+        column: Callable[[int], np.ndarray]
+        if by_counter.flags.c_contiguous:
+            def column(c: int) -> np.ndarray:
+                return by_counter[c].take(taken)
+        else:
+            column = np.ascontiguousarray(matrix[taken].T).__getitem__
+        self.column = column
+        dur = np.maximum(durations_ns[idx].astype(float), 0.0)
+        self._weights = _Weights(column, self.col_of, dur, grp, n_groups)
+
+    def counter(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Counter ``c`` (of the specs) of every group: (values, NaN where null; partial; missing)."""
+        spec, grp, n_groups, sizes = self.specs[c], self.grp, self.n_groups, self.sizes
+        col = self.column(self.col_of[spec.field])
         nan = np.isnan(col)
         # a counter measured on every kernel taken (the common case) skips the masking: the same
         # values are summed in the same order either way
@@ -159,11 +178,8 @@ def aggregate_arrays(matrix: np.ndarray, durations_ns: np.ndarray, idx: np.ndarr
             np.maximum.at(res, grp, col if have is None else np.where(have, col, -np.inf))
             res[count < sizes] = np.nan
         else:
-            res = weights.mean(spec.aggregation, have, filled)
-        values[:, c] = res
-        partial[:, c] = (count > 0) & (count < sizes)
-        missing[:, c] = count == 0
-    return Aggregated(values, missing, partial, sizes)
+            res = self._weights.mean(spec.aggregation, have, filled)
+        return res, (count > 0) & (count < sizes), count == 0
 
 
 class _Weights:

@@ -211,3 +211,44 @@ def test_exports_and_phase_sums_of_tables_equal_the_models(tmp_path: Path) -> No
     assert phases["backward"] and phases["optimizer"]
     assert operator_frame(tables).equals(operator_frame(models))
     assert export_perfetto(tables) == export_perfetto(models)
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_view_reads_kernel_names_counters_and_classes_off_the_kernel_table(run: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels' classes by name, every operator's counters (a counter at a time, or all at once)
+    and the roofline's kernel names read off the kernel table equal what the kernel models give,
+    and diagnose builds the models of a few kernels (those of findings on a few operators)."""
+    from profiler_core.analysis import diagnose
+    from profiler_core.analysis.profile_view import FIELDS as COUNTERS
+    from profiler_core.analysis.roofline import roofline
+    from profiler_core.attribution.kernel_table import KernelTable
+
+    table_profile = _table_profile(run, tmp_path)
+    assert isinstance(table_profile.kernels, KernelTable)
+    models_profile = table_profile.model_copy(update={"kernels": table_profile.kernels.models()})
+    tables, models = ProfileView(table_profile), ProfileView(models_profile)
+    assert np.array_equal(tables._name_class_codes, models._name_class_codes)
+    assert np.array_equal(tables.work_class_codes, models.work_class_codes)
+    alone = {f: tables.op_counter_values(f).tobytes() for f in COUNTERS}
+    assert "agg" not in tables._op_aggregate.__dict__  # no counter but those read was worked out
+    whole = ProfileView(table_profile)
+    assert whole._op_aggregate.agg is not None  # every counter worked out first
+    for f in COUNTERS:
+        assert alone[f] == whole.op_counter_values(f).tobytes() == models.op_counter_values(f).tobytes(), f
+    assert ([whole.op_counters(op) for op in list(whole.operators)[::7]]
+            == [models.op_counters(op) for op in list(models.operators)[::7]])
+    got = roofline(table_profile, kernels=tables.kernels, operators=tables.operators)
+    want = roofline(table_profile, kernels=models.kernels, operators=models.operators)
+    assert list(got.operators) == list(want.operators) and got.classes == want.classes
+    from profiler_core.analysis.profile_view import shared_views
+    from profiler_core.attribution.kernel_table import KernelModels
+
+    monkeypatch.setattr(KernelTable, "MODEL_BLOCK", 1)
+    with shared_views():
+        diagnose(table_profile)
+        kernels = ProfileView.of(table_profile).kernels
+    assert isinstance(kernels, KernelModels)
+    built = sum(b is not None for b in kernels._blocks)
+    if len(kernels) > 500:  # a few hundred kernels: ResNet-18's layout rule reads 82 of its 136
+        assert built < len(kernels) / 10, f"{built} of {len(kernels)} kernel models built"

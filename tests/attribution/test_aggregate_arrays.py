@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profiler_core.attribution.aggregate import aggregate_arrays
+from profiler_core.attribution.aggregate import CounterAggregation, aggregate_arrays
 from profiler_core.metrics.catalog import CATALOG, Aggregation, CounterSpec
 
 
@@ -103,6 +103,14 @@ def test_aggregate_arrays_gives_the_oracles_bits(case: tuple[np.ndarray, np.ndar
     assert some.values[:, kept].tobytes() == values[:, kept].tobytes()
     assert (some.missing[:, kept] == missing[:, kept]).all() and (some.partial[:, kept] == partial[:, kept]).all()
     assert np.isnan(some.values[:, ~kept]).all() and some.missing[:, ~kept].all()
+    # one counter at a time, in an order of the case's own (weights' counters before or after the
+    # counters weighted by them): each column the oracle's bits
+    one = CounterAggregation(np.asfortranarray(matrix), durations, idx, grp, n_groups, _SPECS)
+    order = np.random.default_rng(len(idx) + n_groups).permutation(len(_SPECS))
+    for c in order.tolist():
+        got_values, got_partial, got_missing = one.counter(c)
+        assert got_values.tobytes() == values[:, c].tobytes()
+        assert (got_partial == partial[:, c]).all() and (got_missing == missing[:, c]).all()
 
 
 def test_rows_shared_through_matrix_rows_aggregate_as_the_rows_taken_out() -> None:
