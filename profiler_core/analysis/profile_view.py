@@ -390,8 +390,10 @@ class _OpAggregate:
         return values
 
     def counters(self, g: int) -> dict[str, float | None]:
-        """The counters operator row ``g`` names, with their values (None where null)."""
-        row = self.agg.row(g)
+        """The counters operator row ``g`` names, with their values (None where null): the row alone
+        unless the whole aggregate is worked out (a report's top operators read a few rows)."""
+        assert self.aggregation is not None
+        row = self.agg.row(g) if "agg" in self.__dict__ else self.aggregation.group(g).row(0)
         return {f: row[c] for c, f in _named_columns(int(self.named[g]), None, self._columns)}
 
     def value(self, g: int, field: str) -> float | None:

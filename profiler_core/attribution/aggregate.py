@@ -137,6 +137,7 @@ class CounterAggregation:
                  n_groups: int, specs: Sequence[CounterSpec] = CATALOG,
                  matrix_rows: np.ndarray | None = None) -> None:
         self.specs = specs
+        self._taken = matrix, durations_ns, idx, matrix_rows
         self.col_of = {spec.field: i for i, spec in enumerate(specs)}
         self.grp, self.n_groups = grp, n_groups
         self.sizes = np.bincount(grp, minlength=n_groups)
@@ -155,6 +156,14 @@ class CounterAggregation:
         self.column = column
         dur = np.maximum(durations_ns[idx].astype(float), 0.0)
         self._weights = _Weights(column, self.col_of, dur, grp, n_groups)
+
+    def group(self, g: int) -> Aggregated:
+        """Group ``g`` aggregated alone, as the only group of its own aggregation: each counter's sums
+        run over the same kernels in the same order, so its row has the bits the whole gives it."""
+        matrix, durations_ns, idx, matrix_rows = self._taken
+        sel = np.flatnonzero(self.grp == g)
+        return aggregate_arrays(matrix, durations_ns, idx[sel], np.zeros(len(sel), dtype=np.int64), 1, self.specs,
+                                None if matrix_rows is None else matrix_rows[sel])
 
     def counter(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Counter ``c`` (of the specs) of every group: (values, NaN where null; partial; missing)."""

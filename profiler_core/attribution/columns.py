@@ -91,10 +91,20 @@ class ArrowStrings(Sequence[str]):
         return len(self.arrow)
 
     def __getitem__(self, i: Any) -> Any:
+        if self._values is None and isinstance(i, (int, np.integer)):
+            return self.arrow[int(i)].as_py()  # one string: the list is not made for it
         return self.values[i]
 
     def __iter__(self) -> Any:
         return iter(self.values)
+
+    def at(self, codes: list[int]) -> list[str]:
+        """The strings at positions ``codes``, without making the whole list where it is not made yet."""
+        if self._values is not None:
+            return [self._values[c] for c in codes]
+        import pyarrow as pa
+
+        return self.arrow.take(pa.array(codes, type=pa.int64())).to_pylist()  # type: ignore[no-any-return]
 
 
 def string_list(strings: Sequence[str]) -> Sequence[str]:

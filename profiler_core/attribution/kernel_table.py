@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, Positional, distinct_row_dicts, string_list
+from profiler_core.attribution.columns import NONE, ArrowStrings, Interner, Positional, distinct_row_dicts, string_list
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.schema import Attribution, CounterSource, Evidence, Kernel, Tier, construct_trusted
 
@@ -135,8 +135,15 @@ class KernelTable(Positional[Kernel]):
     def _model_block(self, lo: int, hi: int, shared: dict[tuple[Tier, int, int | None, int], Evidence],
                      counters_of_rows: tuple[list[dict[str, float | None]], Sequence[int] | dict[int, int]],
                      ) -> list[Kernel]:
-        s, dims, fused, keys = self.strings.values, self.dims, self.fused, string_list(self.operator_keys)
+        s, dims, fused = self.strings.values, self.dims, self.fused
         fields = self.counter_fields
+        operators = self.operator[lo:hi].tolist()
+        # the block's operator keys only (a table read from Parquet keeps its keys as Arrow)
+        distinct = sorted(set(operators) - {NONE})
+        keys = self.operator_keys
+        key_of: dict[int, str | None] = dict(zip(distinct, keys.at(distinct) if isinstance(keys, ArrowStrings)
+                                                 else [keys[c] for c in distinct], strict=True))
+        key_of[NONE] = None
 
         def col(a: np.ndarray) -> list[Any]:
             return a[lo:hi].tolist()
@@ -165,7 +172,7 @@ class KernelTable(Positional[Kernel]):
                     col(self.name), col(self.short_name), col(self.kind), col(self.stream), col(self.device),
                     col(self.grid), col(self.block), opt(self.registers_per_thread), opt(self.static_smem_bytes),
                     opt(self.dynamic_smem_bytes), col(self.counter_source), opt(self.ncu_id),
-                    opt(self.inherited_from), col(self.operator), col(self.tier), col(self.tiers_agree),
+                    opt(self.inherited_from), operators, col(self.tier), col(self.tiers_agree),
                     col(self.reason), col(self.fused_with), col(self.library), col(self.module_path), strict=True)):
             ri = rows[i]
             if not self.have_counters:
@@ -176,7 +183,7 @@ class KernelTable(Positional[Kernel]):
                 counters = distinct_counters[counter_codes[ri]].copy()
             level = TIERS[tier]
             attribution = construct_trusted(Attribution, {
-                "operator_key": None if op == NONE else keys[op], "tier": level,
+                "operator_key": key_of[op], "tier": level,
                 "confidence": TIER_CONFIDENCE[level],
                 "evidence": [one_evidence(t, ops[i], ids[i], details[i])
                              for t, has, ops, ids, details in evidence if has[i]],

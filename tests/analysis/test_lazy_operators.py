@@ -231,7 +231,10 @@ def test_a_view_reads_kernel_names_counters_and_classes_off_the_kernel_table(run
     assert np.array_equal(tables._name_class_codes, models._name_class_codes)
     assert np.array_equal(tables.work_class_codes, models.work_class_codes)
     alone = {f: tables.op_counter_values(f).tobytes() for f in COUNTERS}
+    some = list(tables.operators)[::5]
+    rows = [tables.op_counters(op) for op in some]  # each operator's row aggregated alone
     assert "agg" not in tables._op_aggregate.__dict__  # no counter but those read was worked out
+    assert rows == [models.op_counters(op) for op in list(models.operators)[::5]]
     whole = ProfileView(table_profile)
     assert whole._op_aggregate.agg is not None  # every counter worked out first
     for f in COUNTERS:

@@ -111,6 +111,10 @@ def test_aggregate_arrays_gives_the_oracles_bits(case: tuple[np.ndarray, np.ndar
         got_values, got_partial, got_missing = one.counter(c)
         assert got_values.tobytes() == values[:, c].tobytes()
         assert (got_partial == partial[:, c]).all() and (got_missing == missing[:, c]).all()
+    for g in range(n_groups):  # a group alone: its row's bits
+        alone = one.group(g)
+        assert alone.values.tobytes() == values[g:g + 1].tobytes()
+        assert (alone.missing == missing[g]).all() and (alone.partial == partial[g]).all()
 
 
 def test_rows_shared_through_matrix_rows_aggregate_as_the_rows_taken_out() -> None:
