@@ -365,7 +365,7 @@ def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) 
     count, dur, first = _name_tally(ov)
     per_kind: dict[OverheadKind, list[tuple[str, int, float]]] = defaultdict(list)
     for name, n in count.items():
-        kind = overhead_kind(name, ov.kernels[first[name]].fused_with)
+        kind = overhead_kind(name, ov.fused_with_at(first[name]))
         extra = n - base_count.get(name, 0)
         if kind is None or extra <= 0:
             continue

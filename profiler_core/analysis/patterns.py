@@ -11,6 +11,7 @@ attention groups to recognise a matmul-softmax-matmul that a pass replaced with 
 from __future__ import annotations
 
 import functools
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -190,29 +191,39 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
     # what the scan reads of each operator, off the view's columns where they are its own
     names, fused, paths = (view.op_column(f, ops) for f in ("name", "fused_with", "module_path"))
     bgemm, softmax = _flags(view, ops, is_batched_gemm), _flags(view, ops, is_softmax)
-    for i, full in enumerate(gemm_signatures(view, ops)):
-        sig = _input_signature(full)
+    inputs = {i: sig for i, full in enumerate(gemm_signatures(view, ops))
+              if full is not None and (sig := _input_signature(full)) is not None}
+    # With no run open, an operator that is not a projection changes nothing (a run of none is not
+    # kept): the scan goes from one projection to the next until a run opens.
+    starts = sorted(inputs) if min_size > 0 else list(range(len(ops)))
+    i = starts[0] if starts else len(ops)
+    while i < len(ops):
+        sig = inputs.get(i)
         if sig is not None:
             if sig == signature and _parent(paths[i]) == parent:
                 run.append(i)
-                continue
-            close()
-            run, signature, parent, score_path, softmax_seen = [i], sig, _parent(paths[i]), False, False
-            continue
-        cls = class_of(i)
-        if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(names[i], fused[i], cls):
-            continue
-        if (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(paths[i], parent)
-                and not bgemm[i] and not softmax[i]):
-            continue  # the parent module's own work (or its caller's) between its projections
-        if run and bgemm[i] and not softmax_seen:
-            score_path = True  # the score GEMM of the attention the members feed
-            continue
-        if score_path and cls is not OperatorClass.ATTENTION and not bgemm[i]:
-            softmax_seen = softmax_seen or bool(softmax[i])
-            continue  # scale, mask, softmax between the score GEMM and the value GEMM
-        close()
-        run, signature, parent, score_path, softmax_seen = [], None, None, False, False
+            else:
+                close()
+                run, signature, parent, score_path, softmax_seen = [i], sig, _parent(paths[i]), False, False
+        else:
+            cls = class_of(i)
+            if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(names[i], fused[i], cls):
+                pass
+            elif (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(paths[i], parent)
+                    and not bgemm[i] and not softmax[i]):
+                pass  # the parent module's own work (or its caller's) between its projections
+            elif run and bgemm[i] and not softmax_seen:
+                score_path = True  # the score GEMM of the attention the members feed
+            elif score_path and cls is not OperatorClass.ATTENTION and not bgemm[i]:
+                softmax_seen = softmax_seen or bool(softmax[i])  # scale, mask, softmax between the GEMMs
+            else:
+                close()
+                run, signature, parent, score_path, softmax_seen = [], None, None, False, False
+        if run or min_size <= 0:
+            i += 1
+        else:
+            k = bisect_right(starts, i)
+            i = starts[k] if k < len(starts) else len(ops)
     close()
     return _backward_of_forward_groups(paths, view.op_column("phase", ops), groups)
 

@@ -957,6 +957,13 @@ class ProfileView:
         names = self._columns.names
         return [names[c] for c in self._columns.name[at].tolist()]
 
+    def fused_with_at(self, p: int) -> list[str]:
+        """``kernels[p].fused_with``, read off the kernel table where the kernels are its models."""
+        table = self.profile.kernels
+        if isinstance(table, KernelTable):  # kernel j at position j
+            return list(table.fused[int(table.fused_with[p])])
+        return self.kernels[p].fused_with
+
     def durations_in(self, kernels: Sequence[Kernel]) -> np.ndarray:
         """Each of ``kernels``' duration in ns (int64), read off the columns where they are the view's."""
         at = self._own_at(kernels)

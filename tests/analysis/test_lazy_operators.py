@@ -26,6 +26,7 @@ CAPTURES = REPO / "examples" / "captures" / "h200"
 RUNS = [CAPTURES / "hf_gpt2_train" / "baseline", CAPTURES / "gpt2" / "baseline",
         CAPTURES / "hf_llama_generate" / "baseline", CAPTURES / "tv_resnet18" / "baseline",
         CAPTURES / "hf_bert_train" / "optimized"]
+FUSED_KERNELS = {"hf_gpt2_train", "gpt2", "tv_resnet18", "hf_bert_train"}  # kernels naming the ops they fuse
 FIELDS = ("name", "phase", "execution_context", "fused_with", "input_shapes", "module_path", "op_class",
           "library", "layer_role", "confidence", "source_nodes", "metric_null_reasons")
 
@@ -228,6 +229,9 @@ def test_a_view_reads_kernel_names_counters_and_classes_off_the_kernel_table(run
     assert isinstance(table_profile.kernels, KernelTable)
     models_profile = table_profile.model_copy(update={"kernels": table_profile.kernels.models()})
     tables, models = ProfileView(table_profile), ProfileView(models_profile)
+    fused = [tables.fused_with_at(p) for p in range(len(tables.kernels))]
+    assert fused == [k.fused_with for k in models.kernels]
+    assert any(fused) == (run.parent.name in FUSED_KERNELS)  # Inductor's kernels name the ops they fuse
     assert np.array_equal(tables._name_class_codes, models._name_class_codes)
     assert np.array_equal(tables.work_class_codes, models.work_class_codes)
     alone = {f: tables.op_counter_values(f).tobytes() for f in COUNTERS}
