@@ -522,7 +522,8 @@ class ProfileView:
         """The profile's roofline on measured roofs, built once from the view's models."""
         from profiler_core.analysis.roofline import roofline
 
-        return roofline(self.profile, measured_roofs=True, kernels=self.kernels, operators=self.operators)
+        return roofline(self.profile, measured_roofs=True, kernels=self.kernels, operators=self.operators,
+                        op_keys=self.op_keys, op_index=None if self.keys_repeat else self._op_index)
 
     # -- operators
     @cached_property

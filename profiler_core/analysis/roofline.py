@@ -230,11 +230,13 @@ class Roofline:
 
 
 def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks | None = None,
-             kernels: Sequence[Kernel] | None = None, operators: Sequence[Operator] | None = None) -> Roofline:
+             kernels: Sequence[Kernel] | None = None, operators: Sequence[Operator] | None = None,
+             op_keys: list[str] | None = None, op_index: Mapping[str, int] | None = None) -> Roofline:
     """Every operator's roofline position against ``chip`` (default: the profile's GPU).
 
     ``kernels`` and ``operators``: the profile's, already built as models (a ProfileView holds them),
-    so a large profile's tables are not turned into models again.
+    so a large profile's tables are not turned into models again. ``op_keys``: each of ``operators``'
+    key, and ``op_index``: each key's position (keys distinct), where the caller holds them already.
     """
     peaks = chip or peaks_for_gpu(profile.capture.gpu_name)
     warnings: list[str] = []
@@ -251,6 +253,7 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     if calls is not None and isinstance(table, OperatorColumns):  # read from tables: time and calls off the columns
         rows = _rows_of_calls(operators, table.duration_ns, np.array(calls, dtype=np.int64),
                               _kernel_names(kernels, profile.kernels), peaks, measured_roofs)
+        rows.share_keys(op_keys, op_index)
         return _with_warnings(rows, peaks, measured_roofs, warnings)
     works: dict[object, int] = {}
     work_list: list[_Work] = []
@@ -276,6 +279,7 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
         at.append(g)
         of_work.append(w)
     rows = RooflineRows(operators, np.array(at, dtype=np.int64), np.array(of_work, dtype=np.int64), work_list)
+    rows.share_keys(op_keys, op_index)
     return _with_warnings(rows, peaks, measured_roofs, warnings)
 
 
@@ -364,6 +368,14 @@ class RooflineRows(Positional[OperatorRoofline]):
 
     __hash__ = None  # type: ignore[assignment]  # equal as a list of rows is, so not hashable
 
+    def share_keys(self, op_keys: list[str] | None, op_index: Mapping[str, int] | None) -> None:
+        """Take the operators' keys (by position) and, keys distinct, their key index from the caller
+        (a ProfileView holds both) instead of making them again."""
+        if op_keys is not None and len(op_keys) == len(self._ops):
+            self.__dict__["_op_keys"] = op_keys
+            if op_index is not None:
+                self.__dict__["key_index"] = _RowsOfKeys(op_index, self._at_op, op_keys)
+
     @cached_property
     def _op_keys(self) -> list[str]:
         """Every operator's key, by position (off the table where the operators are a table's)."""
@@ -374,10 +386,11 @@ class RooflineRows(Positional[OperatorRoofline]):
         return self._op_keys[int(self._at_op[j])]
 
     @cached_property
-    def key_index(self) -> dict[str, int]:
+    def key_index(self) -> Mapping[str, int]:
         """Each key's position (the last of a repeated key)."""
         keys = self._op_keys
         return {keys[g]: j for j, g in enumerate(self._at_op.tolist())}
+
 
     def time_above_floor(self, keys: Iterable[str], peak: float, bandwidth: float, byte_scale: float,
                          ) -> tuple[list[float], int]:
@@ -511,6 +524,33 @@ class RooflineRows(Positional[OperatorRoofline]):
                 headroom_ns=_sum_or_none(head[members][t_known[members]].tolist())))
         out.sort(key=lambda c: -c.duration_ns)
         return out
+
+
+class _RowsOfKeys(Mapping[str, int]):
+    """:attr:`RooflineRows.key_index` through an index of every operator's key (keys distinct): a
+    key's operator position, then that operator's row, with no second dict of every key."""
+
+    def __init__(self, op_index: Mapping[str, int], at_op: np.ndarray, op_keys: list[str]) -> None:
+        self._index, self._at, self._keys = op_index, at_op, op_keys
+        self._row_of = np.full(len(op_keys), -1, dtype=np.int64)
+        self._row_of[at_op] = np.arange(len(at_op))
+
+    def get(self, key: str, default: int | None = None) -> int | None:  # type: ignore[override]
+        g = self._index.get(key)
+        j = -1 if g is None else int(self._row_of[g])
+        return default if j < 0 else j
+
+    def __getitem__(self, key: str) -> int:
+        j = self.get(key)
+        if j is None:
+            raise KeyError(key)
+        return j
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._keys[g] for g in self._at.tolist())
+
+    def __len__(self) -> int:
+        return len(self._at)
 
 
 def _sum_or_none(values: list[float | None]) -> float | None:

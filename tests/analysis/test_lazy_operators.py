@@ -245,6 +245,10 @@ def test_a_view_reads_kernel_names_counters_and_classes_off_the_kernel_table(run
         assert alone[f] == whole.op_counter_values(f).tobytes() == models.op_counter_values(f).tobytes(), f
     assert ([whole.op_counters(op) for op in list(whole.operators)[::7]]
             == [models.op_counters(op) for op in list(models.operators)[::7]])
+    shared = tables.measured_roofline.operators  # its key index goes through the view's
+    assert type(shared.key_index) is not dict
+    assert dict(shared.key_index) == {shared.key(j): j for j in range(len(shared))}
+    assert shared.key_index.get("no such key#0") is None and "no such key#0" not in shared.key_index
     got = roofline(table_profile, kernels=tables.kernels, operators=tables.operators)
     want = roofline(table_profile, kernels=models.kernels, operators=models.operators)
     assert list(got.operators) == list(want.operators) and got.classes == want.classes
