@@ -1025,7 +1025,7 @@ class ProfileView:
     def op_duration_ns(self, op: Operator) -> int:
         """Sum of the operator's kernel durations (the stored figure when its kernels are absent)."""
         ks = self.kernels_of(op)
-        return sum(k.duration_ns for k in ks) if ks else op.duration_ns
+        return int(self.durations_in(ks).sum()) if ks else op.duration_ns
 
     def op_counters(self, op: Operator) -> dict[str, float | None]:
         """The operator's aggregated counters (recomputed from kernels when they carry counters)."""

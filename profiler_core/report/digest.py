@@ -7,17 +7,17 @@ Each top operator carries its key counters and a one-phrase bottleneck label rea
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from profiler_core.analysis.compare import CounterDelta, TimeRow
 from profiler_core.analysis.counter_format import format_value
-from profiler_core.analysis.profile_view import ProfileView, idle_inside_pct
+from profiler_core.analysis.profile_view import ProfileView, idle_inside_pct, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
-from profiler_core.schema import OperatorClass, Profile, Tier
+from profiler_core.schema import Kernel, OperatorClass, Profile, Tier
 
 _MANY_KERNELS = 8  # an operator launching this many kernels can be limited by their launches
 KEY_COUNTERS = (*HEADLINE_COUNTERS, "local_memory_wavefronts")
@@ -127,6 +127,21 @@ def coverage_by_tier(view: ProfileView) -> list[Share]:
     return [Share(t.value, by[t.value], view.share_pct(by[t.value])) for t in Tier if by.get(t.value)]
 
 
+def tiers_and_idle(view: ProfileView, kernels: Sequence[Kernel]) -> tuple[set[str], float | None]:
+    """The attribution tiers of ``kernels`` and, for many kernels, how much of their span the GPU is
+    idle (:func:`idle_inside_pct`), read off the view's columns where the kernels are its own."""
+    at = view.positions(kernels)
+    if at is None:
+        return ({kern.attribution.tier.value for kern in kernels},
+                idle_inside_pct(kernels) if len(kernels) >= _MANY_KERNELS else None)
+    cols = view.kernel_columns
+    tiers = {cols.tiers[c] for c in np.unique(cols.tier[at]).tolist()}
+    if len(kernels) < _MANY_KERNELS:
+        return tiers, None
+    busy, span = view.busy_and_span_at(at)
+    return tiers, pct(span - busy, span)
+
+
 def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESHOLDS) -> list[OperatorLine]:
     """The ``k`` operators with the most kernel time, with their key counters."""
     every = view.operators
@@ -135,10 +150,9 @@ def top_operators(view: ProfileView, k: int = 10, t: Thresholds = DEFAULT_THRESH
     for op in ops:
         counters = view.op_counters(op)
         cls = view.op_class(op)
-        tiers = {kern.attribution.tier.value for kern in view.kernels_of(op)}
-        duration = view.op_duration_ns(op)
         kernels = view.kernels_of(op)
-        idle = idle_inside_pct(kernels) if len(kernels) >= _MANY_KERNELS else None
+        tiers, idle = tiers_and_idle(view, kernels)
+        duration = view.op_duration_ns(op)
         lines.append(OperatorLine(
             key=op.key, op_class=cls, duration_ns=duration, share_pct=view.share_pct(duration),
             kernel_count=len(view.kernels_of(op)) or op.kernel_count, confidence=op.confidence.value,

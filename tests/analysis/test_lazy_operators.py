@@ -245,6 +245,18 @@ def test_a_view_reads_kernel_names_counters_and_classes_off_the_kernel_table(run
         assert alone[f] == whole.op_counter_values(f).tobytes() == models.op_counter_values(f).tobytes(), f
     assert ([whole.op_counters(op) for op in list(whole.operators)[::7]]
             == [models.op_counters(op) for op in list(models.operators)[::7]])
+    from profiler_core.analysis.profile_view import idle_inside_pct
+    from profiler_core.report import digest
+
+    assert digest.top_operators(tables, 25) == digest.top_operators(models, 25)
+    with pytest.MonkeyPatch.context() as mp:  # the idle share of operators of two kernels or more
+        mp.setattr(digest, "_MANY_KERNELS", 2)
+        for op, model_op in list(zip(tables.operators, models.operators, strict=True))[::3]:
+            got, kernels = digest.tiers_and_idle(tables, tables.kernels_of(op)), list(models.kernels_of(model_op))
+            assert got == ({k.attribution.tier.value for k in kernels},
+                           idle_inside_pct(kernels) if len(kernels) >= 2 else None), op.key
+    assert [tables.op_duration_ns(op) for op in list(tables.operators)[::3]] == [
+        models.op_duration_ns(op) for op in list(models.operators)[::3]]
     shared = tables.measured_roofline.operators  # its key index goes through the view's
     assert type(shared.key_index) is not dict
     assert dict(shared.key_index) == {shared.key(j): j for j in range(len(shared))}
