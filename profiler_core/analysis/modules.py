@@ -148,7 +148,6 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
     """Roll operators up the module tree (operators without a module path are left out and counted)."""
     view = ProfileView.of(profile)  # its models and counter matrix: a large profile's tables are read once
     roof = roof or view.measured_roofline
-    figures = roof.figures_of(view.op_keys)  # each operator's row, read off the columns
     nodes: dict[str, ModuleNode] = {}
     class_time: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kernel_sets: dict[str, list[int]] = defaultdict(list)
@@ -156,10 +155,11 @@ def module_rollup(profile: Profile, roof: Roofline | None = None) -> ModuleRollu
     # each operator's stored figures, off the view's columns (no operator model is built)
     paths, durations, counts, classes, kernel_ids = (view.op_column(f) for f in (
         "module_path", "duration_ns", "kernel_count", "op_class", "kernel_ids"))
-    for g, row in enumerate(figures):
+    placed = [g for g, path in enumerate(paths) if path is not None]
+    keys = view.op_keys
+    # each placed operator's row, read off the columns (an operator without a module path is left out)
+    for g, row in zip(placed, roof.figures_of([keys[g] for g in placed]), strict=True):
         module_path = paths[g]
-        if module_path is None:
-            continue
         duration, op_class = durations[g], classes[g].value
         covered += duration
         for path in _ancestors(module_path):
