@@ -189,15 +189,17 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
 
     class_of = _class_of(view, ops)
     # what the scan reads of each operator, off the view's columns where they are its own
-    names, fused, paths = (view.op_column(f, ops) for f in ("name", "fused_with", "module_path"))
-    bgemm, softmax = _flags(view, ops, is_batched_gemm), _flags(view, ops, is_softmax)
+    paths = view.op_column("module_path", ops)
+    bgemm, softmax, adds_bias = (_flags(view, ops, test).tolist()
+                                 for test in (is_batched_gemm, is_softmax, _adds_bias_only))
     inputs = {i: sig for i, full in enumerate(gemm_signatures(view, ops))
               if full is not None and (sig := _input_signature(full)) is not None}
     # With no run open, an operator that is not a projection changes nothing (a run of none is not
     # kept): the scan goes from one projection to the next until a run opens.
     starts = sorted(inputs) if min_size > 0 else list(range(len(ops)))
-    i = starts[0] if starts else len(ops)
-    while i < len(ops):
+    n = len(ops)
+    i = starts[0] if starts else n
+    while i < n:
         sig = inputs.get(i)
         if sig is not None:
             if sig == signature and _parent(paths[i]) == parent:
@@ -207,7 +209,7 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
                 run, signature, parent, score_path, softmax_seen = [i], sig, _parent(paths[i]), False, False
         else:
             cls = class_of(i)
-            if cls in _PASS_THROUGH_CLASSES or _is_bias_epilogue(names[i], fused[i], cls):
+            if cls in _PASS_THROUGH_CLASSES or (cls in _EPILOGUE_CLASSES and adds_bias[i]):
                 pass
             elif (run and parent is not None and cls is not OperatorClass.ATTENTION and _within(paths[i], parent)
                     and not bgemm[i] and not softmax[i]):
@@ -223,7 +225,7 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
             i += 1
         else:
             k = bisect_right(starts, i)
-            i = starts[k] if k < len(starts) else len(ops)
+            i = starts[k] if k < len(starts) else n
     close()
     return _backward_of_forward_groups(paths, view.op_column("phase", ops), groups)
 
@@ -260,14 +262,16 @@ def _within(path: str | None, parent: str) -> bool:
     return path == parent or path.startswith(parent + ".") or parent.startswith(path + ".")
 
 
-def _is_bias_epilogue(name: str, fused_with: list[str], cls: OperatorClass) -> bool:
-    """An Inductor pointwise kernel that only adds a GEMM's bias (and reshapes).
+_EPILOGUE_CLASSES = (OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY)  # a bias epilogue's classes
+
+
+def _adds_bias_only(name: str, fused_with: list[str]) -> bool:
+    """Whether an operator of a :data:`_EPILOGUE_CLASSES` class with this name and these fused ops
+    is an Inductor pointwise kernel that only adds a GEMM's bias (and reshapes).
 
     Spelled ``triton_poi_fused_addmm_clone_..`` when the operator is named after its kernel, or
     ``aten::addmm`` with ``fused_with`` [clone, transpose, view] when it is filed under its op.
     """
-    if cls not in (OperatorClass.ELEMENTWISE, OperatorClass.CAST_COPY):
-        return False
     fused = {aten_short(f) for f in fused_with} | {aten_short(name)} | set(name.split("_"))
     return bool(fused & {"addmm", "linear"}) and not fused & {"relu", "gelu", "silu", "tanh", "sigmoid",
                                                               "add", "mul"}

@@ -111,6 +111,9 @@ def tensor_core_idle(ctx: RuleContext) -> list[Finding]:
     )]
 
 
+_LISTED_GROUPS = 6  # parallel projection groups a finding names one by one
+
+
 @rule("parallel_projections")
 def parallel_projections(ctx: RuleContext) -> list[Finding]:
     """Side-by-side projection GEMMs reading one input, each too small to fill the GPU."""
@@ -119,7 +122,8 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
                                         max_size=t.max_parallel_projections)
     view = ctx.view
     parts: list[Sequence[Operator]] = []
-    facts, sizes = [], Counter[int]()
+    facts: list[str] = []
+    sizes = Counter[int]()
     op_groups = [view.operators_in_order_at(group) for group in groups]  # models built when read
     aggregates = view.counters_of_op_sets(op_groups, _GEMM_FIELDS)
     shapes_of = view.op_column("input_shapes", ctx.ops)
@@ -129,17 +133,19 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
             continue
         parts.append(ops)
         sizes[len(ops)] += 1
+        if len(facts) == _LISTED_GROUPS:
+            continue  # the finding lists the first groups
         shapes = shapes_of[group[0]]
         facts.append(f"{' + '.join(view.keys_of(ops))}: one input signature"
                      f"{f' {shapes}' if shapes else ''}, occupancy {fmt_pct(occupancy)}")
     if not parts:
         return []
     chosen = view.joined(parts)
-    n_groups = len(facts)
+    n_groups = len(parts)
     size_text = (f"{n_groups} group(s) of {next(iter(sizes))}" if len(sizes) == 1 else f"{n_groups} groups ("
                  + ", ".join(f"{n} of {size}" for size, n in sorted(sizes.items(), reverse=True)) + ")")
     facts = [f"{size_text} parallel projections; shared input inferred from "
-             "identical input shapes (or identical launches)", *facts[:6]]
+             "identical input shapes (or identical launches)", *facts]
     agg = ctx.view.counters_of(ctx.view.kernels_of_ops(chosen), _GEMM_FIELDS)
     return [ctx.finding(
         "parallel_projections",

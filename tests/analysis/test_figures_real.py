@@ -99,6 +99,9 @@ def test_parallel_projection_groups_match_the_compiled_graph(profiles: dict) -> 
     finding = diagnose(prof).by_rule("parallel_projections")[0]
     assert len(finding.operators) == 3 * 12 * iterations == 72
     assert finding.symptom.startswith(f"72 projection GEMMs in {12 * iterations} group(s) of 3")
+    # the first six groups listed one by one, each naming its three operators in launch order
+    listed = [fact.split(": one input")[0].split(" + ") for fact in finding.evidence.facts[1:]]
+    assert listed == [finding.operators[3 * g:3 * g + 3] for g in range(6)]
     ops = {op.key: op for op in prof.operators}
     kernel_ns = sum(prof.kernels[i].duration_ns for key in finding.operators for i in ops[key].kernel_ids)
     assert finding.gain_bound_pct == pytest.approx(100.0 * kernel_ns / sum(k.duration_ns for k in prof.kernels),

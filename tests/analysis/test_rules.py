@@ -368,6 +368,24 @@ def test_parallel_projections_groups_the_shared_input_gemms() -> None:
     assert f.evidence.counters["achieved_occupancy_pct"] == pytest.approx(12.0)
 
 
+@pytest.mark.parametrize(("between", "kernel", "group"), [
+    # Inductor's bias epilogue (an elementwise kernel adding the GEMM's bias) runs inside the run
+    ("triton_poi_fused_addmm_clone_transpose_view_1", ew(dram=20, sm=20), [0, 1, 2]),
+    # an addmm that is a GEMM (an outer product: K = 1, no projection) ends it, though named like one
+    ("aten::addmm", gemm(5), [1, 2]),
+])
+def test_a_bias_epilogue_passes_between_projections_and_a_gemm_does_not(between: str, kernel: object,
+                                                                        group: list[int]) -> None:
+    b = ProfileBuilder()
+    keys = []
+    for i in range(3):
+        keys.append(b.op("aten::linear", gemm(20), shapes=SAME[0]))
+        if i == 0:
+            b.op(between, kernel, shapes=[[256], [512, 1], [1, 256]])
+    (f,) = diagnose(b.build(), rules=["parallel_projections"]).findings
+    assert f.operators == [keys[i] for i in group]
+
+
 @pytest.mark.parametrize("build", [attention_eager, attention_compiled], ids=["eager", "compiled"])
 def test_manual_attention_names_the_sequence(build: Callable[[], Profile]) -> None:
     (f,) = diagnose(build(), rules=["manual_attention"]).findings
