@@ -251,7 +251,7 @@ def roofline(profile: Profile, *, measured_roofs: bool = False, chip: ChipPeaks 
     calls = _call_codes(profile, len(operators))
     table = profile.operators
     if calls is not None and isinstance(table, OperatorColumns):  # read from tables: time and calls off the columns
-        rows = _rows_of_calls(operators, table.duration_ns, np.array(calls, dtype=np.int64),
+        rows = _rows_of_calls(operators, table.duration_ns, calls,
                               _kernel_names(kernels, profile.kernels), peaks, measured_roofs)
         rows.share_keys(op_keys, op_index)
         return _with_warnings(rows, peaks, measured_roofs, warnings)
@@ -486,6 +486,26 @@ class RooflineRows(Positional[OperatorRoofline]):
             return [class_values[c].value for c in class_codes[positions].tolist()]
         return [ops[g].op_class.value for g in positions.tolist()]
 
+    def _class_codes(self, positions: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """The class of the operators at ``positions`` as a number per operator, numbered by the
+        class's first operator, and the classes (their values) by number: off the table's codes,
+        without a model, where the operators are a table's."""
+        ops = self._ops
+        if not isinstance(ops, OperatorModels):
+            numbers: dict[str, int] = {}
+            code = np.fromiter((numbers.setdefault(c, len(numbers)) for c in self._class_values(positions)),
+                               dtype=np.int64, count=len(positions))
+            return code, list(numbers)
+        class_codes, class_values = ops.table.codes("op_class")
+        raw = class_codes[positions]
+        present = np.flatnonzero(np.bincount(raw, minlength=len(class_values)))
+        firsts = [int(np.argmax(raw == c)) for c in present.tolist()]  # a handful of classes
+        renumber = np.zeros(len(class_values), dtype=np.int64)
+        values: dict[str, int] = {}
+        for c, _ in sorted(zip(present.tolist(), firsts, strict=True), key=lambda cf: cf[1]):
+            renumber[c] = values.setdefault(class_values[c].value, len(values))  # a value held twice: one
+        return renumber[raw], list(values)
+
     def disagreeing(self) -> np.ndarray:
         """Positions of the rows whose measured FLOPs disagree with the shape model."""
         flagged = np.array([w.disagreement is not None for w in self._works] + [False], dtype=bool)
@@ -496,9 +516,7 @@ class RooflineRows(Positional[OperatorRoofline]):
         ``sum`` adds), largest time first."""
         if not len(self):
             return []
-        class_of = self._class_values(self._at_op)
-        codes: dict[str, int] = {}
-        code = np.fromiter((codes.setdefault(c, len(codes)) for c in class_of), dtype=np.int64, count=len(class_of))
+        code, codes = self._class_codes(self._at_op)
         durations = self._durations
         flops = [w.flops for w in self._works]
         dram = [w.dram for w in self._works]
@@ -580,10 +598,11 @@ class _RowsByKey(Mapping[str, OperatorRoofline]):
         return key in self._index
 
 
-def _call_codes(profile: Profile, n_operators: int) -> list[int] | None:
+def _call_codes(profile: Profile, n_operators: int) -> np.ndarray | None:
     """Each operator's distinct call (what its row's time-free part depends on: name, shapes,
-    kernel names, the counters read) as a number, worked out on the columns of a profile read
-    from tables; None for a profile of models, or ``n_operators`` not the table's length.
+    kernel names, the counters read) as a number, in order of first appearance, worked out on the
+    columns of a profile read from tables; None for a profile of models, or ``n_operators`` not
+    the table's length.
 
     Equal numbers mean equal calls; equal calls may get two numbers (a kernel id past the kernel
     table, a dictionary holding one text twice), which only works one call out twice.
@@ -596,12 +615,28 @@ def _call_codes(profile: Profile, n_operators: int) -> list[int] | None:
     members = ops.members
     n_kernels = len(ks)
     kernel_names = np.where(members < n_kernels, ks.name[np.minimum(members, max(n_kernels - 1, 0))]
-                            if n_kernels else -1, -1).tolist()
-    offsets = ops.offsets.tolist()
-    codes: dict[tuple[object, ...], int] = {}
-    return [codes.setdefault((name, shapes, counter, tuple(kernel_names[lo:hi])), len(codes))
-            for name, shapes, counter, lo, hi in zip(ops.name.codes.tolist(), ops.shapes.codes.tolist(),
-                                                     counters.tolist(), offsets, offsets[1:], strict=False)]
+                            if n_kernels else -1, -1)
+    offsets = ops.offsets[:len(ops) + 1]
+    lengths = np.diff(offsets)
+    # each operator's sequence of kernel names as a number among the sequences of its length
+    sequence = np.zeros(len(ops), dtype=np.int64)
+    for length in np.flatnonzero(np.bincount(lengths)).tolist():
+        if length == 0:
+            continue
+        at = np.flatnonzero(lengths == length)
+        if length <= _GATHERED_LENGTH:  # gathered as a matrix, a column per kernel
+            names = kernel_names[offsets[at][:, None] + np.arange(length)]
+            sequence[at], _ = row_codes(np.empty((len(at), 0)), *names.T)
+        else:  # a few long sequences
+            seen: dict[tuple[int, ...], int] = {}
+            bounds = offsets.tolist()
+            sequence[at] = [seen.setdefault(tuple(kernel_names[bounds[g]:bounds[g + 1]].tolist()), len(seen))
+                            for g in at.tolist()]
+    numbers, _ = row_codes(np.empty((len(ops), 0)), ops.name.codes, ops.shapes.codes, counters, lengths, sequence)
+    return numbers
+
+
+_GATHERED_LENGTH = 32  # kernels per operator up to which the kernel-name sequences are compared as a matrix
 
 
 def exact_key(values: Iterable[object]) -> tuple[object, ...]:

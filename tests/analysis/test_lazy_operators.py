@@ -264,6 +264,13 @@ def test_a_view_reads_kernel_names_counters_and_classes_off_the_kernel_table(run
     got = roofline(table_profile, kernels=tables.kernels, operators=tables.operators)
     want = roofline(table_profile, kernels=models.kernels, operators=models.operators)
     assert list(got.operators) == list(want.operators) and got.classes == want.classes
+    # the class totals off the operator table's class codes, numbered by each class's first row,
+    # as a plain list of the operators' models gives them
+    plain = roofline(table_profile, kernels=models.kernels, operators=list(models.operators))
+    assert got.classes == plain.classes
+    numbers, values = got.operators._class_codes(got.operators._at_op)
+    assert values == list(dict.fromkeys(r.op_class for r in got.operators))
+    assert [values[c] for c in numbers.tolist()] == [r.op_class for r in got.operators]
     from profiler_core.analysis.profile_view import shared_views
     from profiler_core.attribution.kernel_table import KernelModels
 

@@ -261,18 +261,23 @@ def test_exact_key_tells_apart_values_equal_only_as_numbers() -> None:
         assert a == b and exact_key(a) != exact_key(b)
 
 
+@pytest.mark.parametrize("gathered", [1, 32])
 def test_a_columnar_profiles_calls_are_told_apart_on_its_columns_as_on_its_models(
-        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        tmp_path, monkeypatch, gathered: int) -> None:  # type: ignore[no-untyped-def]
     # the shipped GPT-2 capture written columnar and read back: roofline() numbers each operator's
     # distinct call off the tables' columns; the rows must be those of the same operators as models
+    # (``gathered``: the kernel-name sequences compared as a matrix up to this length, longer ones one
+    # by one; at 1 both ways run)
     import copy
 
     import numpy as np
 
+    from profiler_core.analysis import roofline as roofline_module
     from profiler_core.analysis.roofline import _READ_FIELDS, _call_codes, _shapes_key, exact_key
     from profiler_core.profile_io import read_profile, write_profile
 
     monkeypatch.setenv("OPROF_COLUMNAR_KERNELS", "0")
+    monkeypatch.setattr(roofline_module, "_GATHERED_LENGTH", gathered)
     write_profile(tmp_path / "profile.json", attribute_run(GPT2))
     profile = read_profile(tmp_path / "profile.json")
     table = copy.copy(profile.operators)
@@ -299,6 +304,9 @@ def test_a_columnar_profiles_calls_are_told_apart_on_its_columns_as_on_its_model
     for g, key in enumerate(keys_of(list(copy.copy(table)))):  # a copy: table's models are built after
         twins.setdefault(key, []).append(g)
     (a, b), (c, d), (e, f), (h, i) = [group[:2] for key, group in twins.items() if len(group) > 1 and key[2]][:4]
+    # and a pair of twins of several kernels each, the last kernel of one changed
+    j, m = next(group[:2] for key, group in twins.items() if len(group) > 1 and len(key[2]) > 1
+                and not {a, b, c, d, e, f, h, i} & set(group[:2]))
     table.name = copy.copy(table.name)
     table.name.codes = table.name.codes.copy()
     table.name.codes[f] = next(s for s in range(len(table.name.values)) if table.name.values[s] != table.name[e])
@@ -312,6 +320,8 @@ def test_a_columnar_profiles_calls_are_told_apart_on_its_columns_as_on_its_model
     table.members = table.members.copy()
     table.members[table.offsets[d]] = next(k for k in range(len(kernels))
                                            if kernels[k].name != kernels[table.members[table.offsets[c]]].name)
+    table.members[table.offsets[m + 1] - 1] = next(
+        k for k in range(len(kernels)) if kernels[k].name != kernels[table.members[table.offsets[j + 1] - 1]].name)
     # an operator without time has no row: the first of a call may be one (another then leads it), or
     # the only one of its call (renamed f: no row makes that call)
     table.duration_ns = table.duration_ns.copy()
@@ -323,7 +333,10 @@ def test_a_columnar_profiles_calls_are_told_apart_on_its_columns_as_on_its_model
     # the same grouping as the models' exact keys give, each changed twin a call of its own
     keys = keys_of(models.operators)
     assert keys[a] != keys[b] and keys[c] != keys[d] and keys[e] != keys[f] and keys[h] == keys[i]
+    assert keys[j] != keys[m] and keys[j][2][0] == keys[m][2][0]
     assert len(set(codes)) == len(set(keys)) < len(table)
-    assert len(set(zip(codes, keys, strict=True))) == len(set(keys))
+    assert len(set(zip(codes.tolist(), keys, strict=True))) == len(set(keys))
+    assert list(dict.fromkeys(codes.tolist())) == list(range(len(set(keys))))  # numbered by first appearance
+    assert max(np.diff(table.offsets[:len(table) + 1]).tolist()) > 1  # sequences of more than one kernel
     for measured in (False, True):
         assert roofline(tabled, measured_roofs=measured) == roofline(models, measured_roofs=measured)
