@@ -204,13 +204,14 @@ def _time_rows_of(b_raws: Sequence[int], b_counts: Sequence[int], o_raws: Sequen
                   deltas: Sequence[list[CounterDelta]]) -> list[dict]:
     """:func:`_time_rows` from each row's kernel time and count on either side, and its counter deltas."""
     rows = []
+    b_total, o_total = bv.total_ns, ov.total_ns  # each share as ProfileView.share_pct gives it
     for b_raw, b_n, o_raw, o_n, counters in zip(b_raws, b_counts, o_raws, o_counts, deltas, strict=True):
         b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
         rows.append({
             "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
-            "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
-            "base_share_pct": round(bv.share_pct(b_raw), 3),
-            "opt_share_pct": round(ov.share_pct(o_raw), 3),
+            "delta_pct": round(100.0 * (o_ns - b_ns) / b_ns, 3) if b_ns else None,
+            "base_share_pct": round(100.0 * b_raw / b_total, 3) if b_total else 0.0,
+            "opt_share_pct": round(100.0 * o_raw / o_total, 3) if o_total else 0.0,
             "base_kernels": b_n, "opt_kernels": o_n,
             "counters": counters,
         })
@@ -400,10 +401,12 @@ def _operators_of_keys(view: ProfileView, keys: list[str]) -> Sequence[Operator]
 
 def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: ProfileView,
                   ov: ProfileView, t: Thresholds) -> list[ShiftCheck]:
-    opt_of: dict[str, set[str]] = defaultdict(set)
+    named = {key for f in findings.findings if f.expected_shifts for key in f.operators}
+    opt_of: dict[str, set[str]] = defaultdict(set)  # the optimized keys of each baseline key a finding names
     for g in groups:
         for key in g.base_keys:
-            opt_of[key].update(g.opt_keys)
+            if key in named:
+                opt_of[key].update(g.opt_keys)
     checks = []
     for f in findings.findings:
         if not f.expected_shifts:
