@@ -150,8 +150,8 @@ def _manual_attention_calls(view: ProfileView, ops: Sequence[Operator], window: 
     calls = []
     for group in groups:
         s = next(i for i in group if softmax[i])
-        shapes = [x for x in (shapes_of[s] or []) if isinstance(x, list) and x]
-        if not shapes or len(shapes[0]) != 4 or not all(isinstance(d, int) for d in shapes[0]):
+        score = _score_shape(shapes_of[s])
+        if score is None:
             continue
         if columns:
             first = group[0] if counts[group[0]] else s
@@ -163,9 +163,36 @@ def _manual_attention_calls(view: ProfileView, ops: Sequence[Operator], window: 
             if not kernels:
                 continue
             start = view.first_start_ns(kernels)
-        batch, _, q_len, kv_len = shapes[0]
+        batch, _, q_len, kv_len = score
         calls.append(AttentionCall(ops, group[0], batch, q_len, kv_len, start))
     return calls
+
+
+def _score_shape(listed: list | None) -> list | None:
+    """A hand-written attention's [batch, heads, query, key], read off its softmax's input shapes
+    (the first); None when they do not give it."""
+    shapes = [x for x in (listed or []) if isinstance(x, list) and x]
+    if not shapes or len(shapes[0]) != 4 or not all(isinstance(d, int) for d in shapes[0]):
+        return None
+    return shapes[0]
+
+
+def _no_decode_step(view: ProfileView, ops: Sequence[Operator]) -> bool:
+    """Whether no attention call of ``ops`` (the view's launch order) can be a decode step's: no
+    fused attention operator ran, and no softmax's score is one query long (or unrecorded), read
+    once per distinct name, fused ops and shapes. False where that is not read off the view."""
+    if ops is not view.ops_in_order:
+        return False
+    order = view.op_order
+    if ((view.work_class_codes[order] == CLASS_CODES[OperatorClass.ATTENTION])
+            & (view.op_kernel_counts[order] > 0)).any():
+        return False
+
+    def one_query(name: str, fused_with: list[str], shapes: list | None) -> bool:
+        score = _score_shape(shapes) if is_softmax(name, fused_with) else None
+        return score is not None and score[2] in (1, UNKNOWN)
+
+    return not view.op_flags(ops, ("name", "fused_with", "input_shapes"), one_query).any()
 
 
 def _forwards(calls: list[AttentionCall]) -> tuple[list[list[AttentionCall]], int]:
@@ -193,6 +220,8 @@ def detect_decode_loop(view: ProfileView, ops: Sequence[Operator], *, min_forwar
     """The decode loop in the profile, or None when its attention shows none (or fewer than
     ``min_forwards`` one-token decode forwards per measured iteration). ``window``: how far a
     hand-written attention's GEMMs may sit from its softmax, in operators."""
+    if _no_decode_step(view, ops):
+        return None  # every call a prefill's or a full forward's: no decode forward to count
     calls = sorted(attention_calls(view, ops, window=window), key=lambda c: c.start_ns)
     prompt = next((c for c in calls if c.q_len > 1), None)
     if prompt is None:  # no recorded prompt: a compiled call's unrecorded shapes tell nothing

@@ -131,3 +131,28 @@ def test_a_static_cache_decode_step_replayed_as_a_graph_is_still_the_decode_loop
     assert first.transformation is None  # already static and graphed: nothing left to license
     assert "replays as a CUDA graph" in first.bottleneck
     assert any("fixed-size cache" in fact for fact in first.evidence.facts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("run", "shortcut"), [
+    ("gpt2/baseline", True),  # hand-written attention over the whole sequence: no query one token long
+    ("tv_resnet18/baseline", True),  # no attention
+    ("sdpa_attention/optimized", False),  # fused attention: its calls are read
+    ("hf_qwen2_decoder/baseline", False),
+    ("hf_llama_generate/baseline", False),  # one-token softmax scores: the decode forwards
+])
+def test_a_profile_without_a_one_token_query_has_no_decode_loop_without_reading_its_calls(
+        run: str, shortcut: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiler_core.analysis import decode_loop
+
+    prof = attribute_run(CAPTURE.parents[1] / run)
+    view = ProfileView(prof)
+    assert decode_loop._no_decode_step(view, view.ops_in_order) is shortcut
+    found = detect_decode_loop(view, view.ops_in_order)
+    assert (found is not None) == run.startswith("hf_llama_generate")
+    if shortcut:  # told without reading a single attention call
+        with monkeypatch.context() as mp:
+            mp.setattr(decode_loop, "attention_calls", lambda *a, **k: pytest.fail("attention calls read"))
+            assert detect_decode_loop(view, view.ops_in_order) is None
+    monkeypatch.setattr(decode_loop, "_no_decode_step", lambda view, ops: False)
+    assert detect_decode_loop(view, view.ops_in_order) == found  # what reading every call gives
