@@ -179,8 +179,8 @@ def _score_shape(listed: list | None) -> list | None:
 
 def _no_decode_step(view: ProfileView, ops: Sequence[Operator]) -> bool:
     """Whether no attention call of ``ops`` (the view's launch order) can be a decode step's: no
-    fused attention operator ran, and no softmax's score is one query long (or unrecorded), read
-    once per distinct name, fused ops and shapes. False where that is not read off the view."""
+    fused attention operator ran, and no softmax's score is one query long (or unrecorded), each
+    read once per distinct value. False where that is not read off the view."""
     if ops is not view.ops_in_order:
         return False
     order = view.op_order
@@ -188,11 +188,12 @@ def _no_decode_step(view: ProfileView, ops: Sequence[Operator]) -> bool:
             & (view.op_kernel_counts[order] > 0)).any():
         return False
 
-    def one_query(name: str, fused_with: list[str], shapes: list | None) -> bool:
-        score = _score_shape(shapes) if is_softmax(name, fused_with) else None
+    def one_query(shapes: list | None) -> bool:
+        score = _score_shape(shapes)
         return score is not None and score[2] in (1, UNKNOWN)
 
-    return not view.op_flags(ops, ("name", "fused_with", "input_shapes"), one_query).any()
+    return not (view.op_flags(ops, ("name", "fused_with"), is_softmax)
+                & view.op_flags(ops, "input_shapes", one_query)).any()
 
 
 def _forwards(calls: list[AttentionCall]) -> tuple[list[list[AttentionCall]], int]:
