@@ -209,9 +209,9 @@ def _time_rows_of(b_raws: Sequence[int], b_counts: Sequence[int], o_raws: Sequen
         b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
         rows.append({
             "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
-            "delta_pct": round(100.0 * (o_ns - b_ns) / b_ns, 3) if b_ns else None,
-            "base_share_pct": round(100.0 * b_raw / b_total, 3) if b_total else 0.0,
-            "opt_share_pct": round(100.0 * o_raw / o_total, 3) if o_total else 0.0,
+            "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
+            "base_share_pct": round(pct(b_raw, b_total), 3),
+            "opt_share_pct": round(pct(o_raw, o_total), 3),
             "base_kernels": b_n, "opt_kernels": o_n,
             "counters": counters,
         })

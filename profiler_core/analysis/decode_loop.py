@@ -109,10 +109,7 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
     (SDPA, flash) by its query and key, and attention written by hand (score GEMM -> softmax ->
     value GEMM, transformers' ``eager`` implementation) by its softmax's [batch, heads, query, key]."""
     if ops is view.ops_in_order:  # the view's own operators in launch order: their classes read at once
-        order = view.op_order
-        take = ((view.work_class_codes[order] == CLASS_CODES[OperatorClass.ATTENTION])
-                & (view.op_kernel_counts[order] > 0))
-        chosen = np.flatnonzero(take).tolist()
+        chosen = np.flatnonzero(_fused_attention_in_order(view)).tolist()
     else:
         chosen = [i for i, op in enumerate(ops)
                   if view.work_class(op) is OperatorClass.ATTENTION and view.kernels_of(op)]
@@ -133,6 +130,12 @@ def attention_calls(view: ProfileView, ops: Sequence[Operator], *, window: int =
             # attention, not a fused kernel group that holds one
             calls.append(AttentionCall(ops, i, 0, UNKNOWN, UNKNOWN, start))
     return calls + _manual_attention_calls(view, ops, window)
+
+
+def _fused_attention_in_order(view: ProfileView) -> np.ndarray:
+    """Whether each of the view's operators in launch order works as attention and has kernels."""
+    order = view.op_order
+    return (view.work_class_codes[order] == CLASS_CODES[OperatorClass.ATTENTION]) & (view.op_kernel_counts[order] > 0)
 
 
 def _manual_attention_calls(view: ProfileView, ops: Sequence[Operator], window: int) -> list[AttentionCall]:
@@ -181,11 +184,7 @@ def _no_decode_step(view: ProfileView, ops: Sequence[Operator]) -> bool:
     """Whether no attention call of ``ops`` (the view's launch order) can be a decode step's: no
     fused attention operator ran, and no softmax's score is one query long (or unrecorded), each
     read once per distinct value. False where that is not read off the view."""
-    if ops is not view.ops_in_order:
-        return False
-    order = view.op_order
-    if ((view.work_class_codes[order] == CLASS_CODES[OperatorClass.ATTENTION])
-            & (view.op_kernel_counts[order] > 0)).any():
+    if ops is not view.ops_in_order or _fused_attention_in_order(view).any():
         return False
 
     def one_query(shapes: list | None) -> bool:

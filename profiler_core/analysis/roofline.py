@@ -497,14 +497,12 @@ class RooflineRows(Positional[OperatorRoofline]):
                                dtype=np.int64, count=len(positions))
             return code, list(numbers)
         class_codes, class_values = ops.table.codes("op_class")
-        raw = class_codes[positions]
-        present = np.flatnonzero(np.bincount(raw, minlength=len(class_values)))
-        firsts = [int(np.argmax(raw == c)) for c in present.tolist()]  # a handful of classes
-        renumber = np.zeros(len(class_values), dtype=np.int64)
-        values: dict[str, int] = {}
-        for c, _ in sorted(zip(present.tolist(), firsts, strict=True), key=lambda cf: cf[1]):
-            renumber[c] = values.setdefault(class_values[c].value, len(values))  # a value held twice: one
-        return renumber[raw], list(values)
+        distinct: dict[str, int] = {}  # a value the dictionary holds twice: one number
+        of_code = np.array([-1 if v is None else distinct.setdefault(v.value, len(distinct)) for v in class_values],
+                           dtype=np.int64)
+        code, first = row_codes(np.empty((len(positions), 0)), of_code[class_codes[positions]])
+        names = list(distinct)
+        return code, [names[d] for d in of_code[class_codes[positions[first]]].tolist()]
 
     def disagreeing(self) -> np.ndarray:
         """Positions of the rows whose measured FLOPs disagree with the shape model."""
@@ -629,9 +627,8 @@ def _call_codes(profile: Profile, n_operators: int) -> np.ndarray | None:
             sequence[at], _ = row_codes(np.empty((len(at), 0)), *names.T)
         else:  # a few long sequences
             seen: dict[tuple[int, ...], int] = {}
-            bounds = offsets.tolist()
-            sequence[at] = [seen.setdefault(tuple(kernel_names[bounds[g]:bounds[g + 1]].tolist()), len(seen))
-                            for g in at.tolist()]
+            sequence[at] = [seen.setdefault(tuple(kernel_names[lo:hi].tolist()), len(seen))
+                            for lo, hi in zip(offsets[at].tolist(), offsets[at + 1].tolist(), strict=True)]
     numbers, _ = row_codes(np.empty((len(ops), 0)), ops.name.codes, ops.shapes.codes, counters, lengths, sequence)
     return numbers
 
