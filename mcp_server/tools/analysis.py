@@ -131,11 +131,10 @@ def _wall_for_html(ws: Any, e2e: EndToEndOut | None, walltime: str | None, base_
 def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top_k: int,
                       end_to_end: EndToEndOut | None = None) -> CompareResult:
     """The wire form of a Comparison: headline, checks, classes, the top operator changes."""
-    ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))
     rows = [OperatorDeltaRow(label=r.label, op_class=enum_value(r.op_class), method=enum_value(r.method),
                              base_us=us(r.base_ns), opt_us=us(r.opt_ns), delta_us=us(r.delta_ns),
                              delta_pct=r.delta_pct, base_keys=r.base_keys[:3], opt_keys=r.opt_keys[:3])
-            for r in ops[:top_k]]
+            for r in c.operators.largest_changes(top_k)]
     return CompareResult(
         baseline=str(baseline), optimized=str(optimized), comparison_file=str(out), verdict=c.verdict,
         speedup=c.speedup, base_total_us=us(c.base_total_ns), opt_total_us=us(c.opt_total_ns),
@@ -148,7 +147,7 @@ def comparison_result(c: Any, *, baseline: Path, optimized: Path, out: Path, top
                                counters=_telling(r.counters))
                  for r in c.classes],
         operators=rows,
-        operators_showing=showing(len(rows), len(ops), "operator groups, largest change first",
+        operators_showing=showing(len(rows), len(c.operators), "operator groups, largest change first",
                                   f"raise top_k, or read {out}"),
         new_overhead=[OverheadDeltaRow(kind=enum_value(o.kind), kernel_count=o.kernel_count,
                                        time_us=us(o.duration_ns),

@@ -11,11 +11,13 @@ When the baseline's findings are known, each predicted counter shift is checked.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Final, Literal
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, overload
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
@@ -29,6 +31,7 @@ from profiler_core.metrics.catalog import COUNTER_FIELDS
 from profiler_core.schema import Kernel, Operator, OperatorClass, Profile, all_fields_set, construct_trusted
 
 COMPARISON_SCHEMA_VERSION: Final = 1
+_CLASSES: Final = list(OperatorClass)
 
 
 class _Model(BaseModel):
@@ -70,6 +73,113 @@ class OperatorRow(TimeRow):
     method: AlignMethod
     base_keys: list[str]
     opt_keys: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _RowColumns:
+    """The operator rows of a comparison as columns: one entry per aligned group (``groups[i]``)."""
+
+    groups: Sequence[AlignedGroup]
+    b_raw: np.ndarray  # kernel time per group, baseline side (unscaled, int64)
+    o_raw: np.ndarray
+    b_n: np.ndarray  # kernels per group
+    o_n: np.ndarray
+    classes: np.ndarray  # OperatorClass codes (position in ``list(OperatorClass)``)
+    pair: np.ndarray  # each group's counter deltas, by number in ``deltas``
+    deltas: Sequence[list[CounterDelta]]
+    totals: tuple[int, int]  # each view's total kernel time
+    scale: tuple[float, float]
+
+    def delta_ns(self) -> np.ndarray:
+        # round(raw * scale) as the row gives it: the same float product, rounded half to even
+        b = np.rint(self.b_raw.astype(np.float64) * self.scale[0]).astype(np.int64)
+        o = np.rint(self.o_raw.astype(np.float64) * self.scale[1]).astype(np.int64)
+        return o - b
+
+    def row(self, i: int) -> OperatorRow:
+        g = self.groups[i]
+        time_row = _time_row(int(self.b_raw[i]), int(self.b_n[i]), int(self.o_raw[i]), int(self.o_n[i]),
+                             self.totals, self.scale, list(self.deltas[int(self.pair[i])]))
+        return _operator_row(g, _CLASSES[int(self.classes[i])], time_row)
+
+
+class OperatorRows(Sequence[OperatorRow]):
+    """A comparison's operator rows, one per aligned group in baseline launch order.
+
+    Two large profiles align hundreds of thousands of groups while a report shows the few that
+    changed most: the rows are kept as columns (times, counts, classes, each group's counter
+    deltas by number) and a row's model is built when it is read. :meth:`largest_changes` picks
+    the top rows off the time column. Serialised (JSON, ``model_dump``) as the list of rows.
+    """
+
+    __slots__ = ("_columns", "_models")
+
+    def __init__(self, models: Sequence[OperatorRow] = (), *, columns: _RowColumns | None = None) -> None:
+        self._models: list[OperatorRow] | None = None if columns is not None else list(models)
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._models) if self._models is not None else len(self._columns.groups)  # type: ignore[union-attr]
+
+    @overload
+    def __getitem__(self, index: int) -> OperatorRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[OperatorRow]: ...
+
+    def __getitem__(self, index: int | slice) -> OperatorRow | list[OperatorRow]:
+        if self._models is not None:
+            return self._models[index]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError("operator row index out of range")
+        return self._columns.row(index % n)  # type: ignore[union-attr]
+
+    def __iter__(self) -> Iterator[OperatorRow]:
+        if self._models is not None:
+            return iter(self._models)
+        return (self._columns.row(i) for i in range(len(self)))  # type: ignore[union-attr]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OperatorRows | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OperatorRows({len(self)} rows)"
+
+    def delta_ns(self) -> np.ndarray:
+        """Each row's ``delta_ns`` (int64), in row order."""
+        if self._models is not None:
+            return np.fromiter((r.delta_ns for r in self._models), dtype=np.int64, count=len(self._models))
+        return self._columns.delta_ns()  # type: ignore[union-attr]
+
+    def largest_changes(self, k: int | None = None) -> list[OperatorRow]:
+        """The ``k`` rows (all when None) of largest ``|delta_ns|``, larger first, row order on ties."""
+        size = np.abs(self.delta_ns())
+        n = len(size)
+        k = n if k is None else max(0, min(k, n))
+        if k == 0:
+            return []
+        if k < n:  # only the rows at least as large as the k-th largest are sorted
+            candidates = np.flatnonzero(size >= np.partition(size, n - k)[n - k])
+        else:
+            candidates = np.arange(n)
+        chosen = candidates[np.argsort(-size[candidates], kind="stable")[:k]]
+        return [self[i] for i in chosen.tolist()]
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        rows = handler.generate_schema(list[OperatorRow])
+        from_list = core_schema.no_info_after_validator_function(cls, rows)
+        return core_schema.json_or_python_schema(
+            json_schema=from_list,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), from_list]),
+            serialization=core_schema.plain_serializer_function_ser_schema(list, return_schema=rows))
 
 
 class KernelOnlyRow(_Model):
@@ -119,7 +229,7 @@ class Comparison(_Model):
     verdict: Literal["faster", "slower", "unchanged"]
     comparability: Comparability
     classes: list[ClassRow]
-    operators: list[OperatorRow]
+    operators: OperatorRows
     only_in_base: list[KernelOnlyRow]
     only_in_opt: list[KernelOnlyRow]
     new_overhead: list[OverheadRow]
@@ -203,19 +313,24 @@ def _time_rows_of(b_raws: Sequence[int], b_counts: Sequence[int], o_raws: Sequen
                   bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
                   deltas: Sequence[list[CounterDelta]]) -> list[dict]:
     """:func:`_time_rows` from each row's kernel time and count on either side, and its counter deltas."""
-    rows = []
-    b_total, o_total = bv.total_ns, ov.total_ns  # each share as ProfileView.share_pct gives it
-    for b_raw, b_n, o_raw, o_n, counters in zip(b_raws, b_counts, o_raws, o_counts, deltas, strict=True):
-        b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
-        rows.append({
-            "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
-            "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
-            "base_share_pct": round(pct(b_raw, b_total), 3),
-            "opt_share_pct": round(pct(o_raw, o_total), 3),
-            "base_kernels": b_n, "opt_kernels": o_n,
-            "counters": counters,
-        })
-    return rows
+    totals = (bv.total_ns, ov.total_ns)  # read once, not once per row
+    return [_time_row(b_raw, b_n, o_raw, o_n, totals, scale, counters)
+            for b_raw, b_n, o_raw, o_n, counters in zip(b_raws, b_counts, o_raws, o_counts, deltas, strict=True)]
+
+
+def _time_row(b_raw: int, b_n: int, o_raw: int, o_n: int, totals: tuple[int, int], scale: tuple[float, float],
+              counters: list[CounterDelta]) -> dict:
+    """One row's times (scaled per iteration), shares of each view's total (as ProfileView.share_pct
+    gives them), kernel counts and counter deltas."""
+    b_ns, o_ns = round(b_raw * scale[0]), round(o_raw * scale[1])
+    return {
+        "base_ns": b_ns, "opt_ns": o_ns, "delta_ns": o_ns - b_ns,
+        "delta_pct": round(pct(o_ns - b_ns, b_ns), 3) if b_ns else None,
+        "base_share_pct": round(pct(b_raw, totals[0]), 3),
+        "opt_share_pct": round(pct(o_raw, totals[1]), 3),
+        "base_kernels": b_n, "opt_kernels": o_n,
+        "counters": counters,
+    }
 
 
 def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
@@ -235,7 +350,7 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
 
 
 def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
-                   scale: tuple[float, float], t: Thresholds) -> list[OperatorRow]:
+                   scale: tuple[float, float], t: Thresholds) -> OperatorRows:
     b_rows = bv.rows_of_keys(k for g in groups for k in g.base_keys)
     o_rows = ov.rows_of_keys(k for g in groups for k in g.opt_keys)
     if b_rows is not None and o_rows is not None:  # off the columns: no operator model is built
@@ -256,63 +371,73 @@ def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
         times = _time_rows(b_sets, o_sets, bv, ov, scale, t, b_counters, o_counters)
     for g, (b_ops, o_ops), time_row in zip(groups, sides, times, strict=True):
         first = (b_ops or o_ops)[0]
-        cls = (bv if b_ops else ov).op_class(first)
-        if len(b_ops) == 1 and len(o_ops) == 1 and b_ops[0].key == o_ops[0].key:
-            label = b_ops[0].key
-        else:
-            label = f"{_keys_label(g.base_keys)} -> {_keys_label(g.opt_keys)}"
-        # every field named, each already typed: built without validation (one row per operator)
-        rows.append(construct_trusted(OperatorRow, {
-            **time_row, "label": label, "op_class": cls, "method": g.method, "base_keys": list(g.base_keys),
-            "opt_keys": list(g.opt_keys)}))
-    return rows
+        rows.append(_operator_row(g, (bv if b_ops else ov).op_class(first), time_row))
+    return OperatorRows(rows)
+
+
+def _operator_row(g: AlignedGroup, cls: OperatorClass, time_row: dict) -> OperatorRow:
+    """The row of one aligned group, its times given (:func:`_time_row`)."""
+    if len(g.base_keys) == 1 and len(g.opt_keys) == 1 and g.base_keys[0] == g.opt_keys[0]:
+        label = g.base_keys[0]
+    else:
+        label = f"{_keys_label(g.base_keys)} -> {_keys_label(g.opt_keys)}"
+    # every field named, each already typed: built without validation
+    return construct_trusted(OperatorRow, {
+        **time_row, "label": label, "op_class": cls, "method": g.method, "base_keys": list(g.base_keys),
+        "opt_keys": list(g.opt_keys)})
 
 
 def _operator_rows_at(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView, b_rows: np.ndarray,
-                      o_rows: np.ndarray, scale: tuple[float, float], t: Thresholds) -> list[OperatorRow]:
+                      o_rows: np.ndarray, scale: tuple[float, float], t: Thresholds) -> OperatorRows:
     """:func:`_operator_rows` where keys are distinct on both sides: each group's operators given by
-    their positions in each view (``b_rows``, ``o_rows``: group after group)."""
+    their positions in each view (``b_rows``, ``o_rows``: group after group). The rows stay columns."""
     b_sizes = np.fromiter((len(g.base_keys) for g in groups), dtype=np.int64, count=len(groups))
     o_sizes = np.fromiter((len(g.opt_keys) for g in groups), dtype=np.int64, count=len(groups))
-    times = _time_rows_at(bv, ov, bv.kernel_positions_of_rows(b_rows, b_sizes),
-                          ov.kernel_positions_of_rows(o_rows, o_sizes), scale, t)
+    b_found = bv.kernel_positions_of_rows(b_rows, b_sizes)
+    o_found = ov.kernel_positions_of_rows(o_rows, o_sizes)
+    pair, deltas = _counter_pairs(bv, ov, b_found, o_found, t)
     # each group's first operator (the baseline's, else the optimized one's) and its class
-    every = list(OperatorClass)
     b_first, o_first = np.cumsum(b_sizes) - b_sizes, np.cumsum(o_sizes) - o_sizes
     b_class = bv.op_class_codes[b_rows[np.minimum(b_first, max(len(b_rows) - 1, 0))]] if len(b_rows) else b_sizes
     o_class = ov.op_class_codes[o_rows[np.minimum(o_first, max(len(o_rows) - 1, 0))]] if len(o_rows) else o_sizes
-    classes = np.where(b_sizes > 0, b_class, o_class).tolist()
-    rows = []
-    for g, cls, time_row in zip(groups, classes, times, strict=True):
-        if len(g.base_keys) == 1 and len(g.opt_keys) == 1 and g.base_keys[0] == g.opt_keys[0]:
-            label = g.base_keys[0]
-        else:
-            label = f"{_keys_label(g.base_keys)} -> {_keys_label(g.opt_keys)}"
-        # every field named, each already typed: built without validation (one row per operator)
-        rows.append(construct_trusted(OperatorRow, {
-            **time_row, "label": label, "op_class": every[cls], "method": g.method,
-            "base_keys": list(g.base_keys), "opt_keys": list(g.opt_keys)}))
-    return rows
+    return OperatorRows(columns=_RowColumns(
+        groups=groups, b_raw=_segment_times(bv, *b_found), o_raw=_segment_times(ov, *o_found),
+        b_n=b_found[1], o_n=o_found[1], classes=np.where(b_sizes > 0, b_class, o_class), pair=pair,
+        deltas=deltas, totals=(bv.total_ns, ov.total_ns), scale=scale))
+
+
+def _counter_pairs(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, np.ndarray],
+                   o_found: tuple[np.ndarray, np.ndarray], t: Thresholds,
+                   ) -> tuple[np.ndarray, list[list[CounterDelta]]]:
+    """Each set's counter deltas (sets of kernels given as positions in each view, set after set, and
+    each set's size), worked out once per distinct pair of aggregates: (each set's pair number, the
+    deltas of each pair)."""
+    (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
+    b_counters, b_codes = bv.distinct_counters_of_positions(b_pos, b_sizes)
+    o_counters, o_codes = ov.distinct_counters_of_positions(o_pos, o_sizes)
+    _, first, pair = np.unique(b_codes * len(o_counters) + o_codes, return_index=True, return_inverse=True)
+    deltas = _counter_deltas_many([b_counters[b] for b in b_codes[first].tolist()],
+                                  [o_counters[o] for o in o_codes[first].tolist()], t)
+    return pair.ravel(), deltas
 
 
 def _time_rows_at(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, np.ndarray],
                   o_found: tuple[np.ndarray, np.ndarray], scale: tuple[float, float], t: Thresholds) -> list[dict]:
     """:func:`_time_rows` of sets of kernels given as positions in each view (positions set after set,
     and each set's size): times summed and counters aggregated on the columns."""
-    (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
-    # the rows' counter deltas are worked out once per distinct pair of aggregates and shared
-    b_counters, b_codes = bv.distinct_counters_of_positions(b_pos, b_sizes)
-    o_counters, o_codes = ov.distinct_counters_of_positions(o_pos, o_sizes)
-    _, first, pair = np.unique(b_codes * len(o_counters) + o_codes, return_index=True, return_inverse=True)
-    deltas = _counter_deltas_many([b_counters[b] for b in b_codes[first].tolist()],
-                                  [o_counters[o] for o in o_codes[first].tolist()], t)
-    return _time_rows_of(_sums(bv, b_pos, b_sizes), b_sizes.tolist(), _sums(ov, o_pos, o_sizes), o_sizes.tolist(),
-                         bv, ov, scale, [list(deltas[p]) for p in pair.ravel().tolist()])
+    pair, deltas = _counter_pairs(bv, ov, b_found, o_found, t)
+    return _time_rows_of(_sums(bv, *b_found), b_found[1].tolist(), _sums(ov, *o_found), o_found[1].tolist(),
+                         bv, ov, scale, [list(deltas[p]) for p in pair.tolist()])
+
+
+def _segment_times(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The kernel time of each consecutive set of the view's kernels (``positions`` cut by ``sizes``)."""
+    return segment_sums(view.kernel_durations[positions], sizes)
 
 
 def _sums(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> list[int]:
-    """The kernel time of each consecutive set of the view's kernels (``positions`` cut by ``sizes``)."""
-    return segment_sums(view.kernel_durations[positions], sizes).tolist()
+    """:func:`_segment_times` as a list."""
+    return _segment_times(view, positions, sizes).tolist()
 
 
 def _keys_label(keys: Sequence[str]) -> str:

@@ -63,7 +63,7 @@ def comparison_html(c: Comparison, *, top_k: int = 15, end_to_end: EndToEnd | No
                                         title="Kernel time per operator class: baseline vs optimized")),
         shift_chart=Markup(dumbbell_chart(shift_rows, title="Counter shifts in the busiest classes (percent)"))
         if shift_rows else None,
-        ops=sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k],
+        ops=c.operators.largest_changes(top_k),
         one_sided=[("Kernels only in the optimized run", c.only_in_opt),
                    ("Kernels only in the baseline", c.only_in_base)])
 

@@ -78,7 +78,7 @@ def comparison_markdown(c: Comparison, *, top_k: int = 10, end_to_end: EndToEnd 
         lines += _table(["finding", "counter", "expected", "observed", ""],
                         [[md(s.rule_id), md(s.text), _ARROW[s.expected], _ARROW[s.observed],
                           verdicts[s.as_predicted]] for s in c.shift_checks])
-    ops = sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]
+    ops = c.operators.largest_changes(top_k)
     lines += [f"### Operators (top {len(ops)} by |\u0394|)", ""]
     lines += _table(["operators", "match", "base us", "opt us", "\u0394", "counter shifts"],
                     [[md(r.label), r.method.value, us(r.base_ns), us(r.opt_ns), delta_text(r),

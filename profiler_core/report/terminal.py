@@ -81,7 +81,7 @@ def comparison_renderables(c: Comparison, *, top_k: int = 10,
     for col, justify in (("operators", "left"), ("match", "left"), ("base us", "right"), ("opt us", "right"),
                          ("delta", "right")):
         ops.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for op_row in sorted(c.operators, key=lambda r: -abs(r.delta_ns))[:top_k]:
+    for op_row in c.operators.largest_changes(top_k):
         ops.add_row(Text(op_row.label), op_row.method.value, us(op_row.base_ns), us(op_row.opt_ns),
                     delta_text(op_row))
     out.append(ops)
