@@ -4,7 +4,7 @@
     comparison = compare(baseline, optimized)  # Comparison: speedup, per-class/operator deltas
 """
 
-from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
+from profiler_core.analysis.alignment import AlignedGroup, Alignment, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, ComparabilityCheck, check_comparability
 from profiler_core.analysis.compare import (
     ClassRow,
@@ -35,6 +35,7 @@ __all__ = [
     "RULES",
     "AlignMethod",
     "AlignedGroup",
+    "Alignment",
     "ClassRow",
     "Comparability",
     "ComparabilityCheck",

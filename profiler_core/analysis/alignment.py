@@ -22,12 +22,14 @@ Three passes, each on what the previous left over:
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import StrEnum
+from typing import overload
+
+import numpy as np
 
 from profiler_core.analysis.patterns import manual_attention_groups
 from profiler_core.analysis.profile_view import ProfileView
@@ -93,13 +95,12 @@ def operator_roles(view: ProfileView, ops: Sequence[Operator], attention_window:
     return roles
 
 
-def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: int = 8,
-                    ) -> list[AlignedGroup]:
+def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: int = 8) -> Alignment:
     """Groups of corresponding operators, in baseline launch order; one-sided groups included."""
     a_ops, b_ops = base.ops_in_order, opt.ops_in_order
     a_roles = operator_roles(base, a_ops, attention_window)
     b_roles = operator_roles(opt, b_ops, attention_window)
-    groups: list[_Group] = []
+    groups: list[_Group | _Run] = []
     # Name and role together: Inductor may file a bias epilogue under "aten::addmm" in one profile
     # while "aten::addmm" is a real GEMM in the other; those must not pair by name.
     # names and keys off the views' columns (no operator model is built for them)
@@ -112,31 +113,188 @@ def align_operators(base: ProfileView, opt: ProfileView, *, attention_window: in
             found = calls[name] = call_name(name)
         return found
 
-    opcodes = _opcodes([(called(n), r) for n, r in zip(base.op_column("name", a_ops), a_roles, strict=True)],
-                       [(called(n), r) for n, r in zip(opt.op_column("name", b_ops), b_roles, strict=True)])
-    for tag, i1, i2, j1, j2 in opcodes:
-        if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                same_key = a_keys[i] == b_keys[j]
-                groups.append(_Group([i], [j], AlignMethod.KEY if same_key else AlignMethod.SEQUENCE))
+    # each (call name, role) as a number: equal numbers, equal pairs (what the sequence match compares)
+    codes: dict[tuple[str, str], int] = {}
+    a_codes = [codes.setdefault((called(n), r), len(codes))
+               for n, r in zip(base.op_column("name", a_ops), a_roles, strict=True)]
+    b_codes = [codes.setdefault((called(n), r), len(codes))
+               for n, r in zip(opt.op_column("name", b_ops), b_roles, strict=True)]
+    for tag, i1, i2, j1, j2 in _opcodes(a_codes, b_codes):
+        if tag == "equal":  # paired 1:1 in order: kept as one run, not a group per pair
+            groups.append(_Run(i1, i2, j1, j2))
             continue
         for piece in _segments(list(range(i1, i2)), list(range(j1, j2)), a_roles, b_roles):
             if isinstance(piece, _Group):
                 groups.append(piece)  # an anchor
             else:
+                neighbours = _split_last(groups, a_keys, b_keys)  # a fused operator may join it
                 groups.extend(_align_stretch(a_ops, b_ops, a_roles, b_roles, piece[0], piece[1],
-                                             neighbours=groups[-1:]))
+                                             neighbours=neighbours))
+    groups = _split_after_one_sided(groups, a_keys, b_keys)
     _absorb_into_next(groups, a_ops, b_ops)
-    groups = [g for g in groups if g.base or g.opt]  # absorbing can empty a group
-    out = []
-    for g in sorted(groups, key=_order_key(groups)):
-        method = g.method
-        if not g.opt:
-            method = AlignMethod.ONLY_BASE
-        elif not g.base:
-            method = AlignMethod.ONLY_OPT
-        out.append(AlignedGroup(tuple(a_keys[i] for i in g.base), tuple(b_keys[j] for j in g.opt), method))
+    groups = [g for g in groups if isinstance(g, _Run) or g.base or g.opt]  # absorbing can empty a group
+    return _alignment(sorted(groups, key=_order_key(groups, len(b_ops))), a_keys, b_keys)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Operators paired 1:1 in order by the name match: baseline ``i1..i2`` with optimized ``j1..j2``."""
+
+    i1: int
+    i2: int
+    j1: int
+    j2: int
+
+
+def _pair(run: _Run, at: int, a_keys: Sequence[str], b_keys: Sequence[str]) -> _Group:
+    """Pair ``at`` of ``run`` (0 its first) as a group of its own."""
+    i, j = run.i1 + at, run.j1 + at
+    return _Group([i], [j], AlignMethod.KEY if a_keys[i] == b_keys[j] else AlignMethod.SEQUENCE)
+
+
+def _split_last(groups: list[_Group | _Run], a_keys: Sequence[str], b_keys: Sequence[str]) -> list[_Group]:
+    """The last group (as a list of it, or none), a run's last pair split off it as a group of its own."""
+    if not groups:
+        return []
+    last = groups[-1]
+    if isinstance(last, _Run):
+        pair = _pair(last, last.i2 - last.i1 - 1, a_keys, b_keys)
+        groups[-1:] = [_Run(last.i1, last.i2 - 1, last.j1, last.j2 - 1), pair] if last.i2 - last.i1 > 1 else [pair]
+        return [pair]
+    return [last]
+
+
+def _split_after_one_sided(groups: list[_Group | _Run], a_keys: Sequence[str], b_keys: Sequence[str],
+                           ) -> list[_Group | _Run]:
+    """The groups with a run's first pair split off it where a one-sided group precedes the run (that
+    pair may absorb it: :func:`_absorb_into_next`)."""
+    out: list[_Group | _Run] = []
+    for g in groups:
+        if isinstance(g, _Run) and out and isinstance(out[-1], _Group) and not (out[-1].base and out[-1].opt):
+            out.append(_pair(g, 0, a_keys, b_keys))
+            if g.i2 - g.i1 > 1:
+                out.append(_Run(g.i1 + 1, g.i2, g.j1 + 1, g.j2))
+        else:
+            out.append(g)
     return out
+
+
+class Alignment(Sequence[AlignedGroup]):
+    """Aligned groups as columns: each group's baseline and optimized operators (their positions in
+    each view's launch order, group after group, cut by the sizes) and its method. A group's
+    :class:`AlignedGroup` (with its keys) is built when read; two profiles of a million operators
+    align into as many groups."""
+
+    __slots__ = ("_a_keys", "_b_keys", "_base_at", "_opt_at", "base", "base_sizes", "methods", "opt", "opt_sizes")
+
+    def __init__(self, base: np.ndarray, base_sizes: np.ndarray, opt: np.ndarray, opt_sizes: np.ndarray,
+                 methods: np.ndarray, a_keys: Sequence[str], b_keys: Sequence[str]) -> None:
+        self.base, self.base_sizes, self.opt, self.opt_sizes = base, base_sizes, opt, opt_sizes
+        self.methods = methods  # position in ``_METHODS``
+        self._a_keys, self._b_keys = a_keys, b_keys
+        self._base_at = np.concatenate(([0], np.cumsum(base_sizes)))
+        self._opt_at = np.concatenate(([0], np.cumsum(opt_sizes)))
+
+    def __len__(self) -> int:
+        return len(self.methods)
+
+    @overload
+    def __getitem__(self, index: int) -> AlignedGroup: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AlignedGroup]: ...
+
+    def __getitem__(self, index: int | slice) -> AlignedGroup | list[AlignedGroup]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError("aligned group index out of range")
+        g = index % n
+        b0, b1, o0, o1 = (int(x) for x in (self._base_at[g], self._base_at[g + 1], self._opt_at[g],
+                                            self._opt_at[g + 1]))
+        a_keys, b_keys = self._a_keys, self._b_keys
+        return AlignedGroup(tuple(a_keys[i] for i in self.base[b0:b1].tolist()),
+                            tuple(b_keys[j] for j in self.opt[o0:o1].tolist()), _METHODS[int(self.methods[g])])
+
+    def __iter__(self) -> Iterator[AlignedGroup]:
+        return (self[g] for g in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"Alignment({len(self)} groups)"
+
+    def opt_of_base(self, at: np.ndarray) -> np.ndarray:
+        """The optimized operators grouped with each baseline operator at launch positions ``at``, one
+        after the other (each group's by key, as :meth:`opt_keys_of_base` sorts them): launch positions."""
+        entry_of = np.full(len(self._a_keys), -1, dtype=np.int64)  # each baseline operator's entry in ``base``
+        entry_of[self.base] = np.arange(len(self.base))
+        entries = entry_of[at]
+        groups = np.repeat(np.arange(len(self)), self.base_sizes)[entries[entries >= 0]]
+        sizes = self.opt_sizes[groups]
+        # the opt entries of each group, group after group
+        firsts = np.repeat(self._opt_at[groups] - (np.cumsum(sizes) - sizes), sizes)
+        out = self.opt[firsts + np.arange(len(firsts))]
+        keys = self._b_keys
+        ends = np.cumsum(sizes)
+        for lo, hi in zip((ends - sizes)[sizes > 1].tolist(), ends[sizes > 1].tolist(), strict=True):
+            out[lo:hi] = sorted(out[lo:hi].tolist(), key=keys.__getitem__)
+        return out
+
+    def opt_keys_of_base(self, keys: Collection[str]) -> dict[str, set[str]]:
+        """The optimized keys grouped with each baseline operator of ``keys`` (the keys aligned)."""
+        at = np.array([i for i, k in enumerate(self._a_keys) if k in keys], dtype=np.int64)
+        hits = np.flatnonzero(np.isin(self.base, at))
+        groups = np.repeat(np.arange(len(self)), self.base_sizes)[hits]
+        a_keys, b_keys, opt_at = self._a_keys, self._b_keys, self._opt_at
+        out: dict[str, set[str]] = {}
+        for i, g in zip(self.base[hits].tolist(), groups.tolist(), strict=True):
+            out.setdefault(a_keys[i], set()).update(b_keys[j] for j in self.opt[opt_at[g]:opt_at[g + 1]].tolist())
+        return out
+
+
+_METHODS = list(AlignMethod)
+_METHOD_CODE = {m: c for c, m in enumerate(_METHODS)}
+
+
+def _alignment(groups: list[_Group | _Run], a_keys: Sequence[str], b_keys: Sequence[str]) -> Alignment:
+    """The groups (in their final order) as an :class:`Alignment`; a group without operators on one
+    side is ``only_base`` or ``only_opt``."""
+    base_parts: list[np.ndarray] = []
+    opt_parts: list[np.ndarray] = []
+    size_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    pending: list[_Group] = []  # groups since the last run, converted together
+
+    def flush() -> None:
+        if not pending:
+            return
+        base_parts.append(np.fromiter((i for g in pending for i in g.base), dtype=np.int64))
+        opt_parts.append(np.fromiter((j for g in pending for j in g.opt), dtype=np.int64))
+        methods = [_METHOD_CODE[AlignMethod.ONLY_BASE if not g.opt else AlignMethod.ONLY_OPT if not g.base
+                                else g.method] for g in pending]
+        size_parts.append((np.array([len(g.base) for g in pending], dtype=np.int64),
+                           np.array([len(g.opt) for g in pending], dtype=np.int64),
+                           np.array(methods, dtype=np.int64)))
+        pending.clear()
+
+    key_code, seq_code = _METHOD_CODE[AlignMethod.KEY], _METHOD_CODE[AlignMethod.SEQUENCE]
+    for g in groups:
+        if isinstance(g, _Group):
+            pending.append(g)
+            continue
+        flush()
+        n = g.i2 - g.i1
+        same = np.fromiter(map(str.__eq__, a_keys[g.i1:g.i2], b_keys[g.j1:g.j2]), dtype=bool, count=n)
+        base_parts.append(np.arange(g.i1, g.i2, dtype=np.int64))
+        opt_parts.append(np.arange(g.j1, g.j2, dtype=np.int64))
+        ones = np.ones(n, dtype=np.int64)
+        size_parts.append((ones, ones, np.where(same, key_code, seq_code)))
+    flush()
+
+    def joined(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    return Alignment(joined(base_parts), joined([p[0] for p in size_parts]), joined(opt_parts),
+                     joined([p[1] for p in size_parts]), joined([p[2] for p in size_parts]), a_keys, b_keys)
 
 
 def _opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[str, int, int, int, int]]:
@@ -163,24 +321,24 @@ def _opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[str, in
     return out
 
 
-def _order_key(groups: list[_Group]):
+def _order_key(groups: list[_Group | _Run], n_opt: int):
     """Sort key: baseline position; an optimized-only group follows what precedes it in its profile."""
-    opt_to_base: dict[int, float] = {}
+    opt_to_base = np.full(n_opt, -1.0)  # each paired optimized operator's group's first baseline position
     for g in groups:
-        for j in g.opt:
-            if g.base:
-                opt_to_base[j] = float(min(g.base))
-    positions = sorted(opt_to_base)
-    running, best = [], -1.0
-    for j in positions:  # running[i]: the latest baseline position among optimized ops <= positions[i]
-        best = max(best, opt_to_base[j])
-        running.append(best)
+        if isinstance(g, _Run):
+            opt_to_base[g.j1:g.j2] = np.arange(g.i1, g.i2)
+        elif g.base:
+            opt_to_base[g.opt] = float(min(g.base))
+    # running[j]: the latest baseline position among the optimized operators up to j
+    running = np.maximum.accumulate(opt_to_base).tolist() if n_opt else []
 
-    def key(g: _Group) -> float:
+    def key(g: _Group | _Run) -> float:
+        if isinstance(g, _Run):
+            return float(g.i1)
         if g.base:
             return float(min(g.base))
-        i = bisect_left(positions, min(g.opt))
-        return (running[i - 1] if i else -1.0) + 0.5
+        first = min(g.opt)
+        return (running[first - 1] if first else -1.0) + 0.5
 
     return key
 
@@ -292,12 +450,13 @@ def _role_target(index: int, role: str, groups: list[_Group], roles: list[str], 
     return min(later, key=position) if later else None
 
 
-def _absorb_into_next(groups: list[_Group], a_ops: Sequence[Operator], b_ops: Sequence[Operator]) -> None:
-    """One-sided operators right before a two-sided group join it when that group fused them."""
+def _absorb_into_next(groups: list[_Group | _Run], a_ops: Sequence[Operator], b_ops: Sequence[Operator]) -> None:
+    """One-sided operators right before a two-sided group join it when that group fused them (a run
+    following a one-sided group has its first pair split off: :func:`_split_after_one_sided`)."""
     for pos, g in enumerate(groups):
-        if g.base and g.opt:
+        if isinstance(g, _Run) or (g.base and g.opt):
             continue
-        nxt = next((h for h in groups[pos + 1:pos + 2] if h.base and h.opt), None)
+        nxt = next((h for h in groups[pos + 1:pos + 2] if isinstance(h, _Group) and h.base and h.opt), None)
         if nxt is None:
             continue
         op = a_ops[g.base[0]] if g.base else b_ops[g.opt[0]]

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-from profiler_core.analysis.alignment import AlignedGroup, AlignMethod, align_operators
+from profiler_core.analysis.alignment import AlignedGroup, Alignment, AlignMethod, align_operators
 from profiler_core.analysis.comparability import Comparability, check_comparability, shape_check
 from profiler_core.analysis.counter_format import Direction, direction, format_value, shift_text
 from profiler_core.analysis.findings import FindingsReport
@@ -349,12 +349,11 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
     return sorted(rows, key=lambda r: -max(r.base_ns, r.opt_ns))
 
 
-def _operator_rows(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView,
+def _operator_rows(groups: Alignment, bv: ProfileView, ov: ProfileView,
                    scale: tuple[float, float], t: Thresholds) -> OperatorRows:
-    b_rows = bv.rows_of_keys(k for g in groups for k in g.base_keys)
-    o_rows = ov.rows_of_keys(k for g in groups for k in g.opt_keys)
-    if b_rows is not None and o_rows is not None:  # off the columns: no operator model is built
-        return _operator_rows_at(groups, bv, ov, b_rows, o_rows, scale, t)
+    if not bv.keys_repeat and not ov.keys_repeat:  # off the columns: no operator model is built
+        # each group's operators by position in each view's list (the alignment gives launch order)
+        return _operator_rows_at(groups, bv, ov, bv.op_order[groups.base], ov.op_order[groups.opt], scale, t)
     rows = []
     sides = [([bv.operators_by_key[k] for k in g.base_keys], [ov.operators_by_key[k] for k in g.opt_keys])
              for g in groups]
@@ -387,12 +386,11 @@ def _operator_row(g: AlignedGroup, cls: OperatorClass, time_row: dict) -> Operat
         "opt_keys": list(g.opt_keys)})
 
 
-def _operator_rows_at(groups: list[AlignedGroup], bv: ProfileView, ov: ProfileView, b_rows: np.ndarray,
+def _operator_rows_at(groups: Alignment, bv: ProfileView, ov: ProfileView, b_rows: np.ndarray,
                       o_rows: np.ndarray, scale: tuple[float, float], t: Thresholds) -> OperatorRows:
     """:func:`_operator_rows` where keys are distinct on both sides: each group's operators given by
     their positions in each view (``b_rows``, ``o_rows``: group after group). The rows stay columns."""
-    b_sizes = np.fromiter((len(g.base_keys) for g in groups), dtype=np.int64, count=len(groups))
-    o_sizes = np.fromiter((len(g.opt_keys) for g in groups), dtype=np.int64, count=len(groups))
+    b_sizes, o_sizes = groups.base_sizes, groups.opt_sizes
     b_found = bv.kernel_positions_of_rows(b_rows, b_sizes)
     o_found = ov.kernel_positions_of_rows(o_rows, o_sizes)
     pair, deltas = _counter_pairs(bv, ov, b_found, o_found, t)
@@ -524,21 +522,22 @@ def _operators_of_keys(view: ProfileView, keys: list[str]) -> Sequence[Operator]
     return view.operators_of_keys(keys)
 
 
-def _shift_checks(findings: FindingsReport, groups: list[AlignedGroup], bv: ProfileView,
+def _shift_checks(findings: FindingsReport, groups: Alignment, bv: ProfileView,
                   ov: ProfileView, t: Thresholds) -> list[ShiftCheck]:
+    by_position = not bv.keys_repeat and not ov.keys_repeat
     named = {key for f in findings.findings if f.expected_shifts for key in f.operators}
-    opt_of: dict[str, set[str]] = defaultdict(set)  # the optimized keys of each baseline key a finding names
-    for g in groups:
-        for key in g.base_keys:
-            if key in named:
-                opt_of[key].update(g.opt_keys)
+    # the optimized keys of each baseline key a finding names (where keys repeat: by key)
+    opt_of = groups.opt_keys_of_base(named) if named and not by_position else {}
     checks = []
     for f in findings.findings:
         if not f.expected_shifts:
             continue
-        b_keys = list(f.operators)
-        o_keys = [k for key in f.operators for k in sorted(opt_of.get(key, ()))]
-        b_ops, o_ops = _operators_of_keys(bv, b_keys), _operators_of_keys(ov, o_keys)
+        b_ops = _operators_of_keys(bv, list(f.operators))
+        o_ops: Sequence[Operator]
+        if by_position:  # each named operator's group, by launch position (no key looked up per group)
+            o_ops = ov.operators_in_order_at(groups.opt_of_base(bv.launch_positions(b_ops)))
+        else:
+            o_ops = _operators_of_keys(ov, [k for key in f.operators for k in sorted(opt_of.get(key, ()))])
         b_agg, o_agg = _ops_counters(bv, b_ops), _ops_counters(ov, o_ops)
         for field, expected in f.expected_shifts.items():
             b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)

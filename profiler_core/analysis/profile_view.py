@@ -702,6 +702,22 @@ class ProfileView:
         return OperatorsAt(self.operators, np.array([g for k in keys if (g := index.get(k)) is not None],
                                                     dtype=np.int64))
 
+    def launch_positions(self, ops: Sequence[Operator]) -> np.ndarray:
+        """The positions in :attr:`ops_in_order` of ``ops`` (the view's own operators, keys distinct)."""
+        rows = self._rows_of_set(ops)
+        if rows is None:
+            raise ValueError("launch_positions: an operator is not one of the view's own")
+        inverse = self._launch_position
+        return inverse[rows]
+
+    @cached_property
+    def _launch_position(self) -> np.ndarray:
+        """Each operator's position in :attr:`ops_in_order`, by position in ``operators``."""
+        order = self.op_order
+        out = np.empty(len(order), dtype=np.int64)
+        out[order] = np.arange(len(order))
+        return out
+
     def operators_in_order_at(self, at: Sequence[int] | np.ndarray) -> Sequence[Operator]:
         """The operators at positions ``at`` of :attr:`ops_in_order`: their models built only when read
         where keys are distinct (else a list of them)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -159,3 +160,83 @@ def test_roles_read_at_once_are_the_roles_asked_one_by_one() -> None:
             at_once = operator_roles(view, view.ops_in_order, 8)
             one_by_one = operator_roles(ProfileView(profile), list(ProfileView(profile).ops_in_order), 8)
             assert at_once == one_by_one and "attention" in at_once and len(set(at_once)) > 2
+
+
+def test_a_removed_epilogue_joins_the_gemm_pair_of_the_name_match_before_it() -> None:
+    """An operator left alone right after a stretch of name-matched pairs joins the last pair when
+    that pair's kernel fused it."""
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    for b in (base, opt):
+        b.op("aten::layer_norm", k("layer_norm_kernel", 3))
+    base.op("aten::mm", _gemm())
+    base.op("aten::add", k("vectorized_elementwise_kernel", 2))
+    opt.op("aten::mm", _gemm(), fused_with=["aten::mm", "aten::add"])
+    assert _align(base.build(), opt.build()) == [
+        (("aten::layer_norm#0",), ("aten::layer_norm#0",), AlignMethod.KEY),
+        (("aten::mm#0", "aten::add#0"), ("aten::mm#0",), AlignMethod.FUSED)]
+
+
+def test_an_operator_fused_into_the_first_pair_of_a_name_match_joins_it() -> None:
+    """A one-sided operator right before a stretch of name-matched pairs joins the first pair when
+    it names that pair's operator among those it fused."""
+    base, opt = ProfileBuilder(), ProfileBuilder()
+    base.op("triton_poi_fused__to_copy_mm_0", k("triton_poi_fused__to_copy_mm_0", 2),
+            fused_with=["aten::_to_copy", "aten::mm"])
+    for b in (base, opt):
+        b.op("aten::mm", _gemm())
+        b.op("aten::relu", k("vectorized_elementwise_kernel", 2))
+    assert _align(base.build(), opt.build()) == [
+        (("aten::mm#0", "triton_poi_fused__to_copy_mm_0#0"), ("aten::mm#0",), AlignMethod.FUSED),
+        (("aten::relu#0",), ("aten::relu#0",), AlignMethod.KEY)]
+
+
+def test_an_alignment_reads_as_its_groups() -> None:
+    """The columns (launch positions group after group, sizes, methods) read back as the groups:
+    every operator once on its side, indexing and slicing as a list of the groups would."""
+    base, opt = pair_profile("base"), pair_profile("opt")
+    bv, ov = ProfileView(base), ProfileView(opt)
+    alignment = align_operators(bv, ov)
+    groups = list(alignment)
+    assert len(groups) == len(alignment) > 10 and any(g.method is AlignMethod.FUSED for g in groups)
+    assert sorted(alignment.base.tolist()) == list(range(len(base.operators)))
+    assert sorted(alignment.opt.tolist()) == list(range(len(opt.operators)))
+    b_keys, o_keys = bv.op_column("key", bv.ops_in_order), ov.op_column("key", ov.ops_in_order)
+    at = to = 0
+    for g, n, m in zip(groups, alignment.base_sizes.tolist(), alignment.opt_sizes.tolist(), strict=True):
+        assert g.base_keys == tuple(b_keys[i] for i in alignment.base[at:at + n].tolist())
+        assert g.opt_keys == tuple(o_keys[j] for j in alignment.opt[to:to + m].tolist())
+        at, to = at + n, to + m
+    assert alignment[-1] == groups[-1] and alignment[3:9:2] == groups[3:9:2]
+    with pytest.raises(IndexError):
+        alignment[len(groups)]
+
+
+@pytest.mark.parametrize("pair", ["unfused", "pair", "gpt2", "sdpa_attention", "hf_qwen2_decoder"])
+def test_the_groups_of_baseline_positions_are_the_groups_of_their_keys(pair: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``opt_of_base`` (by launch position) lists, for each baseline operator in turn, its group's
+    optimized operators sorted by key: what ``opt_keys_of_base`` gives by key."""
+    from tests.analysis.test_lazy_operators import CAPTURES, _table_profile
+
+    if pair == "unfused":  # one fused kernel's operator against the eager operators it fused
+        fused, eager = ProfileBuilder(), ProfileBuilder()
+        eager.op("aten::mm", _gemm(), context=EAGER)
+        eager.op("aten::add", k("vectorized_elementwise_kernel", 2), context=EAGER)
+        fused.op("triton_tem_fused_add_mm_0", k("triton_tem_fused_add_mm_0", 8), fused_with=["aten::mm", "aten::add"])
+        base, opt = fused.build(), eager.build()
+    elif pair == "pair":
+        base, opt = pair_profile("base"), pair_profile("opt")
+    else:
+        base = _table_profile(CAPTURES / pair / "baseline", tmp_path / "b")
+        opt = _table_profile(CAPTURES / pair / "optimized", tmp_path / "o")
+    bv, ov = ProfileView(base), ProfileView(opt)
+    alignment = align_operators(bv, ov)
+    b_keys, o_keys = bv.op_column("key", bv.ops_in_order), ov.op_column("key", ov.ops_in_order)
+    sizes = alignment.opt_sizes[np.repeat(np.arange(len(alignment)), alignment.base_sizes)]
+    for at in (np.arange(len(b_keys)), np.arange(len(b_keys))[::-1], np.array([0, 0, len(b_keys) - 1])):
+        named = [b_keys[i] for i in at.tolist()]
+        by_key = alignment.opt_keys_of_base(set(named))
+        assert [o_keys[j] for j in alignment.opt_of_base(at).tolist()] == [
+            o for key in named for o in sorted(by_key.get(key, ()))]
+    if pair == "unfused":  # a group of several optimized operators, listed by key, not launch order
+        assert (sizes > 1).any() and [o_keys[j] for j in alignment.opt_of_base(np.array([0])).tolist()] == [
+            "aten::add#0", "aten::mm#0"]

@@ -97,3 +97,24 @@ def test_reports_build_only_the_rows_they_show(tmp_path: Path, monkeypatch: pyte
         out = render()
         assert 0 < len(built) <= top_k, (top_k, len(built))
     assert [r.label for r in out.operators] == [r.label for r in c.operators.largest_changes(4)]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "hf_gpt2_train", "tv_resnet18"])
+def test_shift_checks_by_position_are_the_checks_by_key(name: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each finding's optimized operators read by launch position through the alignment give the
+    shift checks of looking every key up (the path of profiles whose keys repeat)."""
+    from profiler_core.analysis import align_operators, diagnose
+    from profiler_core.analysis.compare import _shift_checks
+    from profiler_core.analysis.profile_view import ProfileView
+    from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS as T
+
+    base = _table_profile(CAPTURES / name / "baseline", tmp_path / "b")
+    opt = _table_profile(CAPTURES / name / "optimized", tmp_path / "o")
+    findings = diagnose(base)
+    bv, ov = ProfileView(base), ProfileView(opt)
+    alignment = align_operators(bv, ov)
+    by_position = _shift_checks(findings, alignment, bv, ov, T)
+    assert any(c.opt is not None for c in by_position)
+    monkeypatch.setattr(ProfileView, "keys_repeat", property(lambda self: True))
+    assert _shift_checks(findings, alignment, bv, ov, T) == by_position
