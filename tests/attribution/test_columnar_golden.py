@@ -174,7 +174,11 @@ def test_the_operator_table_is_decoded_whole_after_the_kernel_tables_arrow_is_re
     from profiler_core import columnar_profile
 
     steps: list[str] = []
-    parse, build = columnar_profile._parse_parquet, columnar_profile.from_arrow
+    parse, build, opened = columnar_profile._parse_parquet, columnar_profile.from_arrow, columnar_profile._open_parquet
+
+    def open_logged(profile_path: Path, ref: Any, what: str, rows: int, data: Any) -> Any:
+        steps.append(f"{what} opened")
+        return opened(profile_path, ref, what, rows, data)
 
     def parse_logged(profile_path: Path, ref: Any, what: str, rows: int, data: Any,
                      columns: list[str] | None = None) -> Any:
@@ -187,8 +191,10 @@ def test_the_operator_table_is_decoded_whole_after_the_kernel_tables_arrow_is_re
 
     monkeypatch.setattr(columnar_profile, "_parse_parquet", parse_logged)
     monkeypatch.setattr(columnar_profile, "from_arrow", build_logged)
+    monkeypatch.setattr(columnar_profile, "_open_parquet", open_logged)
     back = read_profile(written)
-    assert steps == ["kernel_table all", "operator_table ['key']", "kernels built, keys given", "operator_table all"]
+    # the kernel table is opened, not decoded: its columns are decoded when read (test_deferred_kernel_columns.py)
+    assert steps == ["kernel_table opened", "operator_table ['key']", "kernels built, keys given", "operator_table all"]
     assert [op.key for op in back.operators] == [op.key for op in read_profile(written).operators]
 
 

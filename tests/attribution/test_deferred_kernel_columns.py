@@ -116,3 +116,80 @@ def test_a_damaged_column_is_refused_when_the_profile_is_read(written: Path, tmp
     assert json.loads(profile.read_text())["kernel_table"]["kernel_count"] > 0
     with pytest.raises(SchemaError, match=rf"not an oprof kernel table \(ValueError: {match}"):
         read_profile(profile)
+
+
+# the kernel table's columns whose dictionaries are interned when the profile is read (a fixed order of
+# codes), and the columns read_profile's checks read: every other column stays in the file's bytes
+# (the DRAM check reads its two counters)
+DECODED_AT_ONCE = {"operator_key", "fused_with", "name", "short_name", "kind", "reason", "library", "module_path",
+                   "counter_source", "tier", "start_ns", "end_ns", "inherited_from", "counters.dram_bytes_read",
+                   "counters.dram_bytes_written"}
+
+
+def test_a_column_is_decoded_from_the_files_bytes_when_first_read(written: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the profile decodes the columns it interns or checks; a column read later is decoded
+    then, once, from the bytes read (and checked) with the profile: the file is not opened again."""
+    from profiler_core import columnar_profile
+
+    decoded: list[str] = []
+    read = columnar_profile._ParquetColumns.read
+
+    def logged(self: Any, name: str) -> Any:
+        decoded.append(name)
+        return read(self, name)
+
+    monkeypatch.setattr(columnar_profile._ParquetColumns, "read", logged)
+    table = read_profile(written).kernels
+    assert isinstance(table, KernelTable)
+    at_once = set(decoded)
+    evidence = {n for n in at_once if n.startswith("evidence.")}
+    assert at_once - evidence == DECODED_AT_ONCE and all(n.endswith((".operator", ".detail")) for n in evidence)
+    kernel_parquet = next(written.parent.glob("profile.kernels.*.parquet"))
+    kernel_parquet.rename(kernel_parquet.with_suffix(".gone"))  # later reads come from the bytes read
+    try:
+        decoded.clear()
+        assert len(table.stream) == len(table) and decoded == ["stream"]
+        field = next(f for f in table.counter_fields if not f.startswith("dram_"))
+        table.counter_column(table.counter_fields.index(field))
+        assert decoded == ["stream", f"counters.{field}"]
+        grid = table.grid
+        assert decoded[2:] == [f"{label}_{a}" for label in ("grid", "block") for a in "xyz"]
+        assert table.grid is grid and len(decoded) == 8  # kept: not decoded twice
+        models = [table.model(j) for j in (0, len(table) - 1)]
+        assert all(m.grid is not None for m in models)
+    finally:
+        kernel_parquet.with_suffix(".gone").rename(kernel_parquet)
+
+
+def test_a_damaged_page_read_later_is_one_clear_error(written: Path, tmp_path: Path) -> None:
+    """A profile.json without the table's digest (hand-edited) and a damaged page of a column read
+    after the profile: the read of that column names the file and the fix, and the command says it
+    in one line, with no traceback."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    for f in written.parent.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    profile = tmp_path / "profile.json"
+    doc = json.loads(profile.read_text())
+    del doc["kernel_table"]["sha256"]
+    profile.write_text(json.dumps(doc))
+    parquet = tmp_path / doc["kernel_table"]["path"]
+    meta = pq.ParquetFile(parquet).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    chunk = meta.row_group(0).column(names.index("stream"))
+    data = bytearray(parquet.read_bytes())
+    data[chunk.data_page_offset:chunk.data_page_offset + 16] = b"\xff" * 16  # the page header
+    parquet.write_bytes(bytes(data))
+    table = read_profile(profile).kernels  # the damaged column is not read yet
+    with pytest.raises(SchemaError, match=r"profile\.kernels\.\w+\.parquet: not a readable Parquet kernel table "
+                                          r".*re-run 'oprof attribute'"):
+        table.stream  # noqa: B018
+    run = subprocess.run([sys.executable, "-m", "profiler_core", "diagnose", str(profile)], capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert "not a readable Parquet kernel table" in run.stderr
