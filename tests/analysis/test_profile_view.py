@@ -257,6 +257,14 @@ def test_sets_of_operators_kernels_and_counters_by_position_are_what_the_models_
             # sets of one, of neighbours sharing kernels' start times, of repeats and of nothing
             sets = [[op] for op in ops[:40]] + [rng.sample(ops, rng.randint(2, 6)) for _ in range(60)]
             sets += [[ops[3], ops[3], ops[7]], [], ops, [ops[1]]]
+            # one operator a set (each set's kernels in rising start already), with a repeat, out of order
+            one_each = [[op] for op in ops]
+            for listed in (one_each, [*one_each, [ops[3], ops[3]]], [*one_each, [ops[9], ops[2]]]):
+                at, n = view.kernel_positions_of_ops(listed)  # type: ignore[misc]
+                bounds = [0, *n.cumsum().tolist()]
+                cuts = zip(bounds[:-1], bounds[1:], strict=True)
+                got = [[view.kernels[p].id for p in at[lo:hi].tolist()] for lo, hi in cuts]
+                assert got == [[k.id for k in _kernels_of_ops_one_by_one(view, s)] for s in listed]
             found = view.kernel_positions_of_ops(sets)
             assert found is not None
             positions, sizes = found
