@@ -259,9 +259,25 @@ def emit_json(payload: Any) -> None:
     if buffer is None:  # a text-only stream (some test harnesses)
         sys.stdout.write(data.decode())
     else:
-        buffer.write(data)
+        write_all(buffer, data)
         buffer.flush()
     sys.stdout.flush()
+
+
+_CHUNK = 1 << 28
+
+
+def write_all(stream: Any, data: bytes) -> None:
+    """Write every byte of ``data`` to the binary ``stream``, a piece at a time: a single write of more
+    than 2 GiB to stdout stops at 2 GiB and says so only in its return value (Linux writes at most
+    0x7ffff000 bytes a call), which would leave a JSON document cut short."""
+    view = memoryview(data)
+    while view:
+        piece = view[:_CHUNK]
+        written = stream.write(piece)
+        if written == 0:
+            raise OSError("standard output took none of the JSON document's bytes")
+        view = view[len(piece) if written is None else written:]
 
 
 def load_commands() -> typer.Typer:

@@ -15,7 +15,7 @@ into the JSON and markdown outputs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -29,6 +29,9 @@ from profiler_core.report.gate import GateResult, judge, judge_ranks, not_compar
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
+
+if TYPE_CHECKING:
+    from profiler_core.analysis.compare import Comparison
 
 GATE_EXIT_CODE = 1
 
@@ -80,7 +83,7 @@ def compare_command(
             write_output(html, render_html(opt_profile, comparison=result, end_to_end=e2e))
         outcome = None if gate is None else judge(result, e2e, gate)
         if as_json:
-            emit_json({**result.model_dump(mode="json"), "end_to_end": verdict_fields(result, e2e),
+            emit_json({**json_fields(result), "end_to_end": verdict_fields(result, e2e),
                        **({"gate": outcome.as_dict()} if outcome is not None else {})})
             if (w := warnings_renderable(result.warnings)) is not None:
                 err_console.print(w)
@@ -88,6 +91,15 @@ def compare_command(
             for item in comparison_renderables(result, end_to_end=e2e):
                 out_console.print(item)
         _finish(fail_if_slower, result.delta_pct, "{:.1f}% slower than the baseline", outcome)
+
+
+def json_fields(result: Comparison) -> dict[str, Any]:
+    """The comparison's fields for its JSON document, each written by pydantic straight to JSON: what
+    ``model_dump(mode="json")`` gives, without first building a dict per operator row and counter
+    (two 1M-kernel profiles: 772k rows of 20 counters)."""
+    fields: dict[str, Any] = {name: getattr(result, name) for name in type(result).model_fields}
+    fields["operators"] = list(result.operators)
+    return fields
 
 
 def _finish(fail_if_slower: float | None, delta_pct: float, what: str, gate: GateResult | None) -> None:

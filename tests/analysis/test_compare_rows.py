@@ -118,3 +118,15 @@ def test_shift_checks_by_position_are_the_checks_by_key(name: str, tmp_path: Pat
     assert any(c.opt is not None for c in by_position)
     monkeypatch.setattr(ProfileView, "keys_repeat", property(lambda self: True))
     assert _shift_checks(findings, alignment, bv, ov, T) == by_position
+
+
+@pytest.mark.parametrize("name", ["gpt2", "hf_qwen2_decoder"])
+def test_the_json_document_is_the_dump_of_the_comparison(name: str, tmp_path: Path) -> None:
+    """``compare --json`` writes the comparison's fields straight to JSON: the very bytes of its
+    ``model_dump(mode="json")`` written as a document."""
+    from profiler_core.cli import json_document
+    from profiler_core.cli.compare import json_fields
+
+    c = _compared(name, tmp_path)
+    extra = {"end_to_end": {"verdict": "faster"}}
+    assert json_document({**json_fields(c), **extra}) == json_document({**c.model_dump(mode="json"), **extra})

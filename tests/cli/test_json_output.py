@@ -40,3 +40,30 @@ def test_emit_writes_the_document_on_stdout(monkeypatch: pytest.MonkeyPatch, wit
     emit_json({"k": "é", "v": [1, 2]})
     got = raw.getvalue().decode() if with_buffer else text.getvalue()
     assert json.loads(got) == {"k": "é", "v": [1, 2]} and got.endswith("\n")
+
+
+class _ShortWrites(io.BytesIO):
+    """A stream whose every write takes at most ``limit`` bytes and says how many (as stdout does past
+    2 GiB: 0x7ffff000 bytes a call), or none at all."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit, self.calls = limit, 0
+
+    def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+        self.calls += 1
+        return super().write(bytes(data)[:self.limit])
+
+
+def test_a_document_written_in_short_writes_is_written_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from profiler_core import cli
+
+    monkeypatch.setattr(cli, "_CHUNK", 1000)  # pieces of 1000 bytes, each taken 300 at a time
+    payload = {"rows": [{"label": f"aten::mm#{i}", "delta_ns": i} for i in range(400)]}
+    data = json_document(payload)
+    assert len(data) > 10_000
+    stream = _ShortWrites(300)
+    cli.write_all(stream, data)
+    assert stream.getvalue() == data and stream.calls >= len(data) // 300
+    with pytest.raises(OSError, match="took none of the JSON document's bytes"):
+        cli.write_all(_ShortWrites(0), data)
