@@ -34,7 +34,7 @@ from mcp_server.models import (
 from mcp_server.tools import hints, load_profile
 from mcp_server.views import MAX_WARNINGS, enum_value, showing, us
 from profiler_core import api
-from profiler_core.atomic_write import write_text_atomic
+from profiler_core.atomic_write import write_bytes_atomic, write_text_atomic
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.rundir import COMPARISON_NAME, FINDINGS_NAME, PROFILE_NAME
 from profiler_core.rundir.layout import WALLTIME_NAME
@@ -227,7 +227,9 @@ def register(mcp: MCPServer, ctx: ToolContext) -> None:
 
             wall = wall_times_of(ws, base_path, opt_path, walltime)
             e2e = EndToEndOut.model_validate(verdict_fields(result, wall))
-            write_text_atomic(out, result.model_dump_json(indent=1))
+            # bytes straight from pydantic's serializer (model_dump_json's text, without a str and its
+            # UTF-8 copy: two 1M-kernel profiles' comparison is 3 GB of JSON)
+            write_bytes_atomic(out, result.__pydantic_serializer__.to_json(result, indent=1))
             done = comparison_result(result, baseline=base_path, optimized=opt_path, out=out, top_k=top_k,
                                      end_to_end=e2e)
             if gate_pct is not None:
