@@ -27,12 +27,12 @@ from collections.abc import Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import StrEnum
-from typing import overload
 
 import numpy as np
 
 from profiler_core.analysis.patterns import manual_attention_groups
 from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.attribution.columns import Positional
 from profiler_core.attribution.operator_class import aten_name
 from profiler_core.schema import Operator, OperatorClass
 
@@ -179,7 +179,7 @@ def _split_after_one_sided(groups: list[_Group | _Run], a_keys: Sequence[str], b
     return out
 
 
-class Alignment(Sequence[AlignedGroup]):
+class Alignment(Positional[AlignedGroup]):
     """Aligned groups as columns: each group's baseline and optimized operators (their positions in
     each view's launch order, group after group, cut by the sizes) and its method. A group's
     :class:`AlignedGroup` (with its keys) is built when read; two profiles of a million operators
@@ -198,27 +198,12 @@ class Alignment(Sequence[AlignedGroup]):
     def __len__(self) -> int:
         return len(self.methods)
 
-    @overload
-    def __getitem__(self, index: int) -> AlignedGroup: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[AlignedGroup]: ...
-
-    def __getitem__(self, index: int | slice) -> AlignedGroup | list[AlignedGroup]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        n = len(self)
-        if not -n <= index < n:
-            raise IndexError("aligned group index out of range")
-        g = index % n
+    def _at(self, g: int) -> AlignedGroup:
         b0, b1, o0, o1 = (int(x) for x in (self._base_at[g], self._base_at[g + 1], self._opt_at[g],
                                             self._opt_at[g + 1]))
         a_keys, b_keys = self._a_keys, self._b_keys
         return AlignedGroup(tuple(a_keys[i] for i in self.base[b0:b1].tolist()),
                             tuple(b_keys[j] for j in self.opt[o0:o1].tolist()), _METHODS[int(self.methods[g])])
-
-    def __iter__(self) -> Iterator[AlignedGroup]:
-        return (self[g] for g in range(len(self)))
 
     def __repr__(self) -> str:
         return f"Alignment({len(self)} groups)"

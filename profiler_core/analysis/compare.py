@@ -11,9 +11,9 @@ When the baseline's findings are known, each predicted counter shift is checked.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
@@ -25,6 +25,7 @@ from profiler_core.analysis.counter_format import Direction, direction, format_v
 from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many, pct, segment_sums
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.attribution.columns import Positional
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import COUNTER_FIELDS
@@ -103,7 +104,7 @@ class _RowColumns:
         return _operator_row(g, _CLASSES[int(self.classes[i])], time_row)
 
 
-class OperatorRows(Sequence[OperatorRow]):
+class OperatorRows(Positional[OperatorRow]):
     """A comparison's operator rows, one per aligned group in baseline launch order.
 
     Two large profiles align hundreds of thousands of groups while a report shows the few that
@@ -121,26 +122,8 @@ class OperatorRows(Sequence[OperatorRow]):
     def __len__(self) -> int:
         return len(self._models) if self._models is not None else len(self._columns.groups)  # type: ignore[union-attr]
 
-    @overload
-    def __getitem__(self, index: int) -> OperatorRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[OperatorRow]: ...
-
-    def __getitem__(self, index: int | slice) -> OperatorRow | list[OperatorRow]:
-        if self._models is not None:
-            return self._models[index]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        n = len(self)
-        if not -n <= index < n:
-            raise IndexError("operator row index out of range")
-        return self._columns.row(index % n)  # type: ignore[union-attr]
-
-    def __iter__(self) -> Iterator[OperatorRow]:
-        if self._models is not None:
-            return iter(self._models)
-        return (self._columns.row(i) for i in range(len(self)))  # type: ignore[union-attr]
+    def _at(self, i: int) -> OperatorRow:
+        return self._models[i] if self._models is not None else self._columns.row(i)  # type: ignore[union-attr]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, OperatorRows | list | tuple):
