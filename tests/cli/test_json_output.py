@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.cli import emit_json, json_document
+from profiler_core.cli import emit_json, json_document, json_pieces
 
 
 def test_document_holds_the_values_json_dumps_gives() -> None:
@@ -67,3 +67,19 @@ def test_a_document_written_in_short_writes_is_written_whole(monkeypatch: pytest
     assert stream.getvalue() == data and stream.calls >= len(data) // 300
     with pytest.raises(OSError, match="took none of the JSON document's bytes"):
         cli.write_all(_ShortWrites(0), data)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 23])
+@pytest.mark.parametrize("batch", [1, 4, 50])
+def test_a_listing_written_in_batches_is_the_document(rows: int, batch: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list written a batch at a time gives the very bytes of the whole document: any number of
+    items (none too), the key anywhere among others, strings holding quotes, brackets and escapes."""
+    items = [{"label": f'aten::mm#{i} "q" [x]\n', "n": [i, {"deep": [i] * (i % 3)}], "e": "é"} for i in range(rows)]
+    payload = {"a": 1, "operators": None, "nested": {"operators": []}, "z": ["]"]}
+    want = json_document({**payload, "operators": items})
+    assert b"".join(json_pieces(payload, "operators", iter(items), batch)) == want
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8"))
+    emit_json(payload, listed="operators", items=items)
+    assert raw.getvalue() == want
