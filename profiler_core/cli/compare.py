@@ -15,11 +15,12 @@ into the JSON and markdown outputs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
 from profiler_core import api
+from profiler_core.analysis.compare import comparison_json_fields
 from profiler_core.cli import command, emit_json, err_console, out_console
 from profiler_core.cli.outputs import write_output
 from profiler_core.distributed.compare import MultiRankComparison
@@ -29,9 +30,6 @@ from profiler_core.report.gate import GateResult, judge, judge_ranks, not_compar
 from profiler_core.report.html import render_html
 from profiler_core.report.markdown import render_markdown
 from profiler_core.report.terminal import comparison_renderables, warnings_renderable
-
-if TYPE_CHECKING:
-    from profiler_core.analysis.compare import Comparison
 
 GATE_EXIT_CODE = 1
 
@@ -84,7 +82,7 @@ def compare_command(
         outcome = None if gate is None else judge(result, e2e, gate)
         if as_json:
             # the operator rows written a batch at a time, each row's model built as it is written
-            emit_json({**json_fields(result), "end_to_end": verdict_fields(result, e2e),
+            emit_json({**comparison_json_fields(result), "end_to_end": verdict_fields(result, e2e),
                        **({"gate": outcome.as_dict()} if outcome is not None else {})},
                       listed="operators", items=result.operators)
             if (w := warnings_renderable(result.warnings)) is not None:
@@ -93,16 +91,6 @@ def compare_command(
             for item in comparison_renderables(result, end_to_end=e2e):
                 out_console.print(item)
         _finish(fail_if_slower, result.delta_pct, "{:.1f}% slower than the baseline", outcome)
-
-
-def json_fields(result: Comparison) -> dict[str, Any]:
-    """The comparison's fields for its JSON document, each written by pydantic straight to JSON: what
-    ``model_dump(mode="json")`` gives, without first building a dict per operator row and counter
-    (two 1M-kernel profiles: 772k rows of 20 counters). The operator rows are left for
-    ``emit_json(listed="operators")`` to write a batch at a time."""
-    fields: dict[str, Any] = {name: getattr(result, name) for name in type(result).model_fields}
-    fields["operators"] = []
-    return fields
 
 
 def _finish(fail_if_slower: float | None, delta_pct: float, what: str, gate: GateResult | None) -> None:

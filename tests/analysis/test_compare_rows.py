@@ -122,13 +122,18 @@ def test_shift_checks_by_position_are_the_checks_by_key(name: str, tmp_path: Pat
 
 @pytest.mark.parametrize("name", ["gpt2", "hf_qwen2_decoder"])
 def test_the_json_document_is_the_dump_of_the_comparison(name: str, tmp_path: Path) -> None:
-    """``compare --json`` writes the comparison's fields straight to JSON: the very bytes of its
-    ``model_dump(mode="json")`` written as a document."""
-    from profiler_core.cli import json_document, json_pieces
-    from profiler_core.cli.compare import json_fields
+    """``compare --json`` writes the comparison's fields straight to JSON, its rows a batch at a time:
+    the very bytes of its ``model_dump(mode="json")`` written as a document; the MCP tool's file is
+    ``model_dump_json``'s bytes."""
+    from mcp_server.tools.analysis import write_comparison
+    from profiler_core.analysis.compare import comparison_json_fields as json_fields
+    from profiler_core.json_output import json_document, json_pieces
 
     c = _compared(name, tmp_path)
     extra = {"end_to_end": {"verdict": "faster"}}
     want = json_document({**c.model_dump(mode="json"), **extra})
     for batch in (1, 7, 100_000):  # the rows written a batch at a time
         assert b"".join(json_pieces({**json_fields(c), **extra}, "operators", c.operators, batch)) == want
+    # the MCP tool's comparison.json: the bytes of model_dump_json(indent=1), no final newline
+    write_comparison(tmp_path / "comparison.json", c)
+    assert (tmp_path / "comparison.json").read_bytes() == c.model_dump_json(indent=1).encode()

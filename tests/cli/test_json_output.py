@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_core.cli import emit_json, json_document, json_pieces
+from profiler_core.cli import emit_json
+from profiler_core.json_output import json_document, json_pieces
 
 
 def test_document_holds_the_values_json_dumps_gives() -> None:
@@ -56,7 +57,7 @@ class _ShortWrites(io.BytesIO):
 
 
 def test_a_document_written_in_short_writes_is_written_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from profiler_core import cli
+    from profiler_core import json_output as cli
 
     monkeypatch.setattr(cli, "_CHUNK", 1000)  # pieces of 1000 bytes, each taken 300 at a time
     payload = {"rows": [{"label": f"aten::mm#{i}", "delta_ns": i} for i in range(400)]}
