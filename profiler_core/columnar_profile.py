@@ -187,12 +187,20 @@ def _parse_parquet(profile_path: Path, ref: Any, what: str, rows: int, data: Any
         # in pandas (0.3 s) for the same table
         arrow = pq.ParquetFile(pa.BufferReader(data)).read(columns=columns)
     except (pa.ArrowException, OSError) as err:
-        raise SchemaError(f"{parquet}: not a readable Parquet {what.replace('_', ' ')} ({err}); the file is "
-                          "truncated or damaged: re-run 'oprof attribute'") from err
-    if arrow.num_rows != rows:
-        raise SchemaError(f"{parquet}: {arrow.num_rows} rows, but {profile_path.name} says {rows}; "
-                          "re-run 'oprof attribute'")
+        raise _unreadable(parquet, what, err) from err
+    _check_rows(profile_path, parquet, arrow.num_rows, rows)
     return arrow
+
+
+def _unreadable(parquet: Path, what: str, err: Exception) -> SchemaError:
+    said = " ".join(str(err).split())  # Arrow's message may run over several lines
+    return SchemaError(f"{parquet}: not a readable Parquet {what.replace('_', ' ')} ({said}); the file is "
+                       "truncated or damaged: re-run 'oprof attribute'")
+
+
+def _check_rows(profile_path: Path, parquet: Path, found: int, rows: int) -> None:
+    if found != rows:
+        raise SchemaError(f"{parquet}: {found} rows, but {profile_path.name} says {rows}; re-run 'oprof attribute'")
 
 
 def _key_column(profile_path: Path, ref: Any, data: Any) -> Any:
@@ -226,13 +234,8 @@ class _ParquetColumns:
             self._file = pq.ParquetFile(pa.BufferReader(data))
             self.schema = self._file.schema_arrow
         except (pa.ArrowException, OSError) as err:
-            raise self._unreadable(err) from err
+            raise _unreadable(parquet, what, err) from err
         self.num_rows = self._file.metadata.num_rows
-
-    def _unreadable(self, err: Exception) -> SchemaError:
-        said = " ".join(str(err).split())  # Arrow's message may run over several lines
-        return SchemaError(f"{self._parquet}: not a readable Parquet {self._what.replace('_', ' ')} ({said}); the "
-                           "file is truncated or damaged: re-run 'oprof attribute'")
 
     def column(self, name: str) -> _ParquetColumn:
         if self.schema.get_field_index(name) < 0:
@@ -245,7 +248,7 @@ class _ParquetColumns:
         try:
             return self._file.read(columns=[name]).column(0)
         except (pa.ArrowException, OSError) as err:
-            raise self._unreadable(err) from err
+            raise _unreadable(self._parquet, self._what, err) from err
 
 
 class _ParquetColumn:
@@ -265,9 +268,7 @@ def _open_parquet(profile_path: Path, ref: Any, what: str, rows: int, data: Any)
     against its row count."""
     parquet = profile_path.parent / ref.path
     table = _ParquetColumns(parquet, what, data)
-    if table.num_rows != rows:
-        raise SchemaError(f"{parquet}: {table.num_rows} rows, but {profile_path.name} says {rows}; "
-                          "re-run 'oprof attribute'")
+    _check_rows(profile_path, parquet, table.num_rows, rows)
     return table
 
 

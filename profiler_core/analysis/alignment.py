@@ -27,6 +27,7 @@ from collections.abc import Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 
@@ -185,8 +186,6 @@ class Alignment(Positional[AlignedGroup]):
     :class:`AlignedGroup` (with its keys) is built when read; two profiles of a million operators
     align into as many groups."""
 
-    __slots__ = ("_a_keys", "_b_keys", "_base_at", "_opt_at", "base", "base_sizes", "methods", "opt", "opt_sizes")
-
     def __init__(self, base: np.ndarray, base_sizes: np.ndarray, opt: np.ndarray, opt_sizes: np.ndarray,
                  methods: np.ndarray, a_keys: Sequence[str], b_keys: Sequence[str]) -> None:
         self.base, self.base_sizes, self.opt, self.opt_sizes = base, base_sizes, opt, opt_sizes
@@ -208,13 +207,23 @@ class Alignment(Positional[AlignedGroup]):
     def __repr__(self) -> str:
         return f"Alignment({len(self)} groups)"
 
+    @cached_property
+    def _group_of_entry(self) -> np.ndarray:
+        """The group of each entry of ``base``."""
+        return np.repeat(np.arange(len(self)), self.base_sizes)
+
+    @cached_property
+    def _entry_of(self) -> np.ndarray:
+        """Each baseline operator's entry in ``base``, by launch position (-1: none)."""
+        out = np.full(len(self._a_keys), -1, dtype=np.int64)
+        out[self.base] = np.arange(len(self.base))
+        return out
+
     def opt_of_base(self, at: np.ndarray) -> np.ndarray:
         """The optimized operators grouped with each baseline operator at launch positions ``at``, one
         after the other (each group's by key, as :meth:`opt_keys_of_base` sorts them): launch positions."""
-        entry_of = np.full(len(self._a_keys), -1, dtype=np.int64)  # each baseline operator's entry in ``base``
-        entry_of[self.base] = np.arange(len(self.base))
-        entries = entry_of[at]
-        groups = np.repeat(np.arange(len(self)), self.base_sizes)[entries[entries >= 0]]
+        entries = self._entry_of[at]
+        groups = self._group_of_entry[entries[entries >= 0]]
         sizes = self.opt_sizes[groups]
         # the opt entries of each group, group after group
         firsts = np.repeat(self._opt_at[groups] - (np.cumsum(sizes) - sizes), sizes)
@@ -229,7 +238,7 @@ class Alignment(Positional[AlignedGroup]):
         """The optimized keys grouped with each baseline operator of ``keys`` (the keys aligned)."""
         at = np.array([i for i, k in enumerate(self._a_keys) if k in keys], dtype=np.int64)
         hits = np.flatnonzero(np.isin(self.base, at))
-        groups = np.repeat(np.arange(len(self)), self.base_sizes)[hits]
+        groups = self._group_of_entry[hits]
         a_keys, b_keys, opt_at = self._a_keys, self._b_keys, self._opt_at
         out: dict[str, set[str]] = {}
         for i, g in zip(self.base[hits].tolist(), groups.tolist(), strict=True):

@@ -407,18 +407,14 @@ def _time_rows_at(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, n
     """:func:`_time_rows` of sets of kernels given as positions in each view (positions set after set,
     and each set's size): times summed and counters aggregated on the columns."""
     pair, deltas = _counter_pairs(bv, ov, b_found, o_found, t)
-    return _time_rows_of(_sums(bv, *b_found), b_found[1].tolist(), _sums(ov, *o_found), o_found[1].tolist(),
+    return _time_rows_of(_segment_times(bv, *b_found).tolist(), b_found[1].tolist(),
+                         _segment_times(ov, *o_found).tolist(), o_found[1].tolist(),
                          bv, ov, scale, [list(deltas[p]) for p in pair.tolist()])
 
 
 def _segment_times(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The kernel time of each consecutive set of the view's kernels (``positions`` cut by ``sizes``)."""
     return segment_sums(view.kernel_durations[positions], sizes)
-
-
-def _sums(view: ProfileView, positions: np.ndarray, sizes: np.ndarray) -> list[int]:
-    """:func:`_segment_times` as a list."""
-    return _segment_times(view, positions, sizes).tolist()
 
 
 def _keys_label(keys: Sequence[str]) -> str:

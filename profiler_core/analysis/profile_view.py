@@ -1436,8 +1436,8 @@ class ProfileView:
         repeat = np.zeros(total, dtype=bool)
         repeat[order[1:]] = (grp[order[1:]] == grp[order[:-1]]) & (pos[order[1:]] == pos[order[:-1]])
         if repeat.any():
-            pos, grp, occ = pos[~repeat], grp[~repeat], occ[~repeat]
-        order = np.lexsort((occ, self._columns.start[pos], grp))  # timeline order, first listing breaking ties
+            pos, grp, occ, start = pos[~repeat], grp[~repeat], occ[~repeat], start[~repeat]
+        order = np.lexsort((occ, start, grp))  # timeline order, first listing breaking ties
         return pos[order], np.bincount(grp, minlength=len(set_sizes)).astype(np.int64)
 
     def counters_of_positions(self, positions: np.ndarray, sizes: np.ndarray,
