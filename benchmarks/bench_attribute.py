@@ -15,7 +15,11 @@ RSS, inputs included, and reading the written profile back (``read_profile``, wi
 The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture against the same
 library calls (``api.attribute`` and ``write_profile``) in a fresh interpreter without the CLI.
 
-    python benchmarks/bench_attribute.py [--sizes 572,100k,1M] [--capture joinable|gpt2]
+``--inputs columns`` (default) hands the engine the nsys and ncu inputs as the readers do, Arrow
+tables beneath ``TableRecords`` (records built only if read); ``--inputs records`` as lists of
+records. The Kineto trace is records either way (its reader builds them).
+
+    python benchmarks/bench_attribute.py [--sizes 572,100k,1M] [--capture joinable|gpt2] [--inputs columns|records]
 """
 
 from __future__ import annotations
@@ -51,8 +55,9 @@ def parse_size(text: str) -> int:
     return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
-def replicate(capture: str, copies: int):
-    """The capture's parsed records, ``copies`` times over, with shifted times, correlation and External ids."""
+def replicate(capture: str, copies: int, *, kineto_only: bool = False):
+    """The capture's parsed records, ``copies`` times over, with shifted times, correlation and External ids
+    (``kineto_only``: the nsys and ncu inputs once, not copied)."""
     from profiler_core.ingest import read_inductor, read_kineto, read_ncu, read_nsys
     from profiler_core.records import KinetoTrace, NcuReport, NsysTimeline
 
@@ -88,6 +93,8 @@ def replicate(capture: str, copies: int):
         cpu_ops=[shift(o, c, k_period, None, ext_step) for c in range(copies) for o in kin.cpu_ops],
         runtime_calls=[shift(r, c, k_period, corr_step, ext_step) for c in range(copies) for r in kin.runtime_calls],
     )
+    if kineto_only:
+        return kin2, nsy, ncu, ind, len(nsy.kernels)
     nsy2 = NsysTimeline(
         path=nsy.path, gpus=nsy.gpus,
         kernels=[shift(k, c, n_period, ncorr_step) for c in range(copies) for k in nsy.kernels],
@@ -102,16 +109,69 @@ def replicate(capture: str, copies: int):
     return kin2, nsy2, ncu2, ind, len(nsy.kernels)
 
 
+def replicate_columns(capture: str, copies: int):
+    """:func:`replicate` with the nsys and ncu inputs as the readers hand them: their Arrow tables,
+    copied and shifted the same way, beneath ``TableRecords`` (the Kineto trace stays records)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from profiler_core.ingest import read_ncu_columns, read_nsys_columns
+    from profiler_core.ingest.column_records import (
+        counter_table,
+        counter_table_records,
+        nvtx_records,
+        runtime_records,
+        timeline_records,
+    )
+    from profiler_core.record_columns import TableRecords
+    from profiler_core.records import NcuReport, NsysTimeline
+
+    kin, one, ncu, ind, base = replicate(capture, copies, kineto_only=True)
+    root, _, nsys_name, ncu_name, _ = CAPTURES[capture]
+    cols, counters = read_nsys_columns(root / nsys_name), read_ncu_columns(root / ncu_name)
+    two = replicate(capture, 2)[1]  # the period and correlation step: what replicate did to the second copy
+    period = two.kernels[base].start_ns - one.kernels[0].start_ns
+    corr = next(b.correlation_id - a.correlation_id for a, b in zip(one.kernels, two.kernels[base:], strict=False)
+                if a.correlation_id is not None)
+    per_config = len(ncu.rows) < base
+
+    def tiled(table: pa.Table, shifted: dict[str, int]) -> pa.Table:
+        rows = table.num_rows
+        out = table.take(pa.array(np.tile(np.arange(rows), copies)))
+        copy = np.repeat(np.arange(copies, dtype=np.int64), rows)
+        for name, step in shifted.items():
+            i = out.column_names.index(name)
+            col = out.column(name).combine_chunks()
+            valid = ~np.asarray(col.is_null())
+            values = np.where(valid, col.fill_null(0).to_numpy() + copy * step, 0)
+            out = out.set_column(i, name, pa.array(values, pa.int64(), mask=~valid))
+        return out
+
+    times = {"start_ns": period, "end_ns": period}
+    nsy_cols = NsysTimeline(
+        path=one.path, gpus=one.gpus, warnings=list(cols.warnings),
+        kernels=TableRecords(tiled(cols.kernels, {**times, "correlation_id": corr}), timeline_records),
+        runtime_calls=TableRecords(tiled(cols.runtime_calls, {**times, "correlation_id": corr}), runtime_records),
+        nvtx_ranges=TableRecords(tiled(cols.nvtx_ranges, times), nvtx_records))
+    table = counter_table(counters.launches, counters.metrics)
+    if not per_config:  # one copy per copy of the timeline, as replicate numbers them
+        table = tiled(table, {"ncu_id": table.num_rows})
+    ncu_cols = NcuReport(path=ncu.path, rows=TableRecords(table, counter_table_records),
+                         metrics_returned=counters.metrics_returned, source=counters.source, units=counters.units)
+    return kin, nsy_cols, ncu_cols, ind, base
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(capture: str, size: int) -> None:
+def _child(capture: str, size: int, inputs: str) -> None:
     from profiler_core.attribution import attribute
     from profiler_core.profile_io import read_profile, write_profile
 
     base = len(replicate(capture, 1)[0].kernels)
-    kin, nsy, ncu, ind, _ = replicate(capture, max(1, round(size / base)))
+    make = replicate_columns if inputs == "columns" else replicate
+    kin, nsy, ncu, ind, _ = make(capture, max(1, round(size / base)))
     inputs_mb = _rss_mb()
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -161,16 +221,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="572,100k,1M", help="comma-separated kernel counts (k, M suffixes)")
     ap.add_argument("--capture", choices=sorted(CAPTURES), default="joinable")
+    ap.add_argument("--inputs", choices=("columns", "records"), default="columns",
+                    help="nsys and ncu inputs as the readers hand them (Arrow columns beneath TableRecords), "
+                         "or as lists of records")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child(args.capture, args.child)
+        _child(args.capture, args.child, args.inputs)
         return
-    print(f"capture {args.capture}; each size in a fresh process, inputs parsed before the clock starts")
+    print(f"capture {args.capture}, nsys and ncu inputs as {args.inputs}; each size in a fresh process, inputs "
+          "parsed before the clock starts")
     print(f"{'kernels':>9} {'operators':>9} {'attribute s':>11} {'write s':>8} {'total s':>8} {'cpu s':>6} "
           f"{'inputs MB':>9} {'peak RSS MB':>11} {'written MB':>10} {'read s':>6}  before / floor")
     for size in (parse_size(s) for s in args.sizes.split(",")):
-        out = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--child", str(size)],
+        out = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--inputs", args.inputs,
+                              "--child", str(size)],
                              capture_output=True, text=True, cwd=REPO, check=False)
         if out.returncode != 0:
             print(f"{size}: failed (exit {out.returncode})\n{out.stderr[-2000:]}")

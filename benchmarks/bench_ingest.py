@@ -17,7 +17,8 @@ cases, in one table per input:
   the nsys reader selects into Arrow (``floor-sqlite3``: the stdlib ``sqlite3`` rows turned into
   Arrow arrays), and ``pyarrow.csv.read_csv`` of the whole ncu file;
 * ``columns``: ``read_nsys_columns`` / ``read_ncu_columns``, the readers' columnar output;
-* ``records``: ``read_nsys`` / ``read_ncu``, the frozen records built from those columns;
+* ``records``: ``read_nsys`` / ``read_ncu``, and every frozen record built from those columns
+  (they are built when a caller first reads one; the attribution engine reads the columns);
 * ``baseline``: ``read_nsys`` / ``read_ncu`` of ``--baseline REV``'s ``profiler_core``
   (extracted with ``git archive``), when given.
 
@@ -168,8 +169,9 @@ def floor_ncu(path):
 
 
 def counts(result):
-    return {{name: len(getattr(result, name)) for name in ("kernels", "cpu_ops", "runtime_calls", "nvtx_ranges", "rows")
-             if hasattr(result, name)}}
+    # list(): every record built (read_nsys / read_ncu build them when first read)
+    return {{name: len(list(getattr(result, name)))
+             for name in ("kernels", "cpu_ops", "runtime_calls", "nvtx_ranges", "rows") if hasattr(result, name)}}
 
 
 def run():

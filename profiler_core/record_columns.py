@@ -21,13 +21,16 @@ that build these tables, never by importing this module; the records are built f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
+
+T = TypeVar("T")
 
 KERNEL_COLUMNS = (
     "name", "start_ns", "end_ns", "stream", "device", "kind", "short_name", "correlation_id",
@@ -69,3 +72,114 @@ class NcuColumns:
     metrics_returned: frozenset[str]
     source: str  # "csv" | "ncu-rep"
     units: Mapping[str, str] = field(default_factory=dict)
+
+
+class TableRecords(Sequence[T]):
+    """The records of one Arrow table, built the first time a caller asks for one.
+
+    The nsys and ncu readers hand these to their callers as the record lists of ``NsysTimeline``
+    and ``NcuReport``: a caller that reads records gets them (indexing, iteration, ``==`` and
+    ``+`` work as on the list, which is built once, whole); the attribution engine reads the
+    columns instead (``column``; ``attribution.columns``) and never builds them::
+
+        kernels = read_nsys("run.sqlite").kernels   # TableRecords over NsysColumns.kernels
+        kernels.column("start_ns")                  # what the engine reads: no record is built
+        kernels[0]                                  # TimelineKernel(...): the list is built here
+
+    ``build`` turns a table into its records (a function of ``ingest/column_records.py``, so a
+    pickled copy carries no closure). ``take`` keeps the rows at some positions: each column is
+    taken when it is read, so the columns nobody reads are never copied.
+    """
+
+    __slots__ = ("_build", "_positions", "_records", "_table", "_taken")
+
+    def __init__(self, table: pa.Table, build: Callable[[pa.Table], list[T]],
+                 positions: np.ndarray | None = None) -> None:
+        self._table = table
+        self._build = build
+        self._positions = positions  # rows of ``table``, in order (None: all of them)
+        self._records: list[T] | None = None
+        self._taken: dict[str, Any] = {}
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self._table.column_names)
+
+    def column(self, name: str) -> pa.Array:
+        """Column ``name`` of these rows, as one array."""
+        hit = self._taken.get(name)
+        if hit is None:
+            import numpy as np
+            import pyarrow as pa
+
+            chunks = self._table.column(name)
+            hit = (chunks.chunk(0) if chunks.num_chunks == 1 else
+                   chunks.combine_chunks() if chunks.num_chunks else pa.nulls(0, chunks.type))
+            if self._positions is not None:  # (pa.array of numpy would import pandas)
+                rows = np.ascontiguousarray(self._positions, dtype=np.int64)
+                hit = hit.take(pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows)]))
+            self._taken[name] = hit
+        return hit
+
+    @property
+    def table(self) -> pa.Table:
+        """These rows as one table."""
+        if self._positions is None:
+            return self._table
+        import pyarrow as pa
+
+        return pa.Table.from_arrays([self.column(n) for n in self.column_names], schema=self._table.schema)
+
+    @property
+    def records(self) -> list[T]:
+        """The records, built on first use."""
+        if self._records is None:
+            self._records = self._build(self.table)
+        return self._records
+
+    def take(self, positions: np.ndarray) -> TableRecords[T]:
+        """The rows at ``positions`` (integer array), in that order."""
+        import numpy as np
+
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(positions) == len(self) and (positions == np.arange(len(positions))).all():
+            return self
+        rows = positions if self._positions is None else self._positions[positions]
+        taken = TableRecords(self._table, self._build, rows)
+        if self._records is not None:
+            taken._records = [self._records[i] for i in positions.tolist()]
+        return taken
+
+    def __len__(self) -> int:
+        return int(self._table.num_rows if self._positions is None else len(self._positions))
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        return self.records[i]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.records)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TableRecords):
+            return self.records == other.records
+        if isinstance(other, list):
+            return self.records == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared as the list is
+
+    def __add__(self, other: Sequence[T]) -> list[T]:
+        return self.records + list(other)
+
+    def __radd__(self, other: Sequence[T]) -> list[T]:
+        return list(other) + self.records
+
+    def __repr__(self) -> str:
+        return f"TableRecords({len(self)} rows: {', '.join(self.column_names)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TableRecords, (self._table, self._build, self._positions))

@@ -8,7 +8,7 @@ across runs). Dimensions are ``(x, y, z)`` tuples.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -172,9 +172,9 @@ class NsysTimeline:
     """Everything attribution needs from one Nsight Systems SQLite export."""
 
     path: Path
-    kernels: list[TimelineKernel]
-    runtime_calls: list[RuntimeCall]
-    nvtx_ranges: list[NvtxRange]
+    kernels: Sequence[TimelineKernel]  # a list, or the reader's TableRecords (record_columns.py)
+    runtime_calls: Sequence[RuntimeCall]
+    nvtx_ranges: Sequence[NvtxRange]
     gpus: list[Mapping[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -184,7 +184,7 @@ class NcuReport:
     """The rows of one Nsight Compute report, in launch order."""
 
     path: Path
-    rows: list[CounterRow]
+    rows: Sequence[CounterRow]  # a list, or the reader's TableRecords (record_columns.py)
     metrics_returned: frozenset[str]
     source: str  # "csv" | "ncu-rep"
     units: Mapping[str, str] = field(default_factory=dict)

@@ -13,11 +13,13 @@ Sentinels: ``-1`` stands for None in integer columns whose values are never nega
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from operator import attrgetter
 from typing import Any, TypeVar, overload
 
 import numpy as np
+
+from profiler_core.record_columns import TableRecords
 
 NONE = -1
 
@@ -193,15 +195,126 @@ def distinct_row_dicts(values: np.ndarray, fields: Sequence[str]) -> tuple[list[
             codes.tolist())
 
 
+def arrow_column(records: Sequence[object], name: str) -> Any:
+    """The Arrow column beneath attribute ``name`` of ``records`` (one array), where the records are
+    a reader's ``TableRecords`` with that column; else None (the records are read one by one)."""
+    if isinstance(records, TableRecords) and name in records.column_names:
+        return records.column(name)
+    return None
+
+
 def column(records: Sequence[object], attr: str, none: int = NONE) -> np.ndarray:
     """One integer attribute of every record (int64; ``none`` where it is None)."""
+    array = arrow_column(records, attr)
+    if array is not None:
+        import pyarrow as pa
+
+        if pa.types.is_integer(array.type):
+            from profiler_core.ingest.arrow_columns import filled
+
+            return filled(array, none).astype(np.int64)  # a copy: callers may write to it
     get = attrgetter(attr)
     return np.fromiter((none if (v := get(r)) is None else v for r in records), dtype=np.int64, count=len(records))
 
 
+def known(records: Sequence[object], attr: str) -> np.ndarray:
+    """Where attribute ``attr`` of each record is not None (bool)."""
+    array = arrow_column(records, attr)
+    if array is not None:
+        from profiler_core.ingest.arrow_columns import validity
+
+        return validity(array)
+    return np.fromiter((getattr(r, attr) is not None for r in records), dtype=bool, count=len(records))
+
+
 def values(records: Sequence[object], attr: str) -> list[Any]:
     """One attribute of every record, as a list."""
+    array = arrow_column(records, attr)
+    if array is not None:
+        from profiler_core.ingest.column_records import python_values
+
+        return python_values(array)
     return list(map(attrgetter(attr), records))
+
+
+def taken(records: Sequence[T], positions: np.ndarray) -> Sequence[T]:
+    """The records at ``positions``, in that order (still columns where they were)."""
+    if isinstance(records, TableRecords):
+        return records.take(positions)
+    return [records[i] for i in positions.tolist()]
+
+
+def encode_attr(interner: Interner, records: Sequence[object], attr: str,
+                convert: Callable[[Any], Hashable] | None = None) -> np.ndarray:
+    """``interner.encode(convert(r.attr) for r in records)``: the same codes, given in the same
+    (first-seen) order, read off the records' column where they have one (each distinct value
+    converted and coded once)."""
+    array = arrow_column(records, attr)
+    if array is None:
+        got: Iterable[Hashable] = map(attrgetter(attr), records)
+        return interner.encode(map(convert, got) if convert is not None else got)
+    import pyarrow as pa
+
+    from profiler_core.ingest.arrow_columns import dense_indices
+    from profiler_core.ingest.column_records import distinct_values
+
+    if not pa.types.is_dictionary(array.type):
+        array = array.dictionary_encode()
+    distinct = distinct_values(array)  # None last, for null
+    codes = dense_indices(array.indices, len(distinct) - 1).astype(np.int64)
+    mapping = np.full(len(distinct), NONE, dtype=np.int64)
+    for c in first_seen(codes, len(distinct)).tolist():
+        mapping[c] = interner.code(convert(distinct[c]) if convert is not None else distinct[c])
+    return mapping[codes]  # type: ignore[no-any-return]
+
+
+def dim_codes(records: Sequence[object], attr: str, dims: Interner) -> np.ndarray:
+    """Grid or block of each record as a code into ``dims`` (``(x, y, z)`` tuples in first-seen
+    order; -1 where unknown), read off the ``attr_x/_y/_z`` columns where the records have them."""
+    xs = [arrow_column(records, f"{attr}_{axis}") for axis in "xyz"]
+    if any(x is None for x in xs):
+        codes, add = dims.codes, dims.code
+        return np.fromiter(
+            (NONE if (d := getattr(r, attr)) is None else (codes[t] if (t := tuple(d)) in codes else add(t))
+             for r in records), dtype=np.int64, count=len(records))
+    from profiler_core.ingest.arrow_columns import filled, validity
+
+    null = np.iinfo(np.int64).min  # a null y or z: None in the record's tuple
+    axes = [filled(x, null).astype(np.int64) for x in xs]
+    key, count = dense_codes(axes[0])
+    for axis in axes[1:]:  # one code per distinct (x, y, z), kept dense so the products stay small
+        axis_codes, size = dense_codes(axis)
+        key, count = dense_codes(key * size + axis_codes)
+    key[~validity(xs[0])] = NONE
+    first = first_rows(key, count)
+    mapping = np.full(count + 1, NONE, dtype=np.int64)  # the last entry: unknown
+    for g in first_seen(key, count).tolist():
+        row = int(first[g])
+        mapping[g] = dims.code(tuple(None if (v := int(a[row])) == null else v for a in axes))
+    return mapping[key]  # type: ignore[no-any-return]
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's rank among the distinct values (int64), and how many distinct values there are."""
+    distinct = sorted_unique(values)
+    return np.searchsorted(distinct, values).astype(np.int64), len(distinct)
+
+
+def first_seen(codes: np.ndarray, size: int) -> np.ndarray:
+    """The codes (of ``0 .. size - 1``) that ``codes`` holds, in order of first appearance."""
+    first = first_rows(codes, size)
+    present = np.flatnonzero(first < len(codes))
+    return present[np.argsort(first[present], kind="stable")]
+
+
+def first_rows(codes: np.ndarray, size: int) -> np.ndarray:
+    """The first position of each code ``0 .. size - 1`` in ``codes`` (``len(codes)`` where absent;
+    negative codes are skipped)."""
+    n = len(codes)
+    first = np.full(size, n, dtype=np.int64)
+    at = np.flatnonzero(codes >= 0)
+    np.minimum.at(first, codes[at], at)
+    return first
 
 
 def nth_within(codes: np.ndarray) -> np.ndarray:

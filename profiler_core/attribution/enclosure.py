@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, column, last_index_of, sorted_unique
+from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, last_index_of, sorted_unique
 from profiler_core.attribution.evidence import (
     COMPILED_MARKERS,
     Resolver,
@@ -44,7 +44,7 @@ def nsys_enclosure_columns(kernel_corr: np.ndarray, runtime_calls: Sequence[Runt
     if not ranges or not runtime_calls:
         return out
     texts = Interner()
-    text_code = texts.encode(r.text for r in ranges)
+    text_code = encode_attr(texts, ranges, "text")
     parsed: list[NvtxOp | None] = [parse_nvtx_op(t) for t in texts.values]
     kept_text = np.array([t.startswith(COMPILED_MARKERS) or p is not None for t, p in zip(texts.values, parsed,
                                                                                        strict=True)], dtype=bool)

@@ -21,7 +21,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, column
+from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, known, taken
 from profiler_core.attribution.enclosure import nsys_enclosure_columns
 from profiler_core.attribution.evidence import extern_classes_of, make_resolver
 from profiler_core.attribution.graphs import (
@@ -91,19 +91,19 @@ def attribute(
     source = nsys.kernels if use_nsys else kineto.kernels  # type: ignore[union-attr]
     if not source:
         raise AttributionError("the timeline holds no GPU kernels; nothing to attribute")
-    timeline = [source[i] for i in launch_order(source).tolist()]
+    timeline = taken(source, launch_order(source))  # columns stay columns (a reader's TableRecords)
     n = len(timeline)
     if use_nsys:
         warnings.extend(nsys.warnings)  # type: ignore[union-attr]
     vocab = Vocab()
     strings = vocab.strings
     knames = Interner()
-    kname = knames.encode(k.name for k in timeline)
+    kname = encode_attr(knames, timeline, "name")
     kind_codes = Interner()
-    kind_code = kind_codes.encode(k.kind for k in timeline)
+    kind_code = encode_attr(kind_codes, timeline, "kind")
     is_gpu = np.array([v == "kernel" for v in kind_codes.values] + [False])[kind_code]
     gpu_idx = np.flatnonzero(is_gpu)
-    gpu_kernels = [timeline[j] for j in gpu_idx.tolist()]
+    gpu_kernels = taken(timeline, gpu_idx)
     fusions = inductor.fusions if inductor else {}
 
     # Tier 1 needs each timeline kernel's Kineto twin.
@@ -139,7 +139,7 @@ def attribute(
     inherited_of[gpu_idx] = np.where(join.inherited_from != NONE, gpu_idx[np.maximum(join.inherited_from, 0)], NONE)
 
     # The CUDA graph replay (graph id, else the replay call's correlation) that launched each kernel.
-    graph_known = np.fromiter((k.graph_id is not None for k in timeline), dtype=bool, count=n)
+    graph_known = known(timeline, "graph_id")
     graph_id = column(timeline, "graph_id", 0)
     kin_corr = (column(kineto_kernels, "correlation_id")[np.maximum(kineto_index, 0)]
                 if kineto is not None and kineto_kernels else np.full(n, NONE))

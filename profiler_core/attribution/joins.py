@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profiler_core.attribution.columns import NONE, Interner, column, nth_within, pair_lookup
+from profiler_core.attribution.columns import (
+    NONE,
+    Interner,
+    column,
+    dim_codes,
+    encode_attr,
+    nth_within,
+    pair_lookup,
+    values,
+)
 from profiler_core.attribution.counter_join import CounterJoin, join_counters, key_warnings
 from profiler_core.attribution.names import choose_name_key, template_arguments
 from profiler_core.attribution.timeline import align_timelines
@@ -25,10 +34,7 @@ from profiler_core.schema import CounterSource
 
 def dims_codes(records: Sequence[TimelineKernel | CounterRow], attr: str, dims: Interner) -> np.ndarray:
     """Grid or block of each record as a code into ``dims`` (-1: unknown); one interner per join."""
-    codes, add = dims.codes, dims.code
-    return np.fromiter(
-        (NONE if (d := getattr(r, attr)) is None else (codes[t] if (t := tuple(d)) in codes else add(t))
-         for r in records), dtype=np.int64, count=len(records))
+    return dim_codes(records, attr, dims)
 
 
 def launch_order(kernels: Sequence[TimelineKernel]) -> np.ndarray:
@@ -50,9 +56,10 @@ class KeyedNames:
     key: Callable[[str], str]
 
 
-def keyed(left_names: Sequence[str], right_names: Sequence[str]) -> KeyedNames:
+def keyed(left: Sequence[TimelineKernel | CounterRow], right: Sequence[TimelineKernel | CounterRow]) -> KeyedNames:
+    """The join keys of two record lists' names."""
     lcodes, rcodes = Interner(), Interner()
-    lc, rc = lcodes.encode(left_names), rcodes.encode(right_names)
+    lc, rc = encode_attr(lcodes, left, "name"), encode_attr(rcodes, right, "name")
     key, label = choose_name_key(lcodes.values, rcodes.values)
     keys = Interner()
     lk = np.array([keys.code(key(v)) for v in lcodes.values] + [NONE], dtype=np.int64)[lc]
@@ -67,7 +74,7 @@ def _agree(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def align(timeline: Sequence[TimelineKernel], other: Sequence[TimelineKernel], *, other_label: str,
           allow_partial: bool = False) -> tuple[np.ndarray, list[str]]:
     """timeline.align_timelines as an index array (-1: no match)."""
-    names = keyed([k.name for k in timeline], [k.name for k in other])
+    names = keyed(timeline, other)
     dims = Interner()
     match = pair_lookup(names.left, nth_within(names.left), names.right, nth_within(names.right))
     ok = match != NONE
@@ -119,7 +126,7 @@ def _from_join(join: CounterJoin) -> CounterColumns:
 
 def _fast_join(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) -> CounterColumns | None:
     n, m = len(kernels), len(rows)
-    names = keyed([k.name for k in kernels], [r.name for r in rows])
+    names = keyed(kernels, rows)
     kk, rk, warnings = names.left, names.right, key_warnings(names.label)
     dims = Interner()
     kg, kb = dims_codes(kernels, "grid", dims), dims_codes(kernels, "block", dims)
@@ -163,7 +170,7 @@ def _fast_join(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) ->
 def _mixes_instantiations(kernels: Sequence[TimelineKernel], kcfg: np.ndarray) -> bool:
     """Does one configuration hold launches of two template instantiations?"""
     args_of: dict[int, tuple[str, ...]] = {}
-    for cfg, name in set(zip(kcfg.tolist(), (k.name for k in kernels), strict=True)):
+    for cfg, name in set(zip(kcfg.tolist(), values(kernels, "name"), strict=True)):
         args = template_arguments(name)
         if args_of.setdefault(cfg, args) != args:
             return True

@@ -14,12 +14,13 @@ from operator import itemgetter
 import numpy as np
 
 from profiler_core.attribution.aggregate import specs_with_flops
-from profiler_core.attribution.columns import NONE, Interner, column, group_first_seen
+from profiler_core.attribution.columns import NONE, Interner, column, dim_codes, encode_attr, group_first_seen
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
 from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER, unattributed_reason
 from profiler_core.attribution.tier_columns import ClaimColumns, Vocab
 from profiler_core.metrics.catalog import CounterSpec, field_for_ncu_name
+from profiler_core.record_columns import TableRecords
 from profiler_core.records import CounterRow, NcuReport, TimelineKernel
 from profiler_core.schema import Coverage, TierCoverage
 
@@ -42,6 +43,8 @@ def counter_values(rows: Sequence[CounterRow], ncu: NcuReport | None) -> Counter
     if not rows:
         return CounterValues(specs, out, ncu is not None, np.zeros(0, dtype=np.int64))
     col = {f: i for i, f in enumerate(fields)}
+    if _from_table(rows, col, out):
+        return CounterValues(specs, out, ncu is not None, column(rows, "ncu_id"))
     returned = ncu.metrics_returned if ncu else frozenset()
     by_field: dict[str, list[str]] = {}
     for name in returned:
@@ -69,6 +72,28 @@ def counter_values(rows: Sequence[CounterRow], ncu: NcuReport | None) -> Counter
                 if fld in col:
                     out[i, col[fld]] = np.nan if value is None else value
     return CounterValues(specs, out, ncu is not None, column(rows, "ncu_id"))
+
+
+def _from_table(rows: Sequence[CounterRow], col: dict[str, int], out: np.ndarray) -> bool:
+    """Fill ``out`` from the metric columns beneath ``rows`` (a reader's TableRecords), as the rows'
+    metrics dicts would (a later metric of one field wins); False where they are not numeric columns."""
+    if not isinstance(rows, TableRecords):
+        return False
+    import pyarrow as pa
+
+    from profiler_core.ingest.arrow_columns import filled
+    from profiler_core.ingest.column_records import METRICS
+
+    if METRICS not in rows.column_names:
+        return True  # no metric at all: every counter is None
+    packed = rows.column(METRICS)
+    wanted = [(col[fld], array) for spec, array in zip(packed.type, packed.flatten(), strict=True)
+              if (fld := field_for_ncu_name(spec.name)) in col]
+    if not all(pa.types.is_floating(a.type) or pa.types.is_integer(a.type) for _, a in wanted):
+        return False
+    for j, array in wanted:
+        out[:, j] = filled(array, np.nan)
+    return True
 
 
 def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np.ndarray, kinds: Interner,
@@ -132,10 +157,10 @@ def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np
     return KernelTable(
         strings=strings, dims=dims.values, fused=fused_lists.values, operator_keys=[],
         counter_fields=tuple(s.field for s in counters.specs), have_counters=counters.given,
-        name=name, short_name=strings.encode(k.short_name for k in timeline), kind=kind,
+        name=name, short_name=encode_attr(strings, timeline, "short_name"), kind=kind,
         stream=column(timeline, "stream", 0), device=column(timeline, "device", 0),
         start_ns=column(timeline, "start_ns", 0), end_ns=column(timeline, "end_ns", 0),
-        grid=_dims(timeline, "grid", dims), block=_dims(timeline, "block", dims),
+        grid=dim_codes(timeline, "grid", dims), block=dim_codes(timeline, "block", dims),
         registers_per_thread=column(timeline, "registers_per_thread"),
         static_smem_bytes=column(timeline, "static_smem_bytes"),
         dynamic_smem_bytes=column(timeline, "dynamic_smem_bytes"),
@@ -147,12 +172,6 @@ def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np
         graph_id=graph_id, graph_id_known=graph_known, library=library,
         module_path=np.full(n, vocab.none, dtype=np.int64),
     )
-
-
-def _dims(records: Sequence[TimelineKernel], attr: str, dims: Interner) -> np.ndarray:
-    get = dims.code
-    return np.fromiter((NONE if (d := getattr(r, attr)) is None else get(d) for r in records), dtype=np.int64,
-                       count=len(records))
 
 
 def coverage(table: KernelTable) -> Coverage:

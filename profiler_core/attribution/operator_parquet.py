@@ -43,9 +43,9 @@ def _dict_column(codes: np.ndarray, values: Sequence[str | None]) -> Any:
 
 def _encode(values: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
     """Codes and distinct values of a list of hashable values (first-seen order)."""
-    seen: dict[Any, int] = {}
-    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), dtype=np.int64, count=len(values))
-    return codes, list(seen)
+    distinct = list(dict.fromkeys(values))  # first-seen order
+    index = {v: i for i, v in enumerate(distinct)}
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), distinct
 
 
 def _reasons_codes(ops: OperatorTable) -> tuple[np.ndarray, list[str]]:

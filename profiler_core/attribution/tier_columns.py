@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from profiler_core.attribution.collective import collective_operator
-from profiler_core.attribution.columns import NONE, Interner, column, first_index_of, sorted_unique
+from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, first_index_of, sorted_unique
 from profiler_core.attribution.evidence import Claim, Resolver, compiled_markers, innermost_op
 from profiler_core.attribution.names import clean_op_name, is_generated_kernel_name, is_operator_name
 from profiler_core.records import CounterRow, CpuOp, FusionRecord, TimelineKernel
@@ -176,6 +176,11 @@ def _inside_compiled(cpu_ops: Sequence[CpuOp], names: Interner, name_code: np.nd
     return out
 
 
+def _stack(stack: Sequence[str] | None) -> tuple[str, ...]:
+    """An NVTX stack as a tuple (none recorded: empty)."""
+    return tuple(stack or ())
+
+
 def ncu_nvtx_columns(n: int, rows: Sequence[CounterRow], row_of: np.ndarray, measured: np.ndarray,
                      resolve: Resolver, vocab: Vocab) -> ClaimColumns:
     """Tier 2 (reference: object_evidence.ncu_nvtx_claims in the tests): the NVTX stack ncu recorded
@@ -184,7 +189,7 @@ def ncu_nvtx_columns(n: int, rows: Sequence[CounterRow], row_of: np.ndarray, mea
     if not rows:
         return out
     stacks = Interner()
-    stack_code = stacks.encode(tuple(r.nvtx_stack or ()) for r in rows)
+    stack_code = encode_attr(stacks, rows, "nvtx_stack", _stack)
     markers = compiled_markers(t for s in stacks.values for t in s)
     per_stack = []
     for stack in stacks.values:

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.arrow_columns import dense_indices, one_chunk, to_numpy
 from profiler_core.ingest.record_factory import record_factory
-from profiler_core.record_columns import NcuColumns
+from profiler_core.record_columns import NcuColumns, TableRecords
 from profiler_core.records import CounterRow, Dim3, NcuReport, NvtxRange, RuntimeCall, TimelineKernel
 
 if TYPE_CHECKING:
@@ -99,10 +100,22 @@ def nvtx_records(ranges: pa.Table) -> list[NvtxRange]:
 
 def counter_records(launches: pa.Table, metrics: pa.Table) -> list[CounterRow]:
     """``CounterRow`` per row of ``NcuColumns.launches``, its metrics dict from the same row of ``metrics``."""
-    names = metrics.column_names
-    if names:
-        launches = launches.append_column("\0metrics", pa_struct(metrics))
-    return _in_slices(launches, lambda part, values: _counter_slice(part, values, names))
+    return counter_table_records(counter_table(launches, metrics))
+
+
+METRICS = "\0metrics"  # the struct column of a counter table: one field per metric, in the export's order
+
+
+def counter_table(launches: pa.Table, metrics: pa.Table) -> pa.Table:
+    """``launches`` with ``metrics`` as one struct column (:data:`METRICS`, left out when there is no
+    metric): one table whose rows keep a launch and its counters together when taken or sliced."""
+    return launches.append_column(METRICS, pa_struct(metrics)) if metrics.column_names else launches
+
+
+def counter_table_records(table: pa.Table) -> list[CounterRow]:
+    """``CounterRow`` per row of a :func:`counter_table`."""
+    names = [f.name for f in table.schema.field(METRICS).type] if METRICS in table.column_names else []
+    return _in_slices(table, lambda part, values: _counter_slice(part, values, names))
 
 
 def _in_slices(table: pa.Table, build: Callable[[pa.Table, _Values], list[T]]) -> list[T]:
@@ -119,8 +132,9 @@ def _in_slices(table: pa.Table, build: Callable[[pa.Table, _Values], list[T]]) -
         return python_values(part.column(name), distinct.get(name))
 
     records: list[T] = []
-    for start in range(0, table.num_rows, _SLICE_ROWS):
-        records += build(table.slice(start, _SLICE_ROWS), values)
+    with gc_paused():  # millions of acyclic records: the cyclic collector only costs time here
+        for start in range(0, table.num_rows, _SLICE_ROWS):
+            records += build(table.slice(start, _SLICE_ROWS), values)
     return records
 
 
@@ -132,7 +146,7 @@ def _timeline_slice(kernels: pa.Table, values: _Values) -> list[TimelineKernel]:
 
 def _counter_slice(launches: pa.Table, values: _Values, names: list[str]) -> list[CounterRow]:
     if names:
-        packed = one_chunk(launches.column("\0metrics"))
+        packed = one_chunk(launches.column(METRICS))
         columns = [python_values(field) for field in packed.flatten()]
         per_row = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
     else:
@@ -188,6 +202,8 @@ def counter_columns(report: NcuReport) -> NcuColumns:
 
 
 def ncu_report(columns: NcuColumns) -> NcuReport:
-    """``columns``' launches as ``CounterRow`` records (one metrics dict per launch)."""
-    return NcuReport(path=columns.path, rows=counter_records(columns.launches, columns.metrics),
+    """``columns``' launches as ``CounterRow`` records (one metrics dict per launch), built when first
+    read (``record_columns.TableRecords``)."""
+    return NcuReport(path=columns.path, rows=TableRecords(counter_table(columns.launches, columns.metrics),
+                                                          counter_table_records),
                      metrics_returned=columns.metrics_returned, source=columns.source, units=columns.units)

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.arrow_columns import NameTable, column_of, first_true, from_numpy, to_numpy
 from profiler_core.ingest.column_records import nvtx_records, python_values, runtime_records, timeline_records
 from profiler_core.ingest.driver_copies import driver_copy_kind
@@ -37,7 +36,7 @@ from profiler_core.ingest.nsys_tables import (
     sorted_by_start,
 )
 from profiler_core.ingest.sanity import MAX_KERNEL_NS, check_timeline_kernels
-from profiler_core.record_columns import KERNEL_COLUMNS, NsysColumns
+from profiler_core.record_columns import KERNEL_COLUMNS, NsysColumns, TableRecords
 from profiler_core.records import NsysTimeline
 
 if TYPE_CHECKING:
@@ -64,18 +63,16 @@ _STRING_COLUMNS = ("name", "kind", "short_name")
 
 
 def read_nsys(path: str | os.PathLike[str]) -> NsysTimeline:
-    """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export as records."""
+    """Read the kernels, runtime calls, NVTX ranges and GPUs of an nsys SQLite export as records.
+
+    The records are built when a caller first reads one (``record_columns.TableRecords``); the
+    attribution engine reads the columns beneath them and builds none.
+    """
     columns = read_nsys_columns(path)
-    tables = [columns.kernels, columns.runtime_calls, columns.nvtx_ranges]
-    meta = (columns.path, columns.gpus, columns.warnings)
-    del columns
-    records: list[list[Any]] = []
-    with gc_paused():
-        # Each table is let go once its records exist: the peak is the records and one table.
-        for convert in (timeline_records, runtime_records, nvtx_records):
-            records.append(convert(tables.pop(0)))
-        return NsysTimeline(path=meta[0], kernels=records[0], runtime_calls=records[1], nvtx_ranges=records[2],
-                            gpus=meta[1], warnings=meta[2])
+    return NsysTimeline(path=columns.path, kernels=TableRecords(columns.kernels, timeline_records),
+                        runtime_calls=TableRecords(columns.runtime_calls, runtime_records),
+                        nvtx_ranges=TableRecords(columns.nvtx_ranges, nvtx_records),
+                        gpus=columns.gpus, warnings=columns.warnings)
 
 
 def read_nsys_columns(path: str | os.PathLike[str]) -> NsysColumns:

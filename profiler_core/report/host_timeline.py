@@ -12,6 +12,7 @@ another clock and is never mixed in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +40,8 @@ class HostTimeline:
     launches: dict[tuple[int, int, int], tuple[int, int]] = field(default_factory=dict)
 
 
-def _launches(kernels: list[TimelineKernel], calls: list[RuntimeCall]) -> dict[tuple[int, int, int], tuple[int, int]]:
+def _launches(kernels: Sequence[TimelineKernel],
+              calls: Sequence[RuntimeCall]) -> dict[tuple[int, int, int], tuple[int, int]]:
     by_corr = {c.correlation_id: c for c in calls if c.correlation_id is not None}
     out: dict[tuple[int, int, int], tuple[int, int]] = {}
     for k in kernels:
