@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from profiler_core.attribution.columns import values
 from profiler_core.errors import ArtifactFormatError, AttributionError
 from profiler_core.records import InductorArtifacts, KinetoTrace, NsysTimeline
 from profiler_core.rundir import MANIFEST_NAME, RunManifest
@@ -28,7 +29,7 @@ MTIME_SLACK_S = 2.0  # a checkout writes a run's files within moments of each ot
 
 def check_trace_matches(root: Path, manifest: RunManifest, timeline: KinetoTrace | NsysTimeline) -> None:
     """The trace's kernel launches against the manifest's iteration count and kernel count."""
-    launches = sum(1 for k in timeline.kernels if k.kind == "kernel")
+    launches = values(timeline.kernels, "kind").count("kernel")  # off the columns where the reader kept them
     wl = manifest.workload
     per_iteration = manifest.counters.kernels_per_iteration
     expected = manifest.determinism.kernels
@@ -51,7 +52,7 @@ def check_inductor_matches(inductor: InductorArtifacts, timeline: KinetoTrace | 
     one of them come from another compile (names such as ``triton_per_fused_native_layer_norm_0``
     recur across models, so sharing some names proves nothing) or from a partial log.
     """
-    launched = {k.name for k in timeline.kernels if k.name.startswith("triton_")}
+    launched = {name for name in set(values(timeline.kernels, "name")) if name.startswith("triton_")}
     if not launched or not inductor.fusions:
         return
     missing = sorted(launched.difference(inductor.fusions))
