@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 
 from profiler_core.attribution.columns import NONE, ArrowStrings, Interner
-from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
+from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable, padded_counters
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.columnar_files import read_table_bytes, write_file_set
 from profiler_core.errors import SchemaError
@@ -76,7 +76,7 @@ def to_arrow(t: KernelTable) -> Any:
     cols["inherited_from"] = _ints(t.inherited_from)
     if t.have_counters:
         rows = np.where(t.counter_row != NONE, t.counter_row, len(t.counter_values))
-        padded = np.vstack([t.counter_values, np.full((1, len(t.counter_fields)), np.nan)])
+        padded = padded_counters(t.counter_values)
         for c, f in enumerate(t.counter_fields):
             values = padded[rows, c]
             cols[f"counters.{f}"] = pa.array(values, mask=np.isnan(values))

@@ -15,7 +15,7 @@ import numpy as np
 
 from profiler_core.attribution.aggregate import specs_with_flops
 from profiler_core.attribution.columns import NONE, Interner, column, dim_codes, encode_attr, group_first_seen
-from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable
+from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable, counter_matrix
 from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER, unattributed_reason
 from profiler_core.attribution.tier_columns import ClaimColumns, Vocab
@@ -39,7 +39,7 @@ def counter_values(rows: Sequence[CounterRow], ncu: NcuReport | None) -> Counter
     """Each row's counters by field: the 20, plus the FLOP counters when ncu returned any."""
     specs = specs_with_flops(f for name in (ncu.metrics_returned if ncu else ()) if (f := field_for_ncu_name(name)))
     fields = tuple(spec.field for spec in specs)
-    out = np.full((len(rows), len(fields)), np.nan)
+    out = counter_matrix(len(rows), len(fields))
     if not rows:
         return CounterValues(specs, out, ncu is not None, np.zeros(0, dtype=np.int64))
     col = {f: i for i, f in enumerate(fields)}

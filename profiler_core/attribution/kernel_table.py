@@ -310,6 +310,25 @@ class KernelModels(Positional[Kernel]):
             yield from self._block(b)
 
 
+def counter_matrix(rows: int, fields: int) -> np.ndarray:
+    """A ``rows x fields`` counter matrix of NaN, laid out a field at a time with one more NaN row
+    below it, so that :func:`padded_counters` of it is a view: aggregation and the Parquet writer
+    read it a counter at a time, and the padding row stands for a kernel without counters."""
+    return np.full((fields, rows + 1), np.nan)[:, :rows].T
+
+
+def padded_counters(values: np.ndarray) -> np.ndarray:
+    """``values`` with a last row of NaN: a view where ``values`` came from :func:`counter_matrix`
+    (and its padding row is still NaN), else a copy."""
+    base = values.base
+    if (isinstance(base, np.ndarray) and base.ndim == 2 and base.flags.c_contiguous
+            and base.shape == (values.shape[1], values.shape[0] + 1) and values.strides == base.T.strides
+            and values.__array_interface__["data"][0] == base.__array_interface__["data"][0]
+            and bool(np.isnan(base[:, -1]).all())):
+        return base.T
+    return np.vstack([values, np.full((1, values.shape[1]), np.nan)])
+
+
 def _opt(value: Any) -> int | None:
     v = int(value)
     return None if v == NONE else v

@@ -146,6 +146,13 @@ def assign_module_paths(profile: Profile, *, kineto: KinetoTrace | None = None,
     else:
         profile.kernels.module_path = profile.kernels.strings.encode(paths)
     operators = profile.operators
+    if all(p is None for p in paths):  # a capture without modules: no operator has one either
+        if isinstance(operators, list):
+            for op in operators:
+                op.module_path = None
+        else:
+            operators.module_path = [None] * len(operators)
+        return 0
     for g in range(len(operators)):
         ids = operators.kernel_ids(g) if not isinstance(operators, list) else operators[g].kernel_ids
         known = [paths[i] for i in ids if i < len(paths) and paths[i] is not None]

@@ -18,7 +18,7 @@ from profiler_core.attribution.columns import NONE, Interner, group_first_seen, 
 from profiler_core.attribution.dedup import MAX_SEARCH_OPS, best_tandem_repeat
 from profiler_core.attribution.evidence import EXTERN_CLASSES
 from profiler_core.attribution.joins import INHERITED, MISSING
-from profiler_core.attribution.kernel_table import TIERS, KernelTable
+from profiler_core.attribution.kernel_table import TIERS, KernelTable, padded_counters
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.operator_table import OperatorTable
 from profiler_core.attribution.profile_meta import CONF_RANK, TIER_CONFIDENCE
@@ -99,7 +99,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
                               if p is not None), None)
     specs = _specs(table)
     rows = np.where(table.counter_row != NONE, table.counter_row, len(table.counter_values))
-    padded = np.vstack([table.counter_values, np.full((1, table.counter_values.shape[1]), np.nan)])
+    padded = padded_counters(table.counter_values)
     agg = aggregate_arrays(padded, dur, members, grp, n_groups, specs, matrix_rows=rows[members])
     ops = OperatorTable(
         keys=keys, names=names, call_index=call_index, op_id=w_op_id[first], input_shapes=vocab.shapes.values,
