@@ -7,6 +7,10 @@ kernel resolves) is computed once per unique name and broadcast with ``np.take``
 
     names ["mm", "add", "mm"]  ->  codes [0, 1, 0], values ["mm", "add"]
 
+Records a reader handed on beneath their Arrow columns (``record_columns.TableRecords``: nsys,
+ncu) are read off the columns (``column``, ``encode_attr``, ``dim_codes``), with the codes and
+the first-seen order a pass over the records gives; a list of records is read one by one.
+
 Sentinels: ``-1`` stands for None in integer columns whose values are never negative
 (ids, counts, codes); columns that may hold any integer carry a separate mask.
 """

@@ -32,11 +32,6 @@ from profiler_core.records import CounterRow, TimelineKernel
 from profiler_core.schema import CounterSource
 
 
-def dims_codes(records: Sequence[TimelineKernel | CounterRow], attr: str, dims: Interner) -> np.ndarray:
-    """Grid or block of each record as a code into ``dims`` (-1: unknown); one interner per join."""
-    return dim_codes(records, attr, dims)
-
-
 def launch_order(kernels: Sequence[TimelineKernel]) -> np.ndarray:
     """Positions of ``kernels`` in host launch order (timeline.launch_order, as an index)."""
     start = column(kernels, "start_ns", 0)
@@ -80,8 +75,8 @@ def align(timeline: Sequence[TimelineKernel], other: Sequence[TimelineKernel], *
     ok = match != NONE
     if ok.all() and len(timeline) == len(other):
         m = match
-        if (_agree(dims_codes(timeline, "grid", dims), dims_codes(other, "grid", dims)[m]).all()
-                and _agree(dims_codes(timeline, "block", dims), dims_codes(other, "block", dims)[m]).all()):
+        if (_agree(dim_codes(timeline, "grid", dims), dim_codes(other, "grid", dims)[m]).all()
+                and _agree(dim_codes(timeline, "block", dims), dim_codes(other, "block", dims)[m]).all()):
             warnings = [] if names.label == "join_key" else [
                 f"{other_label} and timeline kernel names joined on their {names.label.replace('_', ' ')} "
                 "(the tools' demanglers differ)"]
@@ -129,8 +124,8 @@ def _fast_join(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) ->
     names = keyed(kernels, rows)
     kk, rk, warnings = names.left, names.right, key_warnings(names.label)
     dims = Interner()
-    kg, kb = dims_codes(kernels, "grid", dims), dims_codes(kernels, "block", dims)
-    rg, rb = dims_codes(rows, "grid", dims), dims_codes(rows, "block", dims)
+    kg, kb = dim_codes(kernels, "grid", dims), dim_codes(kernels, "block", dims)
+    rg, rb = dim_codes(rows, "grid", dims), dim_codes(rows, "block", dims)
     if m < n:
         # per-config: configurations (key, grid, block), exact codes (None is its own value)
         span_d = len(dims) + 1
