@@ -8,7 +8,10 @@ has real-looking work to do (this is benchmark input only, never shipped as a ca
 * ``gpt2``: examples/captures/h200/gpt2/baseline_nsys, 508 kernels, Kineto + nsys + per-config
   ncu + Inductor.
 
-Each size runs in a fresh process with its inputs already parsed; the figures are the
+Each size runs in a fresh process with its inputs already parsed; beside it, for the joinable
+capture, the floor of ``attribution_floor.py`` (the same joins, tiers, aggregation and Parquet
+write in plain numpy and pyarrow, every input in columns) in a fresh process too, and the
+ratios engine / floor. The figures are the
 attribution (all tiers, aggregation, layer dedup), the write (profile.json, or profile.json
 plus its Parquet kernel and operator tables above the columnar threshold), the process's peak
 RSS, inputs included, and reading the written profile back (``read_profile``, with its checks).
@@ -225,9 +228,17 @@ def main() -> None:
                     help="nsys and ncu inputs as the readers hand them (Arrow columns beneath TableRecords), "
                          "or as lists of records")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--floor-child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.capture, args.child, args.inputs)
+        return
+    if args.floor_child:
+        from attribution_floor import run_floor  # beside this script
+
+        figures = run_floor(args.capture, args.floor_child)
+        figures["peak_rss_mb"] = _rss_mb()
+        print(json.dumps(figures), flush=True)
         return
     print(f"capture {args.capture}, nsys and ncu inputs as {args.inputs}; each size in a fresh process, inputs "
           "parsed before the clock starts")
@@ -244,6 +255,17 @@ def main() -> None:
         print(f"{r['kernels']:>9} {r['operators']:>9} {r['attribute_s']:>11.2f} {r['write_s']:>8.2f} "
               f"{r['total_s']:>8.2f} {r['cpu_s']:>6.2f} {r['inputs_rss_mb']:>9.0f} {r['peak_rss_mb']:>11.0f} "
               f"{r['written_mb']:>10.1f} {r['read_s']:>6.2f}  {FLOORS.get(round(size, -5), '')}")
+        if args.capture != "joinable":
+            continue  # the floor joins one ncu row per launch
+        floor = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--floor-child", str(size)],
+                               capture_output=True, text=True, cwd=REPO, check=False)
+        if floor.returncode != 0:
+            print(f"{'floor':>9}: failed (exit {floor.returncode})\n{floor.stderr[-2000:]}")
+            continue
+        f = json.loads(floor.stdout.strip().splitlines()[-1])
+        print(f"{'floor':>9} {f['operators']:>9} {'':>11} {'':>8} {f['wall_s']:>8.2f} {f['cpu_s']:>6.2f} {'':>9} "
+              f"{f['peak_rss_mb']:>11.0f} {f['written_mb']:>10.1f} {'':>6}  attribution_floor.py: engine / floor "
+              f"{r['cpu_s'] / f['cpu_s']:.2f}x CPU, {r['peak_rss_mb'] / f['peak_rss_mb']:.2f}x peak RSS")
     # the whole command against the same library calls, alternating, best of five each
     cli_runs, lib_runs = [], []
     for _ in range(5):
