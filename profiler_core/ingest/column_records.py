@@ -8,6 +8,9 @@ the records are built from the lists in one ``map`` over the fast slot construct
     kernels.name  dictionary ["gemm", "relu"], codes [0, 1, 0]  -> ["gemm", "relu", "gemm"]
     kernels.grid_x/_y/_z  [8, 512, 8] / [4, 1, 4] / [4, 1, 4]    -> [(8, 4, 4), (512, 1, 1), (8, 4, 4)]
     -> [TimelineKernel(name="gemm", grid=(8, 4, 4), ...), ...]
+
+The nsys and ncu readers hand these builders to ``record_columns.TableRecords``, which calls one
+when a caller first reads a record; the attribution engine reads the tables and calls none.
 """
 
 from __future__ import annotations
@@ -96,11 +99,6 @@ def runtime_records(calls: pa.Table) -> list[RuntimeCall]:
 def nvtx_records(ranges: pa.Table) -> list[NvtxRange]:
     """``NvtxRange`` per row of an ``NsysColumns.nvtx_ranges`` table."""
     return _in_slices(ranges, lambda part, values: list(map(_make_range, *(values(part, n) for n in _NVTX_FIELDS))))
-
-
-def counter_records(launches: pa.Table, metrics: pa.Table) -> list[CounterRow]:
-    """``CounterRow`` per row of ``NcuColumns.launches``, its metrics dict from the same row of ``metrics``."""
-    return counter_table_records(counter_table(launches, metrics))
 
 
 METRICS = "\0metrics"  # the struct column of a counter table: one field per metric, in the export's order
