@@ -72,19 +72,21 @@ def inputs(capture: str, copies: int) -> dict[str, Any]:
         raise SystemExit(f"the floor joins one ncu row per launch: capture {capture} measured per configuration")
     st = _steps(capture)
     codes = _Codes()
-    c = np.repeat(np.arange(copies, dtype=np.int64), 1)
+    copy = np.arange(copies, dtype=np.int64)
 
     def tile(values: list[Any], step: int = 0) -> np.ndarray:
         base = np.array([-1 if v is None else v for v in values], dtype=np.int64)
         out = np.tile(base, copies)
         if step:
-            out += np.where(out >= 0, np.repeat(c, len(base)) * step, 0)
+            out += np.where(out >= 0, np.repeat(copy, len(base)) * step, 0)
         return out
 
     def dims(records: list[Any], attr: str) -> np.ndarray:
         return np.tile(np.array([getattr(r, attr) or (-1, -1, -1) for r in records], dtype=np.int64), (copies, 1))
 
-    kernel_names = lambda rs: np.tile(codes.of([r.name for r in rs]), copies)  # noqa: E731
+    def kernel_names(records: list[Any]) -> np.ndarray:
+        return np.tile(codes.of([r.name for r in records]), copies)
+
     metrics = sorted(ncu.rows[0].metrics)
     ncu_copies = copies
     return {

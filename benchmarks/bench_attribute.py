@@ -220,6 +220,17 @@ def time_cli(run: Path, code: str = _CLI) -> tuple[float, float]:
     return float(out[0]), int(out[1]) / 1024
 
 
+def _child_figures(label: str, capture: str, *flags: str) -> dict | None:
+    """The JSON figures a fresh process of this script prints (``--child`` or ``--floor-child``); None,
+    with the failure printed under ``label``, when it fails."""
+    out = subprocess.run([sys.executable, __file__, "--capture", capture, *flags], capture_output=True, text=True,
+                         cwd=REPO, check=False)
+    if out.returncode != 0:
+        print(f"{label}: failed (exit {out.returncode})\n{out.stderr[-2000:]}")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="572,100k,1M", help="comma-separated kernel counts (k, M suffixes)")
@@ -245,24 +256,17 @@ def main() -> None:
     print(f"{'kernels':>9} {'operators':>9} {'attribute s':>11} {'write s':>8} {'total s':>8} {'cpu s':>6} "
           f"{'inputs MB':>9} {'peak RSS MB':>11} {'written MB':>10} {'read s':>6}  before / floor")
     for size in (parse_size(s) for s in args.sizes.split(",")):
-        out = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--inputs", args.inputs,
-                              "--child", str(size)],
-                             capture_output=True, text=True, cwd=REPO, check=False)
-        if out.returncode != 0:
-            print(f"{size}: failed (exit {out.returncode})\n{out.stderr[-2000:]}")
+        r = _child_figures(str(size), args.capture, "--inputs", args.inputs, "--child", str(size))
+        if r is None:
             continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{r['kernels']:>9} {r['operators']:>9} {r['attribute_s']:>11.2f} {r['write_s']:>8.2f} "
               f"{r['total_s']:>8.2f} {r['cpu_s']:>6.2f} {r['inputs_rss_mb']:>9.0f} {r['peak_rss_mb']:>11.0f} "
               f"{r['written_mb']:>10.1f} {r['read_s']:>6.2f}  {FLOORS.get(round(size, -5), '')}")
         if args.capture != "joinable":
             continue  # the floor joins one ncu row per launch
-        floor = subprocess.run([sys.executable, __file__, "--capture", args.capture, "--floor-child", str(size)],
-                               capture_output=True, text=True, cwd=REPO, check=False)
-        if floor.returncode != 0:
-            print(f"{'floor':>9}: failed (exit {floor.returncode})\n{floor.stderr[-2000:]}")
+        f = _child_figures(f"{'floor':>9}", args.capture, "--floor-child", str(size))
+        if f is None:
             continue
-        f = json.loads(floor.stdout.strip().splitlines()[-1])
         print(f"{'floor':>9} {f['operators']:>9} {'':>11} {'':>8} {f['wall_s']:>8.2f} {f['cpu_s']:>6.2f} {'':>9} "
               f"{f['peak_rss_mb']:>11.0f} {f['written_mb']:>10.1f} {'':>6}  attribution_floor.py: engine / floor "
               f"{r['cpu_s'] / f['cpu_s']:.2f}x CPU, {r['peak_rss_mb'] / f['peak_rss_mb']:.2f}x peak RSS")

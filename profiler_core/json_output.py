@@ -44,7 +44,6 @@ def json_pieces(payload: dict[str, Any], listed: str, items: Iterable[Any], batc
     yield (b"]" if first else b"\n ]") + head[at + len(marker):]
 
 
-
 _CHUNK = 1 << 28
 
 
@@ -57,7 +56,7 @@ def write_all(stream: Any, data: bytes) -> None:
         piece = view[:_CHUNK]
         written = stream.write(piece)
         if written == 0:
-            raise OSError("standard output took none of the JSON document's bytes")
+            raise OSError("the output took none of the JSON document's bytes")
         view = view[len(piece) if written is None else written:]
 
 

@@ -14,7 +14,15 @@ from operator import itemgetter
 import numpy as np
 
 from profiler_core.attribution.aggregate import specs_with_flops
-from profiler_core.attribution.columns import NONE, Interner, column, dim_codes, encode_attr, group_first_seen
+from profiler_core.attribution.columns import (
+    NONE,
+    Interner,
+    column,
+    dim_codes,
+    encode_attr,
+    first_rows,
+    group_first_seen,
+)
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable, counter_matrix
 from profiler_core.attribution.library import kernel_library
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER, unattributed_reason
@@ -139,8 +147,7 @@ def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np
                 f"{t.tier.value} says {s[t.op[j]]}" for t in tiers if t.has[j]))
         fused_cols = [np.where(t.has, t.fused, vocab.no_fused) for t in tiers]
         combo, n_combo = group_first_seen(fused_cols, np.ones(n, dtype=bool))
-        firsts = np.full(n_combo, NONE, dtype=np.int64)
-        firsts[combo[::-1]] = np.arange(n)[::-1]
+        firsts = first_rows(combo, n_combo)
         fv = vocab.fused.values
         table = np.array([fused_lists.code(tuple(sorted({op for c in fused_cols for op in fv[c[j]]})))
                           for j in firsts.tolist()], dtype=np.int64)

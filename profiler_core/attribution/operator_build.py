@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from profiler_core.attribution.aggregate import aggregate_arrays, specs_with_flops
-from profiler_core.attribution.columns import NONE, Interner, group_first_seen, nth_within, sorted_unique
+from profiler_core.attribution.columns import NONE, Interner, first_rows, group_first_seen, nth_within, sorted_unique
 from profiler_core.attribution.dedup import MAX_SEARCH_OPS, best_tandem_repeat
 from profiler_core.attribution.evidence import EXTERN_CLASSES
 from profiler_core.attribution.joins import INHERITED, MISSING
@@ -81,7 +81,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
     compiled = w_compiled[first]
     ctx_key, n_ctx = group_first_seen([name_code, op_lib, compiled.astype(np.int64), graph_g.astype(np.int64)],
                                       np.ones(n_groups, dtype=bool))
-    ctx_first = _firsts(ctx_key, n_ctx)
+    ctx_first = first_rows(ctx_key, n_ctx)
     contexts = [_context(s[name_code[g]], lib_sets.values[op_lib[g]], int(compiled[g]), bool(graph_g[g]))
                 for g in ctx_first.tolist()]
     first_kname = table.name[first]
@@ -89,7 +89,7 @@ def build_operators(table: KernelTable, tiers: Sequence[ClaimColumns], vocab: Vo
     all_gen = np.minimum.reduceat(generated[members].astype(np.int8), offsets[:-1]) if n_groups else np.zeros(0)
     cls_key, n_cls = group_first_seen([name_code, first_kname, all_gen.astype(np.int64)], np.ones(n_groups, dtype=bool))
     classes = [_op_class(s[name_code[g]], s[first_kname[g]], bool(all_gen[g]))
-               for g in _firsts(cls_key, n_cls).tolist()]
+               for g in first_rows(cls_key, n_cls).tolist()]
     conf_rank = np.array([CONF_RANK[TIER_CONFIDENCE[t]] for t in TIERS], dtype=np.int8)[table.tier]
     confidence = np.minimum.reduceat(conf_rank[members], offsets[:-1]) if n_groups else np.zeros(0, dtype=np.int8)
     phases: list[str | None] = [None] * n_groups
@@ -164,13 +164,6 @@ def _representatives(copies: np.ndarray, members: np.ndarray, offsets: np.ndarra
 
 def _specs(table: KernelTable) -> tuple:
     return specs_with_flops(table.counter_fields)
-
-
-def _firsts(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """The first position of each code 0..n_codes-1."""
-    out = np.full(n_codes, NONE, dtype=np.int64)
-    out[codes[::-1]] = np.arange(len(codes))[::-1]
-    return out
 
 
 def _union_per_group(item_codes: np.ndarray, grp: np.ndarray, n_groups: int, item_values: Sequence[tuple],
