@@ -25,7 +25,7 @@ from profiler_core.analysis.counter_format import Direction, direction, format_v
 from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many, pct, segment_sums
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from profiler_core.attribution.columns import Positional
+from profiler_core.attribution.columns import Positional, unique_ints
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import COUNTER_FIELDS
@@ -396,7 +396,7 @@ def _counter_pairs(bv: ProfileView, ov: ProfileView, b_found: tuple[np.ndarray, 
     (b_pos, b_sizes), (o_pos, o_sizes) = b_found, o_found
     b_counters, b_codes = bv.distinct_counters_of_positions(b_pos, b_sizes)
     o_counters, o_codes = ov.distinct_counters_of_positions(o_pos, o_sizes)
-    _, first, pair = np.unique(b_codes * len(o_counters) + o_codes, return_index=True, return_inverse=True)
+    _, first, pair = unique_ints(b_codes * len(o_counters) + o_codes, index=True, inverse=True)
     deltas = _counter_deltas_many([b_counters[b] for b in b_codes[first].tolist()],
                                   [o_counters[o] for o in o_codes[first].tolist()], t)
     return pair.ravel(), deltas
@@ -439,7 +439,7 @@ def _name_tally(view: ProfileView) -> tuple[dict[str, int], dict[str, int], dict
     counts = np.bincount(codes, minlength=len(cols.names)).tolist()
     sums = np.zeros(len(cols.names), dtype=np.int64)
     np.add.at(sums, codes, cols.duration)
-    _, first_at = np.unique(codes, return_index=True)
+    _, first_at = unique_ints(codes, index=True)
     count: dict[str, int] = {}
     dur: dict[str, int] = {}
     first: dict[str, int] = {}

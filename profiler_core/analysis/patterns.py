@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from profiler_core.analysis.profile_view import ProfileView
+from profiler_core.analysis.profile_view import CLASS_CODES, ProfileView
+from profiler_core.attribution.columns import unique_ints
 from profiler_core.attribution.operator_class import aten_short, is_batched_gemm, is_softmax
 from profiler_core.schema import Operator, OperatorClass
 
@@ -105,18 +106,29 @@ def _signature(view: ProfileView, name: str, listed: list | None, op_of: Callabl
     if hit is not None and hit[0] is listed:
         by_shapes = hit[1]
     else:
-        by_shapes = None
-        shapes = [tuple(s) for s in (listed or []) if isinstance(s, list)]
-        if shapes:
-            # mm(a, b), addmm(bias, a, b), linear(x, w, b): the activation and the weight.
-            pair = shapes[1:3] if short in ("addmm", "_addmm_activation") else shapes[:2]
-            if len(pair) == 2 and all(pair):
-                by_shapes = ("shapes", *pair)
+        by_shapes = _shapes_signature(short, listed)
         if memo is not None:
             memo[(name, id(listed))] = (listed, by_shapes)  # the list is held: its id is not reused
     if by_shapes is not None:
         return by_shapes
-    kernels = view.kernels_of(op_of())
+    return _launch_signature(view, op_of())
+
+
+def _shapes_signature(short: str, listed: list | None) -> tuple | None:
+    """A projection's (activation shape, weight shape) from its input shapes, None where they do not
+    give both."""
+    shapes = [tuple(s) for s in (listed or []) if isinstance(s, list)]
+    if shapes:
+        # mm(a, b), addmm(bias, a, b), linear(x, w, b): the activation and the weight.
+        pair = shapes[1:3] if short in ("addmm", "_addmm_activation") else shapes[:2]
+        if len(pair) == 2 and all(pair):
+            return ("shapes", *pair)
+    return None
+
+
+def _launch_signature(view: ProfileView, op: Operator) -> tuple | None:
+    """A projection's signature from its kernels' launches, for one whose shapes give none."""
+    kernels = view.kernels_of(op)
     if not kernels:
         return None
     return ("launch", *((k.name, k.grid, k.block) for k in kernels))
@@ -128,12 +140,29 @@ def gemm_signatures(view: ProfileView, ops: Sequence[Operator]) -> list[tuple | 
     known = view.gemm_signatures.get(id(ops))
     if known is not None and known[0] is ops:
         return known[1]
-    memo: dict[tuple[str, int], tuple[object, tuple | None]] = {}
-    classes = view.work_classes_in_order if ops is view.ops_in_order else [None] * len(ops)
     sigs: list[tuple | None] = [None] * len(ops)  # None: not a projection
-    names, shapes = view.op_column("name", ops), view.op_column("input_shapes", ops)
-    for i in np.flatnonzero(view.op_flags(ops, "name", lambda name: aten_short(name) in _PROJECTION_OPS)).tolist():
-        sigs[i] = _signature(view, names[i], shapes[i], functools.partial(ops.__getitem__, i), memo, classes[i])
+    projections = np.flatnonzero(view.op_flags(ops, "name", lambda name: aten_short(name) in _PROJECTION_OPS))
+    names = view.op_codes_in_order("name") if ops is view.ops_in_order else None
+    shapes = view.op_codes_in_order("input_shapes") if names is not None else None
+    if names is not None and shapes is not None:
+        # read off the table: the shapes' part once per distinct (name, shapes), the class off the codes
+        (name_codes, name_values), (shape_codes, shape_values) = names, shapes
+        width = max(len(shape_values), 1)
+        combos, combo_of = unique_ints(name_codes[projections] * width + shape_codes[projections], inverse=True)
+        by_combo = [_shapes_signature(aten_short(name_values[k // width]), shape_values[k % width])
+                    for k in combos.tolist()]
+        gemm = view.work_class_codes[view.op_order[projections]] == CLASS_CODES[OperatorClass.GEMM]
+        for i, j, is_gemm in zip(projections.tolist(), combo_of.tolist(), gemm.tolist(), strict=True):
+            if is_gemm:
+                sig = by_combo[j]
+                sigs[i] = sig if sig is not None else _launch_signature(view, ops[i])
+    else:
+        memo: dict[tuple[str, int], tuple[object, tuple | None]] = {}
+        classes = view.work_classes_in_order if ops is view.ops_in_order else [None] * len(ops)
+        name_list, shape_list = view.op_column("name", ops), view.op_column("input_shapes", ops)
+        for i in projections.tolist():
+            sigs[i] = _signature(view, name_list[i], shape_list[i], functools.partial(ops.__getitem__, i), memo,
+                                 classes[i])
     view.gemm_signatures[id(ops)] = (ops, sigs)
     return sigs
 
@@ -192,8 +221,16 @@ def parallel_projection_groups(view: ProfileView, ops: Sequence[Operator], *, mi
     paths = view.op_column("module_path", ops)
     bgemm, softmax, adds_bias = (_flags(view, ops, test).tolist()
                                  for test in (is_batched_gemm, is_softmax, _adds_bias_only))
-    inputs = {i: sig for i, full in enumerate(gemm_signatures(view, ops))
-              if full is not None and (sig := _input_signature(full)) is not None}
+    inputs: dict[int, tuple] = {}
+    of_full: dict[int, tuple | None] = {}  # operators of one (name, shapes) share one signature object
+    for i, full in enumerate(gemm_signatures(view, ops)):
+        if full is not None:
+            if id(full) in of_full:
+                sig = of_full[id(full)]
+            else:
+                sig = of_full[id(full)] = _input_signature(full)
+            if sig is not None:
+                inputs[i] = sig
     # With no run open, an operator that is not a projection changes nothing (a run of none is not
     # kept): the scan goes from one projection to the next until a run opens.
     starts = sorted(inputs) if min_size > 0 else list(range(len(ops)))

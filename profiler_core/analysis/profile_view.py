@@ -29,7 +29,7 @@ from profiler_core.attribution.aggregate import (
     aggregate_samples,
     counter_matrix,
 )
-from profiler_core.attribution.columns import NONE, Positional, row_codes
+from profiler_core.attribution.columns import NONE, Positional, row_codes, unique_ints
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, KernelModels, KernelTable
 from profiler_core.attribution.operator_class import classify_operator
 from profiler_core.attribution.operator_parquet import OperatorColumns, OperatorModels
@@ -252,7 +252,7 @@ def _combinations(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple[li
     key = np.zeros(len(codes[0]), dtype=np.int64)
     for column, size in zip(codes, sizes, strict=True):
         key = key * size + column
-    distinct, inverse = np.unique(key, return_inverse=True)
+    distinct, inverse = unique_ints(key, inverse=True)
     combos: list[tuple[int, ...]] = []
     for k in distinct.tolist():
         parts = []
@@ -691,6 +691,15 @@ class ProfileView:
                 return cached if ops is mine else [cached[g] for g in self.op_order.tolist()]
         return [getattr(op, field) for op in ops]
 
+    def op_codes_in_order(self, field: str) -> tuple[np.ndarray, list[Any]] | None:
+        """A field the operator table keeps dictionary-encoded, for :attr:`ops_in_order`: (each
+        operator's code, the values the codes index); None where the operators are not a table's."""
+        mine = self.operators
+        if not isinstance(mine, OperatorModels) or field not in OperatorColumns._CODED:
+            return None
+        codes, values = mine.table.codes(field)
+        return codes[self.op_order], values
+
     def op_mask_in_order(self, fields: str | tuple[str, ...], test: Callable[..., bool]) -> np.ndarray:
         """:meth:`op_mask` by position in :attr:`ops_in_order`."""
         return self.op_mask(fields, test)[self.op_order]
@@ -931,7 +940,7 @@ class ProfileView:
         its first kernel (in the view's order) is, as asking kernel by kernel would class it."""
         cols, kernels, table = self._columns, self.kernels, self.profile.kernels
         out = np.zeros(len(cols.names), dtype=np.int64)
-        codes, first = np.unique(cols.name, return_index=True)
+        codes, first = unique_ints(cols.name, index=True)
         if isinstance(table, KernelTable):  # kernel j at position j: its name and fused ops off the columns
             fused = table.fused
             out[codes] = [CLASS_CODES[self._class_of_name(cols.names[c], fused[f])]
@@ -1593,9 +1602,10 @@ class _KernelColumns:
         self.device = np.asarray(table.device, dtype=np.int64)
         self.stream = np.asarray(table.stream, dtype=np.int64)
         kinds = np.asarray(table.kind)
-        self.is_kernel = np.isin(kinds, [c for c in np.unique(kinds).tolist() if table.strings.values[c] == "kernel"])
+        kernel_kinds = [c for c in unique_ints(kinds)[0].tolist() if table.strings.values[c] == "kernel"]
+        self.is_kernel = np.isin(kinds, kernel_kinds)
         self.in_graph = np.asarray(table.graph_id_known, dtype=bool)
-        uniq, first, inverse = np.unique(np.asarray(table.name), return_index=True, return_inverse=True)
+        uniq, first, inverse = unique_ints(np.asarray(table.name), index=True, inverse=True)
         texts, text_code = table.strings.values, dict[str, int]()
         code = np.empty(len(uniq), dtype=np.int64)
         for u in np.argsort(first, kind="stable").tolist():  # a text two string codes share is one name
@@ -1617,7 +1627,7 @@ def _counts_first_seen(codes: np.ndarray) -> list[tuple[int, int]]:
     """(code, count) of each distinct code, in the order each first appears (as a Counter's keys)."""
     if not len(codes):
         return []
-    uniq, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    uniq, first, counts = unique_ints(codes, index=True, counts=True)
     order = np.argsort(first, kind="stable")
     return list(zip(uniq[order].tolist(), counts[order].tolist(), strict=True))
 
@@ -1627,7 +1637,7 @@ def _heaviest(codes: np.ndarray, weights: np.ndarray, n: int) -> list[int]:
     (``Counter.most_common(n)`` over the codes in order)."""
     if not len(codes):
         return []
-    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    uniq, first, inverse = unique_ints(codes, index=True, inverse=True)
     sums = np.zeros(len(uniq), dtype=np.int64)
     np.add.at(sums, inverse, weights)
     order = np.lexsort((first, -sums))[:n]

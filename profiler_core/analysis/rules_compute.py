@@ -33,6 +33,7 @@ from profiler_core.analysis.profile_view import (
 )
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import decode_loop_of
+from profiler_core.attribution.columns import unique_ints
 from profiler_core.attribution.operator_class import gemm_precision
 from profiler_core.schema import ExecutionContext, Kernel, Operator, OperatorClass
 from profiler_core.transformations import Transformation
@@ -299,7 +300,7 @@ def _loop_and_rnn_kernels(view: ProfileView, loop: Sequence[Kernel], rnn_at: lis
         kernels.update({k.id: k for k in (view.kernels[p] for p in rnn_at)})
         return sorted(kernels.values(), key=lambda k: k.start_ns)
     at = np.concatenate([loop_at, np.asarray(rnn_at, dtype=np.int64)])
-    _, first = np.unique(at, return_index=True)
+    _, first = unique_ints(at, index=True)
     at = at[np.sort(first)]
     return KernelsAt(view.kernels, at[np.argsort(view.kernel_columns.start[at], kind="stable")])
 

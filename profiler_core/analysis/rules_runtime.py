@@ -20,6 +20,7 @@ from profiler_core.analysis.findings import Finding, FindingKind
 from profiler_core.analysis.profile_view import CLASS_CODES, OperatorsAt
 from profiler_core.analysis.rules import RuleContext, counter, fmt_pct, registers_fact, rule
 from profiler_core.analysis.rules_serving import graphs_not_applicable
+from profiler_core.attribution.columns import unique_ints
 from profiler_core.attribution.operator_class import overhead_kind
 from profiler_core.compile_mode import CUDA_GRAPH_MODES
 from profiler_core.schema import ExecutionContext, Operator, OperatorClass
@@ -139,7 +140,7 @@ def _launch_finding(ctx: RuleContext, kernels: np.ndarray, gap_ns: int, *, title
     order their first kernel comes), bound by the gaps on the timeline."""
     owners = ctx.view.kernel_owner_rows[kernels]
     owners = owners[owners >= 0]
-    rows, first = np.unique(owners, return_index=True)
+    rows, first = unique_ints(owners, index=True)
     view, rows = ctx.view, rows[np.argsort(first)]
     ops: Sequence[Operator]
     if view.keys_repeat:  # the first operator of each key

@@ -130,6 +130,37 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return flat[keep]
 
 
+_DENSE_SPAN = 1 << 16  # a code range up to this (or up to 4 codes per value) is counted, not sorted
+
+
+def unique_ints(codes: np.ndarray, *, index: bool = False, inverse: bool = False,
+                counts: bool = False) -> tuple[np.ndarray, ...]:
+    """``np.unique(codes, return_index=index, return_inverse=inverse, return_counts=counts)`` of a
+    1-D integer array, always as a tuple: where the values span a small range (codes into a
+    dictionary, group numbers) by a table over the range instead of a sort (1M codes: ~0.1 s for
+    ``np.unique`` with an index or inverse, ~0.01 s counted). The first index is the first
+    occurrence and the inverse indexes the sorted distinct values, as ``np.unique`` gives them."""
+    a = np.asarray(codes).ravel()
+    n = len(a)
+    span = int(a.max()) - int(a.min()) + 1 if n else 0
+    if not n or a.dtype.kind not in "iu" or span > max(_DENSE_SPAN, 4 * n):
+        out: Any = np.unique(a, return_index=index, return_inverse=inverse, return_counts=counts)  # type: ignore[call-overload]
+        return tuple(out) if isinstance(out, tuple) else (out,)
+    lo = int(a.min())
+    shifted = (a - lo).astype(np.int64, copy=False)
+    tally = np.bincount(shifted, minlength=span)
+    present = np.flatnonzero(tally)
+    result = [(present + lo).astype(a.dtype, copy=False)]
+    if index:
+        result.append(first_rows(shifted, span)[present])
+    if inverse:
+        rank = np.cumsum(tally > 0) - 1
+        result.append(rank[shifted])
+    if counts:
+        result.append(tally[present])
+    return tuple(result)
+
+
 def row_codes(floats: np.ndarray, *ints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row of ``floats`` (2-D) beside the same row of each 1-D integer column in ``ints``
     numbered by its bits, in order of first appearance: (each row's number, the first row of each).

@@ -16,6 +16,7 @@ from profiler_core.analysis.compare import CounterDelta, TimeRow
 from profiler_core.analysis.counter_format import format_value
 from profiler_core.analysis.profile_view import ProfileView, idle_inside_pct, pct
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from profiler_core.attribution.columns import unique_ints
 from profiler_core.metrics.catalog import HEADLINE_COUNTERS
 from profiler_core.schema import Kernel, OperatorClass, Profile, Tier
 
@@ -109,7 +110,7 @@ def _sums_first_seen(codes: np.ndarray, durations: np.ndarray) -> list[tuple[int
     """(code, summed duration) of each code present, in the order each first appears."""
     if not len(codes):
         return []
-    present, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    present, first, inverse = unique_ints(codes, index=True, inverse=True)
     sums = np.zeros(len(present), dtype=np.int64)
     np.add.at(sums, inverse.reshape(-1), durations)
     order = np.argsort(first, kind="stable")
@@ -135,7 +136,7 @@ def tiers_and_idle(view: ProfileView, kernels: Sequence[Kernel]) -> tuple[set[st
         return ({kern.attribution.tier.value for kern in kernels},
                 idle_inside_pct(kernels) if len(kernels) >= _MANY_KERNELS else None)
     cols = view.kernel_columns
-    tiers = {cols.tiers[c] for c in np.unique(cols.tier[at]).tolist()}
+    tiers = {cols.tiers[c] for c in unique_ints(cols.tier[at])[0].tolist()}
     if len(kernels) < _MANY_KERNELS:
         return tiers, None
     busy, span = view.busy_and_span_at(at)
