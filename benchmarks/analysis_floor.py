@@ -45,7 +45,9 @@ try:
     if sys.argv[0] == "floor":
         sys.path.insert(0, os.environ["FLOOR_DIR"])
         from analysis_floor import floor
-        floor(*sys.argv[1:])
+        from profiler_core.numpy_pages import small_pages
+        with small_pages():  # the pages oprof's analysis commands run on, so the two compare alike
+            floor(*sys.argv[1:])
     else:
         from profiler_core.cli import main
         sys.argv = ["oprof", *sys.argv]

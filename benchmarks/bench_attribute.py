@@ -241,13 +241,17 @@ def main() -> None:
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--floor-child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    from profiler_core.numpy_pages import small_pages
+
     if args.child:
-        _child(args.capture, args.child, args.inputs)
+        with small_pages():  # as `oprof attribute` runs it (profiler_core/numpy_pages.py)
+            _child(args.capture, args.child, args.inputs)
         return
     if args.floor_child:
         from attribution_floor import run_floor  # beside this script
 
-        figures = run_floor(args.capture, args.floor_child)
+        with small_pages():  # the floor too, so the two are compared on the same pages
+            figures = run_floor(args.capture, args.floor_child)
         figures["peak_rss_mb"] = _rss_mb()
         print(json.dumps(figures), flush=True)
         return

@@ -32,6 +32,7 @@ from mcp_server.tools import register_all
 from mcp_server.workspace import ENV_VAR, roots_from_env
 from profiler_core import __version__
 from profiler_core.errors import ProfilerError
+from profiler_core.numpy_pages import small_pages
 
 logger = logging.getLogger(__name__)
 
@@ -130,13 +131,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.write(f"oprof-mcp: error: {err}\n")
         raise SystemExit(2) from None
     if not args.http:
-        mcp.run()
+        with small_pages():  # the tools read and analyse profiles in this process, as oprof's commands do
+            mcp.run()
         return
     if not is_loopback(args.host) and token is None:
         logger.warning("serving on %s without a bearer token: every tool (captures run code) is reachable "
                        "from the network; set OPROF_MCP_TOKEN", args.host)
     try:
-        serve_http(mcp, host=args.host, port=args.port, allowed_hosts=args.allowed_host,
-                   allowed_origins=args.allowed_origin, token=token)
+        with small_pages():
+            serve_http(mcp, host=args.host, port=args.port, allowed_hosts=args.allowed_host,
+                       allowed_origins=args.allowed_origin, token=token)
     except KeyboardInterrupt:
         raise SystemExit(130) from None

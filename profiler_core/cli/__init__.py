@@ -31,6 +31,7 @@ from profiler_core.echo import clip_message
 from profiler_core.errors import ProfilerError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.json_output import json_document, json_pieces, write_json
+from profiler_core.numpy_pages import small_pages
 
 
 def _flags_take_no_value(params: list[_Any]) -> list[_Any]:
@@ -203,7 +204,8 @@ def command(name: str | None = None, *, acyclic: bool = False, **kwargs: Any) ->
     reference cycles, so the cyclic collector is paused for all of it. Between the blocks that pause
     it themselves, each of its passes over a large profile's models cost seconds and freed nothing
     (the 100k-kernel diagnose: 14.1 s CPU with it, 11.9 s without, the same peak). Never for a command
-    that runs a workload: torch's objects do form cycles.
+    that runs a workload: torch's objects do form cycles. Such a command also runs with NumPy's
+    huge-page advice off (``numpy_pages``: the system time of its large temporaries).
     """
 
     def decorate(fn: F) -> F:
@@ -211,7 +213,7 @@ def command(name: str | None = None, *, acyclic: bool = False, **kwargs: Any) ->
         def wrapper(*args: Any, **kw: Any) -> Any:
             try:
                 if acyclic:
-                    with gc_paused():
+                    with gc_paused(), small_pages():
                         return fn(*args, **kw)
                 return fn(*args, **kw)
             except ProfilerError as err:
