@@ -11,7 +11,7 @@ When the baseline's findings are known, each predicted counter shift is checked.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -485,11 +485,14 @@ def _new_overhead(bv: ProfileView, ov: ProfileView, scale: tuple[float, float]) 
     return sorted(rows, key=lambda r: -r.duration_ns)
 
 
-def _ops_counters(view: ProfileView, ops: Sequence[Operator]) -> dict[str, float | None]:
-    """The aggregated counters (unrounded) of ``ops``' kernels, by position where they are the view's."""
+def _ops_counters(view: ProfileView, ops: Sequence[Operator], fields: Collection[str]) -> dict[str, float | None]:
+    """The aggregated counters (unrounded) ``fields`` of ``ops``' kernels, by position where they are
+    the view's (each counter is aggregated on its own: the others are not worked out)."""
     kernels = view.kernels_of_ops(ops)
     at = view.positions(kernels)
-    return view.aggregate_at(at) if at is not None else kernel_counters_many([kernels], table=view.counter_rows)[0]
+    if at is not None:
+        return view.aggregate_at(at, fields)
+    return kernel_counters_many([kernels], fields, table=view.counter_rows)[0]
 
 
 def _operators_of_keys(view: ProfileView, keys: list[str]) -> Sequence[Operator]:
@@ -517,7 +520,7 @@ def _shift_checks(findings: FindingsReport, groups: Alignment, bv: ProfileView,
             o_ops = ov.operators_in_order_at(groups.opt_of_base(bv.launch_positions(b_ops)))
         else:
             o_ops = _operators_of_keys(ov, [k for key in f.operators for k in sorted(opt_of.get(key, ()))])
-        b_agg, o_agg = _ops_counters(bv, b_ops), _ops_counters(ov, o_ops)
+        b_agg, o_agg = _ops_counters(bv, b_ops, f.expected_shifts), _ops_counters(ov, o_ops, f.expected_shifts)
         for field, expected in f.expected_shifts.items():
             b, o = b_agg.get(field), (o_agg.get(field) if o_ops else None)
             observed = direction(field, b, o, same_abs=t.counter_same_abs,
