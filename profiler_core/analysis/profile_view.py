@@ -595,7 +595,10 @@ class ProfileView:
     def _repeats(self) -> list[int]:
         """The positions of the operators repeating an earlier one's key (none where keys are distinct):
         what the view answers by key, not by position, for them."""
-        if len(self._op_index) == len(self.operators):
+        ops = self.operators
+        if isinstance(ops, OperatorModels) and ops.table.keys_distinct:
+            return []  # read off the key column: no index of every key is built for it
+        if len(self._op_index) == len(ops):
             return []
         return [g for g, op in enumerate(self.operators) if self._row_of(op) != g]
 

