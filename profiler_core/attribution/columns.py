@@ -168,20 +168,24 @@ def row_codes(floats: np.ndarray, *ints: np.ndarray) -> tuple[np.ndarray, np.nda
     Rows get one number only where they are identical as values are written out: every NaN is one
     value (a None, whatever its payload), 0.0 and -0.0 are two.
     """
-    n = len(floats)
-    key = np.empty((n, floats.shape[1] + len(ints)), dtype=np.float64)
-    key[:, :floats.shape[1]] = floats
-    key[np.isnan(key)] = np.nan  # one bit pattern
-    for j, col in enumerate(ints):  # the integers' bits as they are
-        key[:, floats.shape[1] + j] = np.ascontiguousarray(col, dtype=np.int64).view(np.float64)
-    if n == 0 or key.shape[1] == 0:
+    n, width = len(floats), floats.shape[1]
+    if n == 0 or width + len(ints) == 0:
         return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
+    # the values' bits a column at a time, each column contiguous (hashed and compared column by
+    # column; a column of row-major rows strides across every row: 772k rows of 22, 1.0 -> 0.3 s)
+    key = np.empty((width + len(ints), n), dtype=np.float64)
+    key[:width] = floats.T
+    measured = key[:width]
+    measured[np.isnan(measured)] = np.nan  # one bit pattern
+    for j, col in enumerate(ints):  # the integers' bits as they are
+        key[width + j] = np.ascontiguousarray(col, dtype=np.int64).view(np.float64)
     bits = key.view(np.uint64)
     # rows numbered by a hash of their bits (a sort of 8-byte values, not of whole rows), kept only
     # where every row equals its group's first row bit for bit; else the rows themselves are sorted
     found = _rows_by_hash(bits)
     if found is None:
-        _, first, inverse = np.unique(key.view(np.dtype((np.void, 8 * key.shape[1]))).ravel(),
+        rows = np.ascontiguousarray(key.T)
+        _, first, inverse = np.unique(rows.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel(),
                                       return_index=True, return_inverse=True)
     else:
         first, inverse = found
@@ -192,9 +196,10 @@ def row_codes(floats: np.ndarray, *ints: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _rows_by_hash(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Groups of equal rows of ``bits`` (2-D uint64) by a hash of each row: the first row of each
-    group and each row's group, as ``np.unique(rows, return_index=True, return_inverse=True)`` gives
-    them up to the groups' order; None where two different rows share a hash."""
+    """Groups of equal rows by a hash of each row, ``bits`` (2-D uint64) holding a column per row: the
+    first row of each group and each row's group, as ``np.unique(rows, return_index=True,
+    return_inverse=True)`` gives them up to the groups' order; None where two different rows share
+    a hash."""
     h = row_hash(bits)
     order = np.argsort(h, kind="stable")  # equal hashes in row order: each group's first row leads
     sorted_h = h[order]
@@ -206,17 +211,17 @@ def _rows_by_hash(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     inverse = np.empty(len(h), dtype=np.int64)
     inverse[order] = group_of_sorted
     lead = first[inverse]
-    if not all((bits[:, c] == bits[lead, c]).all() for c in range(bits.shape[1])):  # a column at a time
+    if not all((column == column[lead]).all() for column in bits):  # a column at a time
         return None
     return first, inverse
 
 
 def row_hash(bits: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row of ``bits`` (2-D uint64): equal rows hash alike."""
-    h = np.full(len(bits), np.uint64(0x9E3779B97F4A7C15))
+    """A 64-bit hash of each row, ``bits`` (2-D uint64) holding a column per row: equal rows hash alike."""
+    h = np.full(bits.shape[1], np.uint64(0x9E3779B97F4A7C15))
     with np.errstate(over="ignore"):
-        for c in range(bits.shape[1]):
-            h ^= bits[:, c]
+        for column in bits:
+            h ^= column
             h *= np.uint64(0x100000001B3)
             h ^= h >> np.uint64(29)
     return h

@@ -39,7 +39,7 @@ def test_row_codes_number_rows_as_they_are_written_out(rows: list[tuple[float, f
 
     if hashing != "hash":
         real = columns.row_hash
-        fake = (lambda bits: np.zeros(len(bits), dtype=np.uint64)) if hashing == "colliding hash" else \
+        fake = (lambda bits: np.zeros(bits.shape[1], dtype=np.uint64)) if hashing == "colliding hash" else \
             (lambda bits: real(bits) % np.uint64(3))
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(columns, "row_hash", fake)
