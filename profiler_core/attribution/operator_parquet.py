@@ -136,8 +136,8 @@ class _Strings:
 
 
 def strings_distinct(array: Any) -> bool:
-    """Whether an Arrow string column holds no null and no value twice: by dictionary-encoding it (772k
-    operator keys: 0.09 s, against 0.26 s for ``pc.unique`` and 0.23 s for a dict of them)."""
+    """Whether an Arrow string column holds no null and no value twice: one hash pass of Arrow's
+    (772k operator keys: about 0.09 s once its memory is warm, where a dict of them takes 0.23 s)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
