@@ -274,6 +274,8 @@ def _backward_of_forward_groups(paths: Sequence[str | None], phases: Sequence[st
                                 groups: list[list[int]]) -> list[list[int]]:
     """``groups`` less the backward runs that are not the backward of a forward group (its modules);
     ``paths`` and ``phases``: each operator's module path and phase."""
+    if not any(phase in _NOT_FORWARD for phase in set(phases)):
+        return groups  # no backward or optimizer operator (inference): every run is a forward one
     forward = {frozenset(paths[i] for i in g) for g in groups
                if not any(phases[i] in _NOT_FORWARD for i in g)}
     kept = []

@@ -126,7 +126,7 @@ def parallel_projections(ctx: RuleContext) -> list[Finding]:
     facts: list[str] = []
     sizes = Counter[int]()
     op_groups = [view.operators_in_order_at(group) for group in groups]  # models built when read
-    aggregates = view.counters_of_op_sets(op_groups, _GEMM_FIELDS)
+    aggregates = view.counters_of_op_sets(op_groups, ("achieved_occupancy_pct",))  # all a group is judged by
     shapes_of = view.op_column("input_shapes", ctx.ops)
     for group, ops, agg in zip(groups, op_groups, aggregates, strict=True):
         occupancy = counter(agg, "achieved_occupancy_pct")
