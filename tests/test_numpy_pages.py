@@ -17,7 +17,8 @@ pytestmark = pytest.mark.skipif(setter is None, reason="this NumPy has no huge-p
 def _advice() -> bool:
     import numpy as np
 
-    return bool(np._core.multiarray._get_madvise_hugepage())
+    core = getattr(np, "_core", None) or np.core
+    return bool(core.multiarray._get_madvise_hugepage())
 
 
 def test_off_inside_and_restored_after(monkeypatch: pytest.MonkeyPatch) -> None:
