@@ -53,3 +53,33 @@ def test_serving_initialize_and_the_listings_imports_no_torch(tmp_path: Path) ->
     doc = json.loads(_run(SERVE_AND_LIST.format(heavy=HEAVY), str(tmp_path)).strip().splitlines()[-1])
     assert doc["tools"] >= 20 and doc["resources"] >= 1 and doc["prompts"] == 1
     assert doc["heavy"] == [], f"imported before the first tool call: {doc['heavy']}"
+
+
+def test_the_server_serves_with_numpy_huge_page_advice_off(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """The tools read and analyse profiles in the server's process, as oprof's commands do: it serves
+    with NumPy's huge-page advice off (profiler_core/numpy_pages.py) and restores it after."""
+    import numpy as np
+
+    import mcp_server.server as server
+    from profiler_core import numpy_pages
+
+    setter = numpy_pages._advice_setter()
+    if setter is None:
+        pytest.skip("this NumPy has no huge-page switch")
+    core = getattr(np, "_core", None) or np.core
+    seen: list[bool] = []
+
+    class Served:
+        def run(self) -> None:
+            seen.append(bool(core.multiarray._get_madvise_hugepage()))
+
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    monkeypatch.setattr(server, "create_server", lambda config: Served())
+    before = setter(True)
+    try:
+        server.main(["--root", str(tmp_path)])
+        assert bool(core.multiarray._get_madvise_hugepage()) is True
+    finally:
+        setter(before)
+    assert seen == [False]
