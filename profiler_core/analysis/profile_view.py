@@ -682,9 +682,10 @@ class ProfileView:
         if ops is None:
             ops = mine
         if isinstance(mine, OperatorModels) and (ops is mine or ops is self.ops_in_order):
-            if ops is not mine and field in OperatorColumns._CODED:
-                codes, values = mine.table.codes(field)
-                return [values[c] for c in codes[self.op_order].tolist()]
+            coded = self.op_codes_in_order(field) if ops is not mine else None
+            if coded is not None:
+                codes, values = coded
+                return [values[c] for c in codes.tolist()]
             cached = self._op_columns.get(field)
             if cached is None:
                 cached = mine.table.column(field)

@@ -142,11 +142,11 @@ def unique_ints(codes: np.ndarray, *, index: bool = False, inverse: bool = False
     occurrence and the inverse indexes the sorted distinct values, as ``np.unique`` gives them."""
     a = np.asarray(codes).ravel()
     n = len(a)
-    span = int(a.max()) - int(a.min()) + 1 if n else 0
-    if not n or a.dtype.kind not in "iu" or span > max(_DENSE_SPAN, 4 * n):
+    lo = int(a.min()) if n and a.dtype.kind in "iu" else 0
+    span = int(a.max()) - lo + 1 if n and a.dtype.kind in "iu" else 0
+    if not span or span > max(_DENSE_SPAN, 4 * n):
         out: Any = np.unique(a, return_index=index, return_inverse=inverse, return_counts=counts)  # type: ignore[call-overload]
         return tuple(out) if isinstance(out, tuple) else (out,)
-    lo = int(a.min())
     shifted = (a - lo).astype(np.int64, copy=False)
     tally = np.bincount(shifted, minlength=span)
     present = np.flatnonzero(tally)
