@@ -18,9 +18,9 @@ RSS, inputs included, and reading the written profile back (``read_profile``, wi
 The last line times the whole ``oprof attribute`` of the shipped GPT-2 capture against the same
 library calls (``api.attribute`` and ``write_profile``) in a fresh interpreter without the CLI.
 
-``--inputs columns`` (default) hands the engine the nsys and ncu inputs as the readers do, Arrow
-tables beneath ``TableRecords`` (records built only if read); ``--inputs records`` as lists of
-records. The Kineto trace is records either way (its reader builds them).
+``--inputs columns`` (default) hands the engine the Kineto, nsys and ncu inputs as the readers do,
+Arrow tables beneath ``TableRecords`` (records built only if read); ``--inputs records`` as lists
+of records.
 
     python benchmarks/bench_attribute.py [--sizes 572,100k,1M] [--capture joinable|gpt2] [--inputs columns|records]
 """
@@ -58,6 +58,18 @@ def parse_size(text: str) -> int:
     return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
+def _span(items) -> int:
+    return max(i.end_ns for i in items) - min(i.start_ns for i in items) + 1_000
+
+
+def kineto_steps(kin) -> tuple[int, int, int]:
+    """How far each copy of a Kineto trace is shifted: (period ns, correlation id step, External id step)."""
+    ext_step = max(o.external_id or 0 for o in kin.cpu_ops) + 1
+    corr_step = max(max(k.correlation_id or 0 for k in kin.kernels),
+                    max(r.correlation_id or 0 for r in kin.runtime_calls)) + 1
+    return _span(kin.kernels + kin.cpu_ops), corr_step, ext_step
+
+
 def replicate(capture: str, copies: int, *, kineto_only: bool = False):
     """The capture's parsed records, ``copies`` times over, with shifted times, correlation and External ids
     (``kineto_only``: the nsys and ncu inputs once, not copied)."""
@@ -71,14 +83,8 @@ def replicate(capture: str, copies: int, *, kineto_only: bool = False):
     ind = read_inductor(root / ind_name)
     per_config = len(ncu.rows) < len(nsy.kernels)
 
-    def span(items):
-        return max(i.end_ns for i in items) - min(i.start_ns for i in items) + 1_000
-
-    k_period = span(kin.kernels + kin.cpu_ops)
-    n_period = span(nsy.kernels + nsy.nvtx_ranges + nsy.runtime_calls)
-    ext_step = max(o.external_id or 0 for o in kin.cpu_ops) + 1
-    corr_step = max(max(k.correlation_id or 0 for k in kin.kernels),
-                    max(r.correlation_id or 0 for r in kin.runtime_calls)) + 1
+    k_period, corr_step, ext_step = kineto_steps(kin)
+    n_period = _span(nsy.kernels + nsy.nvtx_ranges + nsy.runtime_calls)
     ncorr_step = max(max(k.correlation_id or 0 for k in nsy.kernels),
                      max(r.correlation_id or 0 for r in nsy.runtime_calls)) + 1
 
@@ -113,24 +119,25 @@ def replicate(capture: str, copies: int, *, kineto_only: bool = False):
 
 
 def replicate_columns(capture: str, copies: int):
-    """:func:`replicate` with the nsys and ncu inputs as the readers hand them: their Arrow tables,
-    copied and shifted the same way, beneath ``TableRecords`` (the Kineto trace stays records)."""
+    """:func:`replicate` with the Kineto, nsys and ncu inputs as the readers hand them: their Arrow tables,
+    copied and shifted the same way, beneath ``TableRecords``."""
     import numpy as np
     import pyarrow as pa
 
-    from profiler_core.ingest import read_ncu_columns, read_nsys_columns
+    from profiler_core.ingest import read_kineto, read_ncu_columns, read_nsys_columns
     from profiler_core.ingest.column_records import (
         counter_table,
         counter_table_records,
+        cpu_op_records,
         nvtx_records,
         runtime_records,
         timeline_records,
     )
     from profiler_core.record_columns import TableRecords
-    from profiler_core.records import NcuReport, NsysTimeline
+    from profiler_core.records import KinetoTrace, NcuReport, NsysTimeline
 
-    kin, one, ncu, ind, base = replicate(capture, copies, kineto_only=True)
-    root, _, nsys_name, ncu_name, _ = CAPTURES[capture]
+    _, one, ncu, ind, base = replicate(capture, 1, kineto_only=True)
+    root, kin_name, nsys_name, ncu_name, _ = CAPTURES[capture]
     cols, counters = read_nsys_columns(root / nsys_name), read_ncu_columns(root / ncu_name)
     two = replicate(capture, 2)[1]  # the period and correlation step: what replicate did to the second copy
     period = two.kernels[base].start_ns - one.kernels[0].start_ns
@@ -150,6 +157,16 @@ def replicate_columns(capture: str, copies: int):
             out = out.set_column(i, name, pa.array(values, pa.int64(), mask=~valid))
         return out
 
+    kin_one = read_kineto(root / kin_name)
+    k_period, k_corr, k_ext = kineto_steps(kin_one)
+    k_times = {"start_ns": k_period, "end_ns": k_period}
+    kin = KinetoTrace(
+        path=kin_one.path, metadata=kin_one.metadata,
+        kernels=TableRecords(tiled(kin_one.kernels.table, {**k_times, "correlation_id": k_corr, "external_id": k_ext}),
+                             timeline_records),
+        cpu_ops=TableRecords(tiled(kin_one.cpu_ops.table, {**k_times, "external_id": k_ext}), cpu_op_records),
+        runtime_calls=TableRecords(tiled(kin_one.runtime_calls.table,
+                                         {**k_times, "correlation_id": k_corr, "external_id": k_ext}), runtime_records))
     times = {"start_ns": period, "end_ns": period}
     nsy_cols = NsysTimeline(
         path=one.path, gpus=one.gpus, warnings=list(cols.warnings),

@@ -16,8 +16,9 @@ cases, in one table per input:
 * ``floor``: the bare library on the same input: the ADBC SQLite driver reading the columns
   the nsys reader selects into Arrow (``floor-sqlite3``: the stdlib ``sqlite3`` rows turned into
   Arrow arrays), and ``pyarrow.csv.read_csv`` of the whole ncu file;
-* ``columns``: ``read_nsys_columns`` / ``read_ncu_columns``, the readers' columnar output;
-* ``records``: ``read_nsys`` / ``read_ncu``, and every frozen record built from those columns
+* ``columns``: ``read_nsys_columns`` / ``read_ncu_columns``, the readers' columnar output; for
+  Kineto, ``read_kineto`` with no record read (its tables, what the attribution engine reads);
+* ``records``: ``read_nsys`` / ``read_ncu`` / ``read_kineto``, and every frozen record built from those columns
   (they are built when a caller first reads one; the attribution engine reads the columns);
 * ``baseline``: ``read_nsys`` / ``read_ncu`` of ``--baseline REV``'s ``profiler_core``
   (extracted with ``git archive``), when given.
@@ -181,7 +182,10 @@ def run():
         return floor_nsys_sqlite3(path)
     if kind == "kineto":
         from profiler_core.ingest.kineto import read_kineto
-        return counts(read_kineto(path))
+        trace = read_kineto(path)
+        if case == "columns":  # what the attribution engine reads: the tables, no record built
+            return {{name: len(getattr(trace, name)) for name in ("kernels", "cpu_ops", "runtime_calls")}}
+        return counts(trace)
     if case == "columns":
         if kind == "nsys":
             from profiler_core.ingest.nsys import read_nsys_columns
@@ -310,7 +314,7 @@ def main() -> None:
                 print(f"built {path.name}: {path.stat().st_size / 1e6:.1f} MB in "
                       f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
             if kind == "kineto":
-                cases = [("records", REPO), *baseline]
+                cases = [("columns", REPO), ("records", REPO), *baseline]
             else:
                 floors = [("floor", REPO)] + [("floor-sqlite3", REPO)] * (kind == "nsys" and not args.no_sqlite3_floor)
                 cases = [*floors, ("columns", REPO), ("records", REPO), *baseline]

@@ -38,6 +38,15 @@ KERNEL_COLUMNS = (
     "static_smem_bytes", "dynamic_smem_bytes", "graph_id", "graph_node_id", "bytes_moved", "smem_bytes",
 )
 RUNTIME_COLUMNS = ("name", "start_ns", "end_ns", "tid", "correlation_id")
+# A Kineto trace's tables (``ingest/kineto_tables.py``): its kernels and runtime calls also name their
+# launching op (``external_id``); a cpu op's ``input_shapes`` is the JSON text of its nested shape
+# lists, ``input_types`` a list<string>
+KINETO_KERNEL_COLUMNS = (*KERNEL_COLUMNS, "external_id")
+KINETO_RUNTIME_COLUMNS = (*RUNTIME_COLUMNS, "external_id")
+CPU_OP_COLUMNS = (
+    "name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes", "input_types",
+    "category", "fwd_thread_id",
+)
 NVTX_COLUMNS = ("text", "start_ns", "end_ns", "tid", "domain")
 COUNTER_ID_COLUMNS = (
     "ncu_id", "name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",

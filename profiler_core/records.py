@@ -154,9 +154,9 @@ class KinetoTrace:
     """Everything attribution needs from one torch.profiler trace."""
 
     path: Path
-    kernels: list[TimelineKernel]
-    cpu_ops: list[CpuOp]
-    runtime_calls: list[RuntimeCall]
+    kernels: Sequence[TimelineKernel]  # a list, or the reader's TableRecords (record_columns.py)
+    cpu_ops: Sequence[CpuOp]
+    runtime_calls: Sequence[RuntimeCall]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     module_spans: list[ModuleSpan] = field(default_factory=list)  # with_stack traces only
     # with_stack traces: calls of the Python functions the reader was asked for (the model's own

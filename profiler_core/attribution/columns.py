@@ -285,10 +285,12 @@ def taken(records: Sequence[T], positions: np.ndarray) -> Sequence[T]:
 
 
 def encode_attr(interner: Interner, records: Sequence[object], attr: str,
-                convert: Callable[[Any], Hashable] | None = None) -> np.ndarray:
+                convert: Callable[[Any], Hashable] | None = None,
+                decode: Callable[[Any], Hashable] | None = None) -> np.ndarray:
     """``interner.encode(convert(r.attr) for r in records)``: the same codes, given in the same
     (first-seen) order, read off the records' column where they have one (each distinct value
-    converted and coded once)."""
+    converted and coded once). ``decode``: what turns a column's value (not None) into the record's,
+    for a column that spells it otherwise (a Kineto cpu op's ``input_shapes``, kept as JSON text)."""
     array = arrow_column(records, attr)
     if array is None:
         got: Iterable[Hashable] = map(attrgetter(attr), records)
@@ -304,7 +306,8 @@ def encode_attr(interner: Interner, records: Sequence[object], attr: str,
     codes = dense_indices(array.indices, len(distinct) - 1).astype(np.int64)
     mapping = np.full(len(distinct), NONE, dtype=np.int64)
     for c in first_seen(codes, len(distinct)).tolist():
-        mapping[c] = interner.code(convert(distinct[c]) if convert is not None else distinct[c])
+        value = distinct[c] if decode is None or distinct[c] is None else decode(distinct[c])
+        mapping[c] = interner.code(convert(value) if convert is not None else value)
     return mapping[codes]  # type: ignore[no-any-return]
 
 

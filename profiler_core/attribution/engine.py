@@ -17,7 +17,7 @@ and is written as profile.json plus a Parquet kernel table (profiler_core/column
 from __future__ import annotations
 
 import os
-from operator import attrgetter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from profiler_core.attribution.tier_columns import (
 )
 from profiler_core.errors import AttributionError
 from profiler_core.gc_pause import gc_paused
-from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, TimelineKernel
+from profiler_core.records import InductorArtifacts, KinetoTrace, NcuReport, NsysTimeline, RuntimeCall
 from profiler_core.schema import CaptureMeta, Profile, Tier, UnattributedKernel, construct_trusted
 
 COLUMNAR_ENV = "OPROF_COLUMNAR_KERNELS"
@@ -111,21 +111,26 @@ def attribute(
     kineto_kernels = timeline
     graph_corr: frozenset[int] = frozenset()
     if kineto is not None:
-        graph_corr = frozenset(r.correlation_id for r in kineto.runtime_calls
-                               if r.correlation_id is not None and "GraphLaunch" in r.name)
-        if use_nsys:
-            ordered = [kineto.kernels[i] for i in launch_order(kineto.kernels).tolist()] if kineto.kernels else []
-            kineto_kernels = [k for k in ordered if k.kind == "kernel"]
+        graph_corr = _graph_launches(kineto.runtime_calls)
+        if use_nsys:  # (a reader's TableRecords stay columns: no record is built)
+            ordered = taken(kineto.kernels, launch_order(kineto.kernels))
+            kinds = Interner()
+            kind_of = encode_attr(kinds, ordered, "kind")
+            is_kernel = np.array([v == "kernel" for v in kinds.values] + [False], dtype=bool)[kind_of]
+            kineto_kernels = taken(ordered, np.flatnonzero(is_kernel))
             aligned, w = align(gpu_kernels, kineto_kernels, other_label="the Kineto trace", allow_partial=allow_partial)
             warnings.extend(w)
             kineto_index[gpu_idx] = aligned
         else:
             kineto_index = np.arange(n, dtype=np.int64)
+    kin_corr = (column(kineto_kernels, "correlation_id")[np.maximum(kineto_index, 0)]
+                if kineto is not None and len(kineto_kernels) else np.full(n, NONE))
 
     # Training steps: forward, backward or optimizer, from the host ranges around each launch.
     phase_of: list | None = None
-    if kineto is not None and any(range_phase(nm) for nm in set(map(attrgetter("name"), kineto.cpu_ops))):
-        phase_of = kernel_phases(kineto, [kineto_kernels[ki] if ki != NONE else None for ki in kineto_index.tolist()])
+    if kineto is not None and _has_phase_ranges(kineto):
+        phase_of = kernel_phases(kineto, [None if ki == NONE or c == NONE else c for ki, c in
+                                          zip(kineto_index.tolist(), kin_corr.tolist(), strict=True)])
 
     # Counters: ncu rows joined to GPU kernels by invocation order.
     rows = ncu.rows if ncu is not None else []
@@ -141,8 +146,6 @@ def attribute(
     # The CUDA graph replay (graph id, else the replay call's correlation) that launched each kernel.
     graph_known = known(timeline, "graph_id")
     graph_id = column(timeline, "graph_id", 0)
-    kin_corr = (column(kineto_kernels, "correlation_id")[np.maximum(kineto_index, 0)]
-                if kineto is not None and kineto_kernels else np.full(n, NONE))
     by_replay = (kineto_index != NONE) & np.isin(kin_corr, np.fromiter(graph_corr, dtype=np.int64))
     in_graph = graph_known | by_replay
     replay_of: list[int | None] = []
@@ -225,13 +228,27 @@ def attribute(
     return profile
 
 
+def _graph_launches(calls: Sequence[RuntimeCall]) -> frozenset[int]:
+    """The correlation ids of the CUDA graph launches among ``calls`` (read off their columns where kept)."""
+    names = Interner()
+    code = encode_attr(names, calls, "name")
+    launch = np.array(["GraphLaunch" in name for name in names.values] + [False])[code]
+    corr = column(calls, "correlation_id")[launch]
+    return frozenset(corr[corr != NONE].tolist())
+
+
+def _has_phase_ranges(kineto: KinetoTrace) -> bool:
+    """Whether any host range of the trace marks a training phase (backward, the optimizer's step)."""
+    names = Interner()
+    encode_attr(names, kineto.cpu_ops, "name")
+    return any(range_phase(name) for name in names.values)
+
+
 def recorded_phases(trace: KinetoTrace, behind: dict[int, RecordedLaunch], phase_of: list | None, n: int) -> list:
     """``phase_of`` with each replayed kernel's phase read where its launch ran in the recording's trace
     (autograd's backward, the optimizer's step, else forward)."""
     order = sorted(behind)
-    probes = [TimelineKernel(name="", start_ns=0, end_ns=0, stream=0, device=0,
-                             correlation_id=behind[j].correlation_id) for j in order]
     out = list(phase_of) if phase_of is not None else [None] * n
-    for j, phase in zip(order, kernel_phases(trace, probes), strict=True):
+    for j, phase in zip(order, kernel_phases(trace, [behind[j].correlation_id for j in order]), strict=True):
         out[j] = phase
     return out

@@ -25,9 +25,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import numpy as np
 from intervaltree import IntervalTree
 
-from profiler_core.records import KinetoTrace, TimelineKernel
+from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, last_index_of
+from profiler_core.records import KinetoTrace
 
 Phase = Literal["forward", "backward", "optimizer"]
 BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
@@ -45,40 +47,53 @@ def range_phase(name: str) -> Phase | None:
     return None
 
 
-def kernel_phases(kineto: KinetoTrace, kernels: Sequence[TimelineKernel | None]) -> list[Phase | None]:
-    """The phase of each of ``kernels`` (Kineto kernel records, None where there is no twin)."""
+def kernel_phases(kineto: KinetoTrace, correlation_ids: Sequence[int | None]) -> list[Phase | None]:
+    """The phase of each kernel launched under ``correlation_ids`` (None: a kernel with no Kineto twin, or
+    none), read off the trace's columns where the reader kept them (``record_columns.TableRecords``)."""
     trees: dict[int, IntervalTree] = defaultdict(IntervalTree)
     backward_ends: list[int] = []
     forward_starts: list[int] = []  # compiled forwards: their autograd function's range
     stepped = False  # an Optimizer.step range exists
-    for op in kineto.cpu_ops:
-        phase = range_phase(op.name)
-        if phase is not None and op.end_ns > op.start_ns:
-            trees[op.tid].addi(op.start_ns, op.end_ns, phase)
+    ops = kineto.cpu_ops
+    names = Interner()
+    name_code = encode_attr(names, ops, "name")
+    phases = [range_phase(name) for name in names.values]
+    marked = np.array([p is not None or name == COMPILED_FORWARD for p, name in zip(phases, names.values,
+                                                                                      strict=True)] + [False])
+    rows = np.flatnonzero(marked[name_code])  # only the ranges that mark a phase are read one by one
+    tids, starts, ends = (column(ops, attr, 0)[rows].tolist() for attr in ("tid", "start_ns", "end_ns"))
+    for code, tid, start, end in zip(name_code[rows].tolist(), tids, starts, ends, strict=True):
+        phase = phases[code]
+        if phase is not None and end > start:
+            trees[tid].addi(start, end, phase)
             stepped = stepped or phase == "optimizer"
             if phase == "backward":
-                backward_ends.append(op.end_ns)
-        elif op.name == COMPILED_FORWARD:
-            forward_starts.append(op.start_ns)
+                backward_ends.append(end)
+        elif phase is None:  # COMPILED_FORWARD
+            forward_starts.append(start)
     if not trees:
-        return [None] * len(kernels)
+        return [None] * len(correlation_ids)
     # A compiled optimizer step records no Optimizer.step range (Dynamo traces through it): in a
     # compiled training step, a launch outside any range that follows a backward more recently than a
     # compiled forward is the optimizer's (its step, or its zero_grad)
     after_backward = _after_backward(backward_ends, forward_starts) if not stepped and forward_starts else None
-    launch = {r.correlation_id: r for r in kineto.runtime_calls if r.correlation_id is not None}
-    out: list[Phase | None] = []
-    for k in kernels:
-        call = launch.get(k.correlation_id) if k is not None and k.correlation_id is not None else None
-        if call is None:
-            out.append(None)
-            continue
-        found: list[Phase | None] = ([iv.data for iv in trees[call.tid].at(call.start_ns)]
-                                     if call.tid in trees else [])
+    calls = kineto.runtime_calls
+    call_corr = column(calls, "correlation_id")
+    wanted = np.fromiter((NONE if c is None else c for c in correlation_ids), dtype=np.int64,
+                         count=len(correlation_ids))
+    # the last call of each correlation id, as a dict built in order keeps it
+    at = np.where(wanted != NONE, last_index_of(call_corr, wanted), NONE) if len(call_corr) else \
+        np.full(len(wanted), NONE, dtype=np.int64)
+    hit = np.flatnonzero(at != NONE)
+    call_tid = column(calls, "tid", 0)[at[hit]].tolist()
+    call_start = column(calls, "start_ns", 0)[at[hit]].tolist()
+    out: list[Phase | None] = [None] * len(correlation_ids)
+    for j, tid, start in zip(hit.tolist(), call_tid, call_start, strict=True):
+        found: list[Phase | None] = [iv.data for iv in trees[tid].at(start)] if tid in trees else []
         if found:
-            out.append(max(found, key=_RANK.__getitem__))
+            out[j] = max(found, key=_RANK.__getitem__)
         else:
-            out.append("optimizer" if after_backward is not None and after_backward(call.start_ns) else "forward")
+            out[j] = "optimizer" if after_backward is not None and after_backward(start) else "forward"
     return out
 
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from profiler_core.attribution.collective import collective_operator
-from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, first_index_of, sorted_unique
+from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, first_index_of, sorted_unique, taken
 from profiler_core.attribution.evidence import Claim, Resolver, compiled_markers, innermost_op
 from profiler_core.attribution.names import clean_op_name, is_generated_kernel_name, is_operator_name
+from profiler_core.ingest.kineto_events import shapes_from_text
 from profiler_core.records import CounterRow, CpuOp, FusionRecord, TimelineKernel
 from profiler_core.schema import Tier
 
@@ -110,8 +111,8 @@ def correlation_columns(n: int, kineto_index: np.ndarray, kineto_kernels: Sequen
     if graph_corr:
         ext = np.where(np.isin(corr, np.fromiter(graph_corr, dtype=np.int64)), NONE, ext)
     names, cats = Interner(), Interner()
-    name_code = names.encode(op.name for op in cpu_ops)
-    cat_code = cats.encode(op.category for op in cpu_ops)
+    name_code = encode_attr(names, cpu_ops, "name")
+    cat_code = encode_attr(cats, cpu_ops, "category")
     op_ext = column(cpu_ops, "external_id")
     collective = [collective_operator(nm) for nm in names.values]
     eligible = (op_ext != NONE) & (np.array([c == "cpu_op" for c in cats.values])[cat_code]
@@ -140,8 +141,7 @@ def correlation_columns(n: int, kineto_index: np.ndarray, kineto_kernels: Sequen
     ops_sel = opi[sel]
     out.op[sel], out.fused[sel], out.detail[sel] = t_op[nc[sel]], t_fused[nc[sel]], t_detail[nc[sel]]
     out.kind[sel], out.a[sel], out.op_id[sel] = 2, ext[sel], ext[sel]
-    shapes = np.array([vocab.shapes.code(cpu_ops[i].input_shapes) for i in ops_sel.tolist()], dtype=np.int64)
-    out.shapes[sel] = shapes
+    out.shapes[sel] = encode_attr(vocab.shapes, taken(cpu_ops, ops_sel), "input_shapes", decode=shapes_from_text)
     inside = _inside_compiled(cpu_ops, names, name_code, ops_sel)
     out.compiled[sel] = np.where(forced[nc[sel]] == 1, 1, inside).astype(np.int8)
     return out

@@ -177,6 +177,16 @@ def int_column(table: pa.Table, name: str) -> pa.Array | None:
     return array.cast(pa.int64())
 
 
+def sorted_by_start(table: pa.Table) -> pa.Table:
+    """``table`` in ``start_ns`` order; rows with equal starts keep their order (a stable sort)."""
+    import numpy as np
+
+    start = to_numpy(table.column("start_ns"))
+    if start.size < 2 or bool((start[1:] >= start[:-1]).all()):
+        return table
+    return table.take(from_numpy(np.argsort(start, kind="stable")))
+
+
 def first_true(mask: np.ndarray) -> int | None:
     """Index of the first True in ``mask``, or None."""
     import numpy as np

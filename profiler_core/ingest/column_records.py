@@ -9,8 +9,10 @@ the records are built from the lists in one ``map`` over the fast slot construct
     kernels.grid_x/_y/_z  [8, 512, 8] / [4, 1, 4] / [4, 1, 4]    -> [(8, 4, 4), (512, 1, 1), (8, 4, 4)]
     -> [TimelineKernel(name="gemm", grid=(8, 4, 4), ...), ...]
 
-The nsys and ncu readers hand these builders to ``record_columns.TableRecords``, which calls one
-when a caller first reads a record; the attribution engine reads the tables and calls none.
+The nsys, ncu and Kineto readers hand these builders to ``record_columns.TableRecords``, which calls
+one when a caller first reads a record; the attribution engine reads the tables and calls none.
+A column a table does not have (an nsys kernel has no ``external_id``) leaves its field at the
+record's default.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.arrow_columns import dense_indices, one_chunk, to_numpy
 from profiler_core.ingest.record_factory import record_factory
 from profiler_core.record_columns import NcuColumns, TableRecords
-from profiler_core.records import CounterRow, Dim3, NcuReport, NvtxRange, RuntimeCall, TimelineKernel
+from profiler_core.records import CounterRow, CpuOp, Dim3, NcuReport, NvtxRange, RuntimeCall, TimelineKernel
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,12 +36,18 @@ _KERNEL_FIELDS = (
     "bytes_moved", "smem_bytes",
 )
 _RUNTIME_FIELDS = ("name", "start_ns", "end_ns", "tid", "correlation_id")
+_CPU_OP_FIELDS = ("name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes",
+                  "input_types", "category", "fwd_thread_id")
+_EXTERNAL = ("external_id",)  # Kineto's kernels and runtime calls also carry the launching op's id
 _NVTX_FIELDS = ("text", "start_ns", "end_ns", "tid", "domain")
 _SLICE_ROWS = 1 << 16  # rows converted at a time: their per-column lists are all that is held besides
 T = TypeVar("T")
 _Values = Callable[["pa.Table", str], list[Any]]
 _make_kernel = record_factory(TimelineKernel, _KERNEL_FIELDS)
+_make_kernel_ext = record_factory(TimelineKernel, _KERNEL_FIELDS + _EXTERNAL)
 _make_call = record_factory(RuntimeCall, _RUNTIME_FIELDS)
+_make_call_ext = record_factory(RuntimeCall, _RUNTIME_FIELDS + _EXTERNAL)
+_make_cpu_op = record_factory(CpuOp, _CPU_OP_FIELDS)
 _make_range = record_factory(NvtxRange, _NVTX_FIELDS)
 
 
@@ -92,8 +100,20 @@ def timeline_records(kernels: pa.Table) -> list[TimelineKernel]:
 
 
 def runtime_records(calls: pa.Table) -> list[RuntimeCall]:
-    """``RuntimeCall`` per row of an ``NsysColumns.runtime_calls`` table."""
-    return _in_slices(calls, lambda part, values: list(map(_make_call, *(values(part, n) for n in _RUNTIME_FIELDS))))
+    """``RuntimeCall`` per row of an ``NsysColumns.runtime_calls`` table (or a Kineto one, which has
+    ``external_id`` too)."""
+    fields, make = ((_RUNTIME_FIELDS + _EXTERNAL, _make_call_ext) if "external_id" in calls.column_names
+                    else (_RUNTIME_FIELDS, _make_call))
+    return _in_slices(calls, lambda part, values: list(map(make, *(values(part, n) for n in fields))))
+
+
+def cpu_op_records(ops: pa.Table) -> list[CpuOp]:
+    """``CpuOp`` per row of a Kineto cpu op table (``record_columns.CPU_OP_COLUMNS``); each distinct
+    ``input_shapes`` JSON text becomes its nested tuples once."""
+    from profiler_core.ingest.kineto_events import shapes_from_text
+
+    return _in_slices(ops, lambda part, values: list(map(_make_cpu_op, *(values(part, n) for n in _CPU_OP_FIELDS))),
+                      decode={"input_shapes": shapes_from_text})
 
 
 def nvtx_records(ranges: pa.Table) -> list[NvtxRange]:
@@ -116,15 +136,22 @@ def counter_table_records(table: pa.Table) -> list[CounterRow]:
     return _in_slices(table, lambda part, values: _counter_slice(part, values, names))
 
 
-def _in_slices(table: pa.Table, build: Callable[[pa.Table, _Values], list[T]]) -> list[T]:
+def _in_slices(table: pa.Table, build: Callable[[pa.Table, _Values], list[T]],
+               decode: dict[str, Callable[[Any], Any]] | None = None) -> list[T]:
     """``build`` over consecutive slices of ``table``: the per-column lists of one slice at a time.
 
-    A dictionary column's distinct values become Python objects once, not once per slice.
+    A dictionary column's distinct values become Python objects once, not once per slice
+    (``decode``: per column, what turns each distinct value into the record's).
     """
     import pyarrow as pa
 
     distinct = {name: distinct_values(one_chunk(table.column(name))) for name in table.column_names
                 if pa.types.is_dictionary(table.schema.field(name).type)}
+    for name, convert in (decode or {}).items():
+        if name in distinct:
+            values_of = distinct[name]
+            for k in range(len(values_of) - 1):  # the last entry is null's None
+                values_of[k] = convert(values_of[k])
 
     def values(part: pa.Table, name: str) -> list[Any]:
         return python_values(part.column(name), distinct.get(name))
@@ -137,9 +164,11 @@ def _in_slices(table: pa.Table, build: Callable[[pa.Table, _Values], list[T]]) -
 
 
 def _timeline_slice(kernels: pa.Table, values: _Values) -> list[TimelineKernel]:
-    fields = {name: values(kernels, name) for name in _KERNEL_FIELDS if name not in ("grid", "block")}
+    names, make = ((_KERNEL_FIELDS + _EXTERNAL, _make_kernel_ext) if "external_id" in kernels.column_names
+                   else (_KERNEL_FIELDS, _make_kernel))
+    fields = {name: values(kernels, name) for name in names if name not in ("grid", "block")}
     fields["grid"], fields["block"] = dims(kernels, "grid"), dims(kernels, "block")
-    return list(map(_make_kernel, *(fields[name] for name in _KERNEL_FIELDS)))
+    return list(map(make, *(fields[name] for name in names)))
 
 
 def _counter_slice(launches: pa.Table, values: _Values, names: list[str]) -> list[CounterRow]:

@@ -11,7 +11,9 @@ Kineto writes ``ts`` and ``dur`` as microseconds with three decimals, relative t
 
 Small traces are parsed whole with orjson; larger ones (``STREAM_THRESHOLD_BYTES``,
 uncompressed) are streamed a block of events at a time (see ``kineto_stream``), so memory
-holds the records and one block, never the whole document.
+holds the rows and one block, never the whole document. Kernels, cpu ops and runtime calls
+become Arrow tables (``kineto_tables``) handed on beneath ``record_columns.TableRecords``: the
+attribution engine reads their columns, any other caller the records, built when first read.
 ``.json.gz`` is recognised by its magic bytes, whatever the file is called.
 """
 
@@ -33,11 +35,15 @@ from profiler_core.confinement import open_input, open_input_gzip
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest import kineto_stream
+from profiler_core.ingest.arrow_columns import sorted_by_start
+from profiler_core.ingest.column_records import cpu_op_records, runtime_records, timeline_records
 from profiler_core.ingest.cupti_ranges import ranges_as_timeline
-from profiler_core.ingest.kineto_events import EventRecords, collect_events
+from profiler_core.ingest.kineto_events import EventRecords, Row, collect_events
 from profiler_core.ingest.kineto_links import relink_launches
-from profiler_core.ingest.sanity import check_timeline_kernels
-from profiler_core.records import KinetoTrace
+from profiler_core.ingest.kineto_tables import cpu_op_table, kernel_table, runtime_table
+from profiler_core.ingest.sanity import check_kernel_table, check_timeline_kernels
+from profiler_core.record_columns import TableRecords
+from profiler_core.records import KinetoTrace, RuntimeCall, TimelineKernel
 
 # Above this many uncompressed bytes the trace is streamed. Module-level so tests can
 # force either path on the same small file.
@@ -92,24 +98,50 @@ def read_kineto(path: str | os.PathLike[str], *, python_functions: frozenset[str
         raise ArtifactFormatError(f"{path}: cannot be read ({err.strerror or err}); check the path") from err
     ranges = None
     if not found.kernels and found.profiler_ranges:
-        ranges = ranges_as_timeline(path, found.profiler_ranges, found.runtime_calls)
-        found.kernels.extend(ranges.kernels)
+        ranges = ranges_as_timeline(path, found.profiler_ranges, [RuntimeCall(*row) for row in found.runtime_calls])
+        found.kernels.extend(map(_kernel_row, ranges.kernels))
     if not (launches_only and found.event_count):
         _check_has_kernels(path, found)
     base = metadata.get("baseTimeNanoseconds", 0)
-    check_timeline_kernels(path, found.kernels, "Kineto", clock_base_ns=base if type(base) is int else 0)
-    kernels, _ = relink_launches(found.kernels, found.cpu_ops, found.runtime_calls)
+    clock_base = base if type(base) is int else 0
+    try:
+        kernels = kernel_table(path, found.kernels)
+    except ArtifactFormatError:  # a value beyond int64: the records' check names the kernel, if it is a time
+        check_timeline_kernels(path, list(map(_kernel_record, found.kernels)), "Kineto", clock_base_ns=clock_base)
+        raise
+    cpu_ops, calls = cpu_op_table(path, found.cpu_ops), runtime_table(path, found.runtime_calls)
+    found.kernels, found.cpu_ops, found.runtime_calls = [], [], []  # the tables hold them now
+    check_kernel_table(path, kernels, "Kineto", clock_base_ns=clock_base)
+    kernels, _ = relink_launches(kernels, cpu_ops, calls)
     return KinetoTrace(
         path=path,
-        kernels=sorted(kernels, key=attrgetter("start_ns")),  # stable: ties keep file order
-        cpu_ops=sorted(found.cpu_ops, key=attrgetter("start_ns")),
-        runtime_calls=sorted(found.runtime_calls, key=attrgetter("start_ns")),
+        kernels=TableRecords(sorted_by_start(kernels), timeline_records),  # stable: ties keep file order
+        cpu_ops=TableRecords(sorted_by_start(cpu_ops), cpu_op_records),
+        runtime_calls=TableRecords(sorted_by_start(calls), runtime_records),
         metadata=metadata,
         module_spans=sorted(found.module_spans, key=attrgetter("start_ns")),
         python_calls=sorted(found.python_calls, key=attrgetter("start_ns")),
         range_counters=ranges.counters if ranges else None,
         notes=ranges.notes if ranges else (),
     )
+
+
+def _kernel_row(k: TimelineKernel) -> Row:
+    """A kernel record as a ``kineto_events.KERNEL_ROW``."""
+    grid, block = k.grid or (None, None, None), k.block or (None, None, None)
+    return (k.name, k.start_ns, k.end_ns, k.stream, k.device, k.kind, k.correlation_id, k.external_id,
+            *grid, *block, k.registers_per_thread, k.graph_id, k.graph_node_id, k.bytes_moved, k.smem_bytes)
+
+
+def _kernel_record(row: Row) -> TimelineKernel:
+    """A ``kineto_events.KERNEL_ROW`` as its record."""
+    (name, start, end, stream, device, kind, correlation, external, gx, gy, gz, bx, by, bz, registers, graph,
+     node, size, smem) = row
+    return TimelineKernel(name=name, start_ns=start, end_ns=end, stream=stream, device=device, kind=kind,
+                          correlation_id=correlation, external_id=external,
+                          grid=None if gx is None else (gx, gy, gz), block=None if bx is None else (bx, by, bz),
+                          registers_per_thread=registers, graph_id=graph, graph_node_id=node, bytes_moved=size,
+                          smem_bytes=smem)
 
 
 def _check_has_kernels(path: Path, found: EventRecords) -> None:

@@ -1,11 +1,16 @@
-"""Turn Kineto trace events (decoded JSON objects) into timeline records.
+"""Turn Kineto trace events (decoded JSON objects) into rows: one tuple per event, its record's fields.
 
 Only the categories attribution needs are kept; flow arrows (``ac2g``), metadata (``ph: M``)
 and GPU-side annotations are skipped without being looked at further::
 
     {"cat": "cpu_op", "name": "aten::mm", "tid": 550, "ts": 5081256683490.1, "dur": 40.2,
      "args": {"External id": 7, "Input Dims": [[512, 256], [256, 256]], "Input type": ["float", "float"]}}
-    -> CpuOp(name="aten::mm", tid=550, external_id=7, input_shapes=((512, 256), (256, 256)), ...)
+    -> ("aten::mm", <start ns>, <end ns>, 550, 7, None, ((512, 256), (256, 256)), ("float", "float"), "cpu_op", None)
+
+Kernels, cpu ops and runtime calls stay rows (``KERNEL_ROW``, ``CPU_OP_ROW``, ``RUNTIME_ROW`` name
+their fields): ``kineto_tables`` turns them into Arrow columns, and the records of
+``profiler_core.records`` are built from those only when a caller reads one. A tuple is a fifth of
+a record's cost to make, and a million of them are columns in a few passes.
 
 Every value read from an event is type-checked: a malformed event raises
 ``ArtifactFormatError`` naming its index in ``traceEvents``, never a ``KeyError``.
@@ -18,12 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.cupti_ranges import CATEGORY as RANGE_CATEGORY
 from profiler_core.ingest.cupti_ranges import ProfilerRange, range_event
 from profiler_core.ingest.driver_copies import driver_copy_kind
-from profiler_core.ingest.record_factory import record_factory
-from profiler_core.records import CpuOp, Dim3, ModuleSpan, RuntimeCall, TimelineKernel
+from profiler_core.records import Dim3, ModuleSpan
 
 _GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _CPU_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
@@ -36,26 +42,29 @@ _INT = frozenset({int})
 _INT_OR_NONE = frozenset({int, type(None)})
 _STR = frozenset({str})
 _LIST = frozenset({list})
-_make_kernel = record_factory(TimelineKernel, (
-    "name", "start_ns", "end_ns", "stream", "device", "kind", "correlation_id", "external_id", "grid",
-    "block", "registers_per_thread", "graph_id", "graph_node_id", "bytes_moved", "smem_bytes",
-))
-_make_cpu_op = record_factory(CpuOp, (
+_NO_DIM = (None, None, None)
+# The fields of a row, in order (grid and block as their three axes)
+KERNEL_ROW = (
+    "name", "start_ns", "end_ns", "stream", "device", "kind", "correlation_id", "external_id",
+    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "graph_id",
+    "graph_node_id", "bytes_moved", "smem_bytes",
+)
+CPU_OP_ROW = (
     "name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes", "input_types",
     "category", "fwd_thread_id",
-))
-_make_call = record_factory(
-    RuntimeCall, ("name", "start_ns", "end_ns", "tid", "correlation_id", "external_id")
 )
+RUNTIME_ROW = ("name", "start_ns", "end_ns", "tid", "correlation_id", "external_id")
+Row = tuple[Any, ...]
 
 
 @dataclass
 class EventRecords:
-    """What one pass over ``traceEvents`` found (in file order)."""
+    """What one pass over ``traceEvents`` found (in file order): rows of kernels (``KERNEL_ROW``), cpu ops
+    (``CPU_OP_ROW``) and runtime calls (``RUNTIME_ROW``), and records of the rest."""
 
-    kernels: list[TimelineKernel] = field(default_factory=list)
-    cpu_ops: list[CpuOp] = field(default_factory=list)
-    runtime_calls: list[RuntimeCall] = field(default_factory=list)
+    kernels: list[Row] = field(default_factory=list)
+    cpu_ops: list[Row] = field(default_factory=list)
+    runtime_calls: list[Row] = field(default_factory=list)
     module_spans: list[ModuleSpan] = field(default_factory=list)
     python_calls: list[ModuleSpan] = field(default_factory=list)
     profiler_ranges: list[ProfilerRange] = field(default_factory=list)  # CUPTI range profiler kernels
@@ -95,7 +104,7 @@ def collect_events(path: Path, events: Iterable[Any], base_ns: int,
     return found
 
 
-def _gpu_activity(event: dict[str, Any], kind: str, base_ns: int) -> TimelineKernel:
+def _gpu_activity(event: dict[str, Any], kind: str, base_ns: int) -> Row:
     args = event["args"]
     get = args.get
     name, stream, device = event["name"], args["stream"], args["device"]
@@ -111,15 +120,16 @@ def _gpu_activity(event: dict[str, Any], kind: str, base_ns: int) -> TimelineKer
     if kind == "kernel" and name[:3] == "mem":  # a graph's copy/set node run as the driver's kernel
         kind = driver_copy_kind(name) or kind
     start_ns = base_ns + us_to_ns(event["ts"])
-    return _make_kernel(
+    grid, block = _dim3(get("grid")) or _NO_DIM, _dim3(get("block")) or _NO_DIM
+    return (
         name, start_ns, start_ns + us_to_ns(event["dur"]), stream, device, kind, correlation, external,
-        _dim3(get("grid")), _dim3(get("block")), registers,
+        grid[0], grid[1], grid[2], block[0], block[1], block[2], registers,
         graph or None, node or None,  # CUPTI writes 0 for "not launched by a graph"
         size, smem,
     )
 
 
-def _cpu_op(event: dict[str, Any], category: str, base_ns: int) -> CpuOp:
+def _cpu_op(event: dict[str, Any], category: str, base_ns: int) -> Row:
     args = event.get("args") or _NO_ARGS
     get = args.get
     name, tid = event["name"], event["tid"]
@@ -128,21 +138,21 @@ def _cpu_op(event: dict[str, Any], category: str, base_ns: int) -> CpuOp:
         _integers(name=name, tid=tid, external=external, sequence=sequence)
     shapes, types, fwd = get("Input Dims"), get("Input type"), get("Fwd thread id")
     start_ns = base_ns + us_to_ns(event["ts"])
-    return _make_cpu_op(
+    return (
         name, start_ns, start_ns + us_to_ns(event["dur"]), tid, external, sequence,
-        None if shapes is None else _shapes(shapes), None if types is None else _strings(types), category,
+        None if shapes is None else shapes_of(shapes), None if types is None else _strings(types), category,
         fwd if type(fwd) is int else None,
     )
 
 
-def _runtime_call(event: dict[str, Any], base_ns: int) -> RuntimeCall:
+def _runtime_call(event: dict[str, Any], base_ns: int) -> Row:
     args = event.get("args") or _NO_ARGS
     name, tid = event["name"], event["tid"]
     correlation, external = args.get("correlation"), args.get("External id")
     if type(name) is not str or type(tid) is not int or not _all_optional_int(correlation, external):
         _integers(name=name, tid=tid, correlation=correlation, external=external)
     start_ns = base_ns + us_to_ns(event["ts"])
-    return _make_call(name, start_ns, start_ns + us_to_ns(event["dur"]), tid, correlation, external)
+    return name, start_ns, start_ns + us_to_ns(event["dur"]), tid, correlation, external
 
 
 def _module_span(event: dict[str, Any], base_ns: int) -> ModuleSpan:
@@ -200,7 +210,7 @@ def _strings(value: Any) -> tuple[str, ...]:
     raise TypeError(f"expected a list of strings, got {value!r}")
 
 
-def _shapes(value: Any) -> tuple[Any, ...]:
+def shapes_of(value: Any) -> tuple[Any, ...]:
     """``Input Dims`` as nested tuples so records stay hashable: ``[[4, 128], []]`` -> ``((4, 128), ())``."""
     if type(value) is list and _LIST.issuperset(map(type, value)):
         flat = tuple(map(tuple, value))
@@ -210,6 +220,11 @@ def _shapes(value: Any) -> tuple[Any, ...]:
         except TypeError:
             pass
     return _frozen(value)
+
+
+def shapes_from_text(text: str) -> tuple[Any, ...]:
+    """A shape list kept as JSON text (``kineto_tables``) as :func:`shapes_of` made it."""
+    return shapes_of(orjson.loads(text))
 
 
 def _frozen(value: Any) -> tuple[Any, ...]:

@@ -19,37 +19,50 @@ trace and lies inside a ``cpu_op`` (a trace cut down to a window keeps its kerne
 from __future__ import annotations
 
 import bisect
-import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from profiler_core.records import CpuOp, RuntimeCall, TimelineKernel
+from profiler_core.records import CpuOp, RuntimeCall
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Ranges looked at behind a launch before giving up: enough for any real nesting (its
 # siblings included), and a bound on a huge trace with many launches outside every operator.
 _MAX_STEPS_BACK = 4096
 
 
-def relink_launches(kernels: Sequence[TimelineKernel], cpu_ops: Sequence[CpuOp],
-                    runtime_calls: Sequence[RuntimeCall]) -> tuple[list[TimelineKernel], int]:
-    """``kernels`` with the External id of their launching ``cpu_op`` where it was missing; and how many."""
-    op_ids = {op.external_id for op in cpu_ops if op.external_id is not None}
-    orphans = [i for i, k in enumerate(kernels)
-               if k.correlation_id is not None and (k.external_id is None or k.external_id not in op_ids)]
-    if not orphans or not op_ids:
-        return list(kernels), 0
-    calls = {c.correlation_id: c for c in runtime_calls if c.correlation_id is not None}
-    threads = _threads(cpu_ops)
-    out = list(kernels)
+def relink_launches(kernels: pa.Table, cpu_ops: pa.Table, runtime_calls: pa.Table) -> tuple[pa.Table, int]:
+    """``kernels`` (a ``KINETO_KERNEL_COLUMNS`` table) with the External id of their launching ``cpu_op``
+    where it was missing; and how many. The ops and calls become records only when some kernel needs one."""
+    import numpy as np
+
+    from profiler_core.ingest.arrow_columns import filled, from_numpy, one_chunk, validity
+    from profiler_core.ingest.column_records import cpu_op_records, runtime_records
+
+    op_column = one_chunk(cpu_ops.column("external_id"))
+    op_ids = filled(op_column, 0)[validity(op_column)]
+    corr = one_chunk(kernels.column("correlation_id"))
+    ext_column = one_chunk(kernels.column("external_id"))
+    ext, has_ext = filled(ext_column, 0), validity(ext_column)
+    orphans = np.flatnonzero(validity(corr) & ~(has_ext & np.isin(ext, op_ids)))
+    if not orphans.size or not op_ids.size:
+        return kernels, 0
+    calls = {c.correlation_id: c for c in runtime_records(runtime_calls) if c.correlation_id is not None}
+    threads = _threads(cpu_op_records(cpu_ops))
+    ext, has_ext = ext.copy(), has_ext.copy()
     relinked = 0
-    for i in orphans:
-        corr = out[i].correlation_id
-        call = calls.get(corr) if corr is not None else None
+    for i, c in zip(orphans.tolist(), filled(corr, 0)[orphans].tolist(), strict=True):
+        call = calls.get(c)
         op = _innermost(threads.get(call.tid), call) if call is not None else None
         if op is not None:
-            out[i] = dataclasses.replace(out[i], external_id=op.external_id)
+            ext[i], has_ext[i] = op.external_id, True
             relinked += 1
-    return out, relinked
+    if not relinked:
+        return kernels, 0
+    column = from_numpy(ext.astype(np.int64), mask=~has_ext)
+    return kernels.set_column(kernels.column_names.index("external_id"), "external_id", column), relinked
 
 
 def _threads(cpu_ops: Sequence[CpuOp]) -> dict[int, tuple[list[int], list[CpuOp]]]:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest.arrow_columns import NameTable, column_of, first_true, from_numpy, to_numpy
-from profiler_core.ingest.column_records import nvtx_records, python_values, runtime_records, timeline_records
+from profiler_core.ingest.arrow_columns import NameTable, column_of, first_true, sorted_by_start
+from profiler_core.ingest.column_records import nvtx_records, runtime_records, timeline_records
 from profiler_core.ingest.driver_copies import driver_copy_kind
 from profiler_core.ingest.nsys_schema import REEXPORT, ExportSchema, open_export
 from profiler_core.ingest.nsys_tables import (
@@ -33,9 +33,8 @@ from profiler_core.ingest.nsys_tables import (
     read_gpus,
     read_nvtx_ranges,
     read_runtime_calls,
-    sorted_by_start,
 )
-from profiler_core.ingest.sanity import MAX_KERNEL_NS, check_timeline_kernels
+from profiler_core.ingest.sanity import check_kernel_table
 from profiler_core.record_columns import KERNEL_COLUMNS, NsysColumns, TableRecords
 from profiler_core.records import NsysTimeline
 
@@ -92,7 +91,7 @@ def read_nsys_columns(path: str | os.PathLike[str]) -> NsysColumns:
                 f"ran without `-t cuda`: profile again and {REEXPORT}"
             )
         kernels = _kernel_table(parts, {"name": names, "kind": kinds, "short_name": short_names})
-        _check_kernels(path, kernels)
+        check_kernel_table(path, kernels, "nsys")
         warnings: list[str] = []
         return NsysColumns(
             path=path,
@@ -209,33 +208,6 @@ def _kernel_table(parts: list[dict[str, Any]], strings: dict[str, NameTable]) ->
         else:
             merged[column] = pa.concat_arrays(values) if len(values) > 1 else values[0]
     return sorted_by_start(pa.table(merged))
-
-
-def _check_kernels(path: Path, kernels: pa.Table) -> None:
-    """``check_timeline_kernels`` over columns; on a failure it runs on the records to name the first."""
-    import numpy as np
-
-    start = to_numpy(kernels.column("start_ns"))
-    end = to_numpy(kernels.column("end_ns"))
-    suspect = bool((start < 0).any() or (end < 0).any())  # first, so that end - start cannot overflow
-    if not suspect:
-        duration = end - start
-        kind = kernels.column("kind").chunk(0)
-        labels = kind.dictionary.to_pylist()
-        is_kernel = to_numpy(kind.indices) == (labels.index("kernel") if "kernel" in labels else -1)
-        suspect = bool((duration < 0).any() or (duration > MAX_KERNEL_NS).any() or (is_kernel & (duration == 0)).any())
-    if not suspect:
-        # The same activity twice has one start twice, and rows are in start order: only runs
-        # of equal starts need their whole keys compared.
-        tied = np.flatnonzero(start[1:] == start[:-1])
-        if tied.size:
-            rows = np.unique(np.concatenate([tied, tied + 1]))
-            key = kernels.select(["name", "start_ns", "end_ns", "stream", "device", "correlation_id"])
-            key = key.take(from_numpy(rows))
-            suspect = len(set(zip(*(python_values(column) for column in key.columns), strict=True))) != len(rows)
-    if suspect:
-
-        check_timeline_kernels(path, timeline_records(kernels), "nsys")
 
 
 def _nameless(path: Path, table: str, start: object) -> ArtifactFormatError:

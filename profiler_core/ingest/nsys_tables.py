@@ -23,6 +23,7 @@ from profiler_core.ingest.arrow_columns import (
     first_true,
     from_numpy,
     int_column,
+    sorted_by_start,
     to_numpy,
     validity,
 )
@@ -117,16 +118,6 @@ def read_nvtx_ranges(schema: ExportSchema, warnings: list[str]) -> pa.Table:
     part = integer_columns(schema, _NVTX_TABLE, data, {"start": "start_ns", "end": "end_ns", "globalTid": "tid"})
     domain = domain_names.encode(column_of(data, "domainId"), lambda i: domains.get(i))
     return sorted_by_start(pa.table({"text": text_column, **part, "domain": domain_names.array(domain)}))
-
-
-def sorted_by_start(table: pa.Table) -> pa.Table:
-    """``table`` in ``start_ns`` order; rows with equal starts keep their order (a stable sort)."""
-    import numpy as np
-
-    start = to_numpy(table.column("start_ns"))
-    if start.size < 2 or bool((start[1:] >= start[:-1]).all()):
-        return table
-    return table.take(from_numpy(np.argsort(start, kind="stable")))
 
 
 def read_gpus(schema: ExportSchema) -> list[Mapping[str, Any]]:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profiler_core.errors import ArtifactFormatError
 from profiler_core.records import CounterRow, TimelineKernel
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MAX_KERNEL_NS = 10**13  # ~2.8 hours: longer than any capture window
 MAX_CLOCK_NS = 2**63 - 1  # timestamps are int64 nanoseconds in every tool
@@ -55,6 +58,41 @@ def check_timeline_kernels(path: Path, kernels: Sequence[TimelineKernel], source
                                       "the trace was merged or edited and its time would count double; "
                                       "capture it again")
         seen.add(key)
+
+
+def check_kernel_table(path: Path, kernels: pa.Table, source: str, *, clock_base_ns: int = 0) -> None:
+    """:func:`check_timeline_kernels` over the columns of a kernel table (``record_columns``); where a
+    value looks wrong, it runs on the table's records (in table order) to name the first that is."""
+    import numpy as np
+
+    from profiler_core.ingest.arrow_columns import from_numpy, one_chunk, to_numpy
+    from profiler_core.ingest.column_records import python_values, timeline_records
+
+    start = to_numpy(kernels.column("start_ns"))
+    end = to_numpy(kernels.column("end_ns"))
+    # first, so that end - start cannot overflow
+    suspect = bool((start < clock_base_ns).any() or (end < clock_base_ns).any())
+    if not suspect:
+        duration = end - start
+        kind = one_chunk(kernels.column("kind"))
+        labels = kind.dictionary.to_pylist()
+        is_kernel = to_numpy(kind.indices) == (labels.index("kernel") if "kernel" in labels else -1)
+        suspect = bool((duration < 0).any() or (duration > MAX_KERNEL_NS).any() or (is_kernel & (duration == 0)).any())
+    if not suspect:
+        # The same activity twice has one start twice: only runs of equal starts need their whole
+        # keys compared.
+        ordered = start.size < 2 or bool((start[1:] >= start[:-1]).all())
+        order = None if ordered else np.argsort(start, kind="stable")
+        by_start = start if order is None else start[order]
+        tied = np.flatnonzero(by_start[1:] == by_start[:-1])
+        if tied.size:
+            rows = np.unique(np.concatenate([tied, tied + 1]))
+            rows = rows if order is None else order[rows]
+            key = kernels.select(["name", "start_ns", "end_ns", "stream", "device", "correlation_id"])
+            key = key.take(from_numpy(rows))
+            suspect = len(set(zip(*(python_values(column) for column in key.columns), strict=True))) != len(rows)
+    if suspect:
+        check_timeline_kernels(path, timeline_records(kernels), source, clock_base_ns=clock_base_ns)
 
 
 def expected_unit(metric: str) -> str | None:

@@ -120,7 +120,8 @@ def attribute(
             kineto_index = list(range(len(timeline)))
 
     # Training steps: forward, backward or optimizer, from the host ranges around each launch.
-    phase_of = (kernel_phases(kineto, [kineto_kernels[ki] if ki is not None else None for ki in kineto_index])
+    phase_of = (kernel_phases(kineto, [kineto_kernels[ki].correlation_id if ki is not None else None
+                                   for ki in kineto_index])
                 if kineto is not None else [None] * len(timeline))
 
     # Counters: ncu rows joined to GPU kernels by invocation order.

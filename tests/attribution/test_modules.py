@@ -13,7 +13,7 @@ from profiler_core.analysis.modules import module_rollup
 from profiler_core.attribution import attribute_run
 from profiler_core.attribution.modules import ModuleSpans, read_module_map
 from profiler_core.errors import ArtifactFormatError
-from profiler_core.ingest.kineto_events import collect_events
+from profiler_core.ingest import read_kineto
 from profiler_core.ingest.torch_trace import common_module, module_of_token, pre_grad_node_modules
 from profiler_core.schema import Profile
 from tests.conftest import DATA, REPO
@@ -24,8 +24,7 @@ GPT2 = REPO / "examples" / "captures" / "h200" / "gpt2" / "baseline"
 
 @pytest.fixture(scope="module")
 def cpu_events():  # type: ignore[no-untyped-def]
-    data = json.loads(gzip.decompress((CPU / "kineto.json.gz").read_bytes()))
-    return collect_events(CPU / "kineto.json.gz", data["traceEvents"], 0)
+    return read_kineto(CPU / "kineto.json.gz", launches_only=True)
 
 
 def test_eager_operators_land_in_the_module_that_called_them(cpu_events) -> None:  # type: ignore[no-untyped-def]

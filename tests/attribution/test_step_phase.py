@@ -64,13 +64,14 @@ def test_launches_get_the_phase_of_their_enclosing_range(training_ops: list[CpuO
     backward = _inside(training_ops, "autograd::engine::evaluate_function:", "aten::mm")
     update = _inside(training_ops, "Optimizer.step#", "aten::addcdiv_")
     trace, kernels = _launch_under(training_ops, [forward, backward, update])
-    assert kernel_phases(trace, [*kernels, None]) == ["forward", "backward", "optimizer", None]
+    phases = kernel_phases(trace, [*(k.correlation_id for k in kernels), None])
+    assert phases == ["forward", "backward", "optimizer", None]
 
 
 def test_an_inference_trace_gets_no_phase(training_ops: list[CpuOp]) -> None:
     plain = [op for op in training_ops if range_phase(op.name) is None]
     trace, kernels = _launch_under(plain, plain[:3])
-    assert kernel_phases(trace, kernels) == [None, None, None]
+    assert kernel_phases(trace, [k.correlation_id for k in kernels]) == [None, None, None]
 
 
 def test_an_operator_takes_its_first_known_phase() -> None:

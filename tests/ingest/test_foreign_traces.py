@@ -70,5 +70,6 @@ def test_attribution_names_operators_of_the_old_trace(foreign: Path, tmp_path: P
 
 def test_current_traces_are_left_alone(tiny: Path) -> None:
     trace = read_kineto(tiny / "kineto_compiled_mlp.json")
-    again, relinked = relink_launches(trace.kernels, trace.cpu_ops, trace.runtime_calls)
-    assert relinked == 0 and again == trace.kernels
+    kernels = trace.kernels.table  # type: ignore[attr-defined]  # the reader's TableRecords
+    again, relinked = relink_launches(kernels, trace.cpu_ops.table, trace.runtime_calls.table)  # type: ignore[attr-defined]
+    assert relinked == 0 and again is kernels
