@@ -322,8 +322,17 @@ def dim_codes(records: Sequence[object], attr: str, dims: Interner) -> np.ndarra
              for r in records), dtype=np.int64, count=len(records))
     from profiler_core.ingest.arrow_columns import filled, validity
 
-    null = np.iinfo(np.int64).min  # a null y or z: None in the record's tuple
-    axes = [filled(x, null).astype(np.int64) for x in xs]
+    # a null y or z: None in the record's tuple; it is filled with a value below the axis's others,
+    # so the values keep a small range (counted, not sorted, by dense_codes)
+    nulls, axes = [], []
+    for x in xs:
+        values = filled(x, 0).astype(np.int64)
+        known_values = values[validity(x)] if x.null_count else values
+        null = int(known_values.min()) - 1 if known_values.size else -1  # no value of the axis is this
+        if x.null_count:
+            values[~validity(x)] = null
+        nulls.append(null)
+        axes.append(values)
     key, count = dense_codes(axes[0])
     for axis in axes[1:]:  # one code per distinct (x, y, z), kept dense so the products stay small
         axis_codes, size = dense_codes(axis)
@@ -333,12 +342,24 @@ def dim_codes(records: Sequence[object], attr: str, dims: Interner) -> np.ndarra
     mapping = np.full(count + 1, NONE, dtype=np.int64)  # the last entry: unknown
     for g in first_seen(key, count).tolist():
         row = int(first[g])
-        mapping[g] = dims.code(tuple(None if (v := int(a[row])) == null else v for a in axes))
+        mapping[g] = dims.code(tuple(None if (v := int(a[row])) == null else v for a, null in zip(axes, nulls,
+                                                                                                 strict=True)))
     return mapping[key]  # type: ignore[no-any-return]
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each value's rank among the distinct values (int64), and how many distinct values there are."""
+    """Each value's rank among the distinct values (int64), and how many distinct values there are
+    (over a small range of integers by a table of the values present, else by a sort)."""
+    n = len(values)
+    if n and values.dtype.kind in "iu":
+        lo = int(values.min())
+        span = int(values.max()) - lo + 1
+        if span <= max(_DENSE_SPAN, 4 * n):
+            shifted = values - lo
+            present = np.zeros(span, dtype=bool)
+            present[shifted] = True
+            rank = np.cumsum(present) - 1
+            return rank[shifted].astype(np.int64, copy=False), int(rank[-1]) + 1
     distinct = sorted_unique(values)
     return np.searchsorted(distinct, values).astype(np.int64), len(distinct)
 
