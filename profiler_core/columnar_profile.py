@@ -115,11 +115,18 @@ def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Pa
     if not isinstance(table, KernelTable):
         raise TypeError("write_columnar_profile needs a profile whose kernels are a KernelTable")
     target = Path(path)
-    kernels = to_arrow(table)
-    tables: dict[str, Any] = {"kernels": lambda handle: pq.write_table(kernels, handle, compression="zstd")}
-    arrow = _operator_arrow(profile.operators)
-    if arrow is not None:
-        tables["operators"] = lambda handle: pq.write_table(arrow, handle, compression="zstd")
+    # Each table is made into Arrow as its file is written and let go after: the kernel table's
+    # Arrow copy (400 MB at 1M kernels) is gone before the operators' is made.
+    tables: dict[str, Any] = {"kernels": lambda handle: pq.write_table(to_arrow(table), handle, compression="zstd")}
+    operator_rows: list[int] = []
+    if _operator_arrow(profile.operators, make=False):
+
+        def write_operators(handle: IO[bytes]) -> None:
+            arrow = _operator_arrow(profile.operators)
+            operator_rows.append(arrow.num_rows)
+            pq.write_table(arrow, handle, compression="zstd")
+
+        tables["operators"] = write_operators
 
     def write_json(refs: dict[str, tuple[str, int, str]]) -> Path:
         name, size, digest = refs["kernels"]
@@ -127,21 +134,22 @@ def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Pa
         op_ref = None
         if "operators" in refs:
             name, size, digest = refs["operators"]
-            op_ref = OperatorTableRef(path=name, operator_count=arrow.num_rows, bytes=size, sha256=digest)
+            op_ref = OperatorTableRef(path=name, operator_count=operator_rows[-1], bytes=size, sha256=digest)
         return write_stream_atomic(target, lambda handle: _write_json(handle, profile, ref, op_ref))
 
     return write_file_set(target, tables, write_json)
 
 
-def _operator_arrow(ops: Any) -> Any:
-    """The operators as an Arrow table, when they are columns; None for a list of models."""
+def _operator_arrow(ops: Any, *, make: bool = True) -> Any:
+    """The operators as an Arrow table, when they are columns; None for a list of models
+    (``make=False``: only whether they are columns)."""
     from profiler_core.attribution.operator_parquet import OperatorColumns, operators_to_arrow
     from profiler_core.attribution.operator_table import OperatorTable
 
     if isinstance(ops, OperatorTable):
-        return operators_to_arrow(ops)
+        return operators_to_arrow(ops) if make else True
     if isinstance(ops, OperatorColumns):
-        return ops.arrow
+        return ops.arrow if make else True
     return None
 
 
