@@ -97,18 +97,28 @@ class TableRecords(Sequence[T]):
 
     ``build`` turns a table into its records (a function of ``ingest/column_records.py``, so a
     pickled copy carries no closure). ``take`` keeps the rows at some positions: each column is
-    taken when it is read, so the columns nobody reads are never copied.
+    taken when it is read, so the columns nobody reads are never copied. ``of_table`` works
+    something out once for the whole table, shared by every take of it.
     """
 
-    __slots__ = ("_build", "_positions", "_records", "_table", "_taken")
+    __slots__ = ("_build", "_memo", "_positions", "_records", "_table", "_taken")
 
     def __init__(self, table: pa.Table, build: Callable[[pa.Table], list[T]],
-                 positions: np.ndarray | None = None) -> None:
+                 positions: np.ndarray | None = None, memo: dict[str, Any] | None = None) -> None:
         self._table = table
         self._build = build
         self._positions = positions  # rows of ``table``, in order (None: all of them)
         self._records: list[T] | None = None
         self._taken: dict[str, Any] = {}
+        self._memo = {} if memo is None else memo  # of_table's results, shared with every take
+
+    def of_table(self, key: str, compute: Callable[[pa.Table], Any]) -> tuple[Any, np.ndarray | None]:
+        """``compute(table)`` of the whole table beneath these rows, worked out once for it and every
+        take of it (``key`` names what it computes), and these rows' positions in it (None: all)."""
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = compute(self._table)
+        return hit, self._positions
 
     @property
     def column_names(self) -> list[str]:
@@ -154,7 +164,7 @@ class TableRecords(Sequence[T]):
         if len(positions) == len(self) and (positions == np.arange(len(positions))).all():
             return self
         rows = positions if self._positions is None else self._positions[positions]
-        taken = TableRecords(self._table, self._build, rows)
+        taken = TableRecords(self._table, self._build, rows, self._memo)
         if self._records is not None:
             taken._records = [self._records[i] for i in positions.tolist()]
         return taken

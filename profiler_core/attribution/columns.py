@@ -313,15 +313,27 @@ def encode_attr(interner: Interner, records: Sequence[object], attr: str,
 
 def dim_codes(records: Sequence[object], attr: str, dims: Interner) -> np.ndarray:
     """Grid or block of each record as a code into ``dims`` (``(x, y, z)`` tuples in first-seen
-    order; -1 where unknown), read off the ``attr_x/_y/_z`` columns where the records have them."""
-    xs = [arrow_column(records, f"{attr}_{axis}") for axis in "xyz"]
-    if any(x is None for x in xs):
+    order; -1 where unknown), read off the ``attr_x/_y/_z`` columns where the records have them
+    (each distinct triple of the reader's whole table found once, for every take of it)."""
+    if not (isinstance(records, TableRecords) and all(f"{attr}_{axis}" in records.column_names for axis in "xyz")):
         codes, add = dims.codes, dims.code
         return np.fromiter(
             (NONE if (d := getattr(r, attr)) is None else (codes[t] if (t := tuple(d)) in codes else add(t))
              for r in records), dtype=np.int64, count=len(records))
-    from profiler_core.ingest.arrow_columns import filled, validity
+    (whole, count, triples), positions = records.of_table(f"dims:{attr}", lambda table: _dim_keys(table, attr))
+    key = whole if positions is None else whole[positions]
+    mapping = np.full(count + 1, NONE, dtype=np.int64)  # the last entry: unknown
+    for g in first_seen(key, count).tolist():
+        mapping[g] = dims.code(triples[g])
+    return mapping[key]  # type: ignore[no-any-return]
 
+
+def _dim_keys(table: Any, attr: str) -> tuple[np.ndarray, int, list[tuple[int | None, ...]]]:
+    """Each row's number among the distinct ``(x, y, z)`` of the ``attr_x/_y/_z`` columns of ``table``
+    (-1 where x is null), how many there are, and each one's triple (a null y or z: None)."""
+    from profiler_core.ingest.arrow_columns import filled, one_chunk, validity
+
+    xs = [one_chunk(table.column(f"{attr}_{axis}")) for axis in "xyz"]
     # a null y or z: None in the record's tuple; it is filled with a value below the axis's others,
     # so the values keep a small range (counted, not sorted, by dense_codes)
     nulls, axes = [], []
@@ -339,12 +351,9 @@ def dim_codes(records: Sequence[object], attr: str, dims: Interner) -> np.ndarra
         key, count = dense_codes(key * size + axis_codes)
     key[~validity(xs[0])] = NONE
     first = first_rows(key, count)
-    mapping = np.full(count + 1, NONE, dtype=np.int64)  # the last entry: unknown
-    for g in first_seen(key, count).tolist():
-        row = int(first[g])
-        mapping[g] = dims.code(tuple(None if (v := int(a[row])) == null else v for a, null in zip(axes, nulls,
-                                                                                                 strict=True)))
-    return mapping[key]  # type: ignore[no-any-return]
+    triples = [tuple(None if (v := int(a[row])) == null else v for a, null in zip(axes, nulls, strict=True))
+               if row < len(key) else () for row in first.tolist()]
+    return key, count, triples
 
 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
