@@ -32,7 +32,7 @@ from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColum
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.columnar_files import read_table_bytes, write_file_set
 from profiler_core.errors import SchemaError
-from profiler_core.ingest.arrow_columns import filled, to_numpy, validity
+from profiler_core.ingest.arrow_columns import filled, from_numpy, string_array, to_numpy, validity
 from profiler_core.schema import KernelTableRef, OperatorTableRef, Profile
 
 _CHUNK = 20_000  # operators serialised per batch
@@ -44,14 +44,13 @@ def _strings(codes: np.ndarray, strings: list[Any]) -> Any:
     uniq, inverse = unique_ints(codes, inverse=True)
     values = [strings[c] for c in uniq.tolist()]
     none = np.array([v is None for v in values] + [False])[inverse] if len(values) else np.zeros(0, dtype=bool)
-    dictionary = pa.array(["" if v is None else v for v in values], type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32), mask=none), dictionary)
+    dictionary = string_array(["" if v is None else v for v in values])
+    return pa.DictionaryArray.from_arrays(from_numpy(inverse.astype(np.int32), mask=none), dictionary)
 
 
 def _ints(values: np.ndarray, none: np.ndarray | None = None) -> Any:
-    import pyarrow as pa
 
-    return pa.array(values.astype(np.int64), mask=(values == NONE) if none is None else none)
+    return from_numpy(values.astype(np.int64), mask=(values == NONE) if none is None else none)
 
 
 def to_arrow(t: KernelTable) -> Any:
@@ -63,8 +62,8 @@ def to_arrow(t: KernelTable) -> Any:
     cols: dict[str, Any] = {"name": _strings(t.name, s), "short_name": _strings(t.short_name, s),
                             "kind": _strings(t.kind, s), "stream": _ints(t.stream, np.zeros(len(t), bool)),
                             "device": _ints(t.device, np.zeros(len(t), bool)),
-                            "start_ns": pa.array(t.start_ns), "end_ns": pa.array(t.end_ns),
-                            "duration_ns": pa.array(t.end_ns - t.start_ns)}
+                            "start_ns": from_numpy(t.start_ns), "end_ns": from_numpy(t.end_ns),
+                            "duration_ns": from_numpy(t.end_ns - t.start_ns)}
     for label, codes in (("grid", t.grid), ("block", t.block)):
         for axis, xyz in enumerate("xyz"):
             cols[f"{label}_{xyz}"] = _ints(dims[codes, axis], codes == NONE)
@@ -79,7 +78,7 @@ def to_arrow(t: KernelTable) -> Any:
         padded = padded_counters(t.counter_values)
         for c, f in enumerate(t.counter_fields):
             values = padded[rows, c]
-            cols[f"counters.{f}"] = pa.array(values, mask=np.isnan(values))
+            cols[f"counters.{f}"] = from_numpy(values, mask=np.isnan(values))
     keys = [*t.operator_keys, None]
     cols["operator_key"] = _strings(np.where(t.operator == NONE, len(keys) - 1, t.operator), keys)
     cols["tier"] = _strings(t.tier.astype(np.int64), [x.value for x in TIERS])
@@ -89,7 +88,7 @@ def to_arrow(t: KernelTable) -> Any:
         cols[f"evidence.{tier.value}.operator"] = _strings(np.where(ev.has, ev.operator, none), s)
         cols[f"evidence.{tier.value}.op_id"] = _ints(ev.op_id, ~ev.has | (ev.op_id == NONE))
         cols[f"evidence.{tier.value}.detail"] = _strings(np.where(ev.has, ev.detail, none), s)
-    cols["tiers_agree"] = pa.array(t.tiers_agree == 1, mask=t.tiers_agree == NONE)
+    cols["tiers_agree"] = from_numpy(t.tiers_agree == 1, mask=t.tiers_agree == NONE)
     cols["reason"] = _strings(t.reason, s)
     cols["fused_with"] = _strings(t.fused_with, [json.dumps(list(f)) for f in t.fused])
     cols["graph_id"] = _ints(t.graph_id, ~t.graph_id_known)

@@ -25,7 +25,7 @@ import numpy as np
 
 from profiler_core.attribution.columns import NONE, Positional, distinct_row_dicts
 from profiler_core.attribution.operator_table import CONFIDENCES, ROLES, OperatorTable
-from profiler_core.ingest.arrow_columns import filled, to_numpy
+from profiler_core.ingest.arrow_columns import filled, from_numpy, string_array, to_numpy
 from profiler_core.schema import Confidence, ExecutionContext, Operator, OperatorClass, construct_trusted
 
 _BLOCK = 4096  # operators whose metrics are turned into Python floats at a time
@@ -37,8 +37,8 @@ def _dict_column(codes: np.ndarray, values: Sequence[str | None]) -> Any:
 
     none = np.array([v is None for v in values] + [True])
     idx = np.where(codes == NONE, len(values), codes)
-    dictionary = pa.array(["" if v is None else v for v in values] or [""], type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=none[idx]), dictionary)
+    dictionary = string_array(["" if v is None else v for v in values] or [""])
+    return pa.DictionaryArray.from_arrays(from_numpy(idx.astype(np.int32), mask=none[idx]), dictionary)
 
 
 def _encode(values: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
@@ -88,28 +88,28 @@ def operators_to_arrow(ops: OperatorTable) -> Any:
     rep = ops.inherited_from
     reason_codes, reason_texts = _reasons_codes(ops)
     cols: dict[str, Any] = {
-        "key": pa.array(ops.keys, type=pa.string()), "name": _dict_column(name_codes, name_values),
-        "call_index": pa.array(ops.call_index.astype(np.int64)),
-        "op_id": pa.array(ops.op_id.astype(np.int64), mask=ops.op_id == NONE),
+        "key": string_array(ops.keys), "name": _dict_column(name_codes, name_values),
+        "call_index": from_numpy(ops.call_index.astype(np.int64)),
+        "op_id": from_numpy(ops.op_id.astype(np.int64), mask=ops.op_id == NONE),
         "input_shapes": _dict_column(ops.shapes, shapes_text),
         "op_class": _dict_column(cls_codes, [c.value for c in cls_values]),
         "execution_context": _dict_column(ctx_codes, [c.value for c in ctx_values]),
-        "is_fused": pa.array(fused_sizes[ops.fused_with] > 0),
+        "is_fused": from_numpy(fused_sizes[ops.fused_with] > 0),
         "fused_with": _dict_column(ops.fused_with, fused_text),
         "source_nodes": _dict_column(np.zeros(n, dtype=np.int64), ["[]"]),
-        "kernel_ids": pa.LargeListArray.from_arrays(pa.array(ops.offsets.astype(np.int64)),
-                                                    pa.array(ops.members.astype(np.int64))),
-        "kernel_count": pa.array(np.diff(ops.offsets).astype(np.int64)),
-        "duration_ns": pa.array(ops.duration_ns.astype(np.int64)),
+        "kernel_ids": pa.LargeListArray.from_arrays(from_numpy(ops.offsets.astype(np.int64)),
+                                                    from_numpy(ops.members.astype(np.int64))),
+        "kernel_count": from_numpy(np.diff(ops.offsets).astype(np.int64)),
+        "duration_ns": from_numpy(ops.duration_ns.astype(np.int64)),
     }
     for c, spec in enumerate(ops.specs):
         values = ops.agg.values[:, c]
-        cols[f"metrics.{spec.field}"] = pa.array(values, mask=np.isnan(values))
+        cols[f"metrics.{spec.field}"] = from_numpy(values, mask=np.isnan(values))
     cols["metric_null_reasons"] = _dict_column(reason_codes, reason_texts)
     cols["confidence"] = _dict_column(ops.confidence.astype(np.int64), [c.value for c in CONFIDENCES])
     cols["library"] = _dict_column(lib_codes, lib_values)
     cols["layer_role"] = _dict_column(ops.layer_role.astype(np.int64), list(ROLES))
-    cols["inherited_from"] = pa.array([None if r == NONE else ops.keys[r] for r in rep.tolist()], type=pa.string()) \
+    cols["inherited_from"] = string_array([None if r == NONE else ops.keys[r] for r in rep.tolist()]) \
         if (rep != NONE).any() else pa.nulls(n, type=pa.string())
     cols["module_path"] = _dict_column(mod_codes, mod_values)
     cols["phase"] = _dict_column(phase_codes, phase_values)

@@ -13,7 +13,7 @@ first use (half a second and 45 MB), which the commands that read captures never
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -125,17 +125,21 @@ def from_numpy(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [bitmap, data], null_count=nulls)
 
 
-def string_array(values: list[str]) -> pa.Array:
-    """An Arrow string array of ``values``."""
+def string_array(values: Sequence[str | None]) -> pa.Array:
+    """An Arrow string array of ``values`` (None: null)."""
     import numpy as np
     import pyarrow as pa
 
-    encoded = [v.encode() for v in values]
+    missing = [v is None for v in values]
+    encoded = [b"" if v is None else v.encode() for v in values]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
     kind = pa.string() if offsets[-1] < 2**31 else pa.large_string()
     offsets = offsets.astype(np.int32) if kind == pa.string() else offsets
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    nulls = sum(missing)
+    bitmap = pa.py_buffer(np.packbits(~np.array(missing, dtype=bool), bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(kind, len(values), [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))],
+                                 null_count=nulls)
 
 
 def _bits(buffer: pa.Buffer | None, offset: int, length: int) -> np.ndarray:

@@ -87,13 +87,20 @@ def test_ncu_columns_match_the_csv_text(joinable: Path) -> None:
         assert metrics.column(name).to_pylist() == [float(c.replace(",", "")) for c in cells]
 
 
-def test_readers_never_import_pandas(joinable: Path) -> None:
+def test_readers_and_the_columnar_write_never_import_pandas(joinable: Path, tmp_path: Path) -> None:
     probe = (
         "import json, sys\n"
-        "from profiler_core.ingest import read_ncu, read_ncu_columns, read_nsys\n"
-        f"read_nsys({str(joinable / 'nsys.sqlite')!r})\n"
-        f"read_ncu({str(joinable / 'ncu_full_raw.csv')!r})\n"
+        "from pathlib import Path\n"
+        "from profiler_core.attribution import attribute\n"
+        "from profiler_core.ingest import read_kineto, read_ncu, read_ncu_columns, read_nsys\n"
+        "from profiler_core.profile_io import write_profile\n"
+        f"nsys = read_nsys({str(joinable / 'nsys.sqlite')!r})\n"
+        f"ncu = read_ncu({str(joinable / 'ncu_full_raw.csv')!r})\n"
         f"read_ncu_columns({str(joinable / 'ncu_full_raw.csv')!r})\n"
+        f"kineto = read_kineto({str(joinable / 'kineto.json')!r})\n"
+        "list(kineto.cpu_ops)\n"  # every record built from the tables
+        "profile = attribute(kineto=kineto, nsys=nsys, ncu=ncu, columnar_above=0)\n"
+        f"write_profile(Path({str(tmp_path / 'profile.json')!r}), profile)\n"  # profile.json + Parquet tables
         "print(json.dumps(sorted(m for m in ('pandas', 'torch') if m in sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
