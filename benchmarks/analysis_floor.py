@@ -82,12 +82,12 @@ def _compare_floor(path: str, other: str) -> None:
 
     out, base_ops = _floor_lines("diagnose", path)
     opt_out, opt_ops = _floor_lines("diagnose", other)
-    at = pc.index_in(opt_ops["key"], value_set=base_ops["key"]).to_numpy(zero_copy_only=False)
-    joined = ~np.isnan(at.astype(float))
-    rows = at[joined].astype(np.int64)
+    at = pc.index_in(opt_ops["key"], value_set=base_ops["key"])
+    joined = _numbers(at, -1) >= 0
+    rows = _numbers(at, -1)[joined].astype(np.int64)
     for name in (n for n in base_ops.column_names if n.startswith("metrics.")):
-        b = base_ops[name].to_numpy(zero_copy_only=False).astype(float)[rows]
-        o = opt_ops[name].to_numpy(zero_copy_only=False).astype(float)[joined]
+        b = _numbers(base_ops[name], np.nan).astype(float)[rows]
+        o = _numbers(opt_ops[name], np.nan).astype(float)[joined]
         delta = o - b
         same = np.abs(delta) <= np.maximum(0.5, np.abs(b) * 0.02)
         out.append(f"{name}: {np.nansum(delta):.3g}, {int(same.sum())} same, {int((delta > 0).sum())} up")
@@ -107,14 +107,15 @@ def _floor_lines(command: str, path: str) -> tuple[list[str], Any]:
         metrics = [n for n in pq.read_schema(operator_file).names if n.startswith("metrics.")]
         kernel_columns += counters
         ops_columns += metrics
-    kernels = pq.read_table(kernel_file, columns=kernel_columns)
-    ops = pq.read_table(operator_file, columns=ops_columns)
-    duration = ops["duration_ns"].to_numpy()
+    # (ParquetFile, as oprof reads them: read_table goes through pyarrow.dataset, which imports pandas)
+    kernels = pq.ParquetFile(kernel_file).read(columns=kernel_columns)
+    ops = pq.ParquetFile(operator_file).read(columns=ops_columns)
+    duration = _numbers(ops["duration_ns"], 0)
     classes = pc.dictionary_encode(ops["op_class"]).combine_chunks()
-    class_codes = classes.indices.to_numpy()
+    class_codes = _numbers(classes.indices, 0)
     per_class = np.bincount(class_codes, weights=duration)
-    key_codes = pc.dictionary_encode(kernels["operator_key"]).combine_chunks().indices.to_numpy(zero_copy_only=False)
-    per_key = np.bincount(key_codes, weights=kernels["duration_ns"].to_numpy())
+    key_codes = _numbers(pc.dictionary_encode(kernels["operator_key"]).combine_chunks().indices, 0)
+    per_key = np.bincount(key_codes, weights=_numbers(kernels["duration_ns"], 0))
     top = np.argpartition(-duration, min(10, len(duration) - 1))[:10]
     top = top[np.argsort(-duration[top])]
     out = [f"{c}: {t:.0f}" for c, t in zip(classes.dictionary.to_pylist(), per_class, strict=False)]
@@ -122,15 +123,23 @@ def _floor_lines(command: str, path: str) -> tuple[list[str], Any]:
     out.append(f"{len(per_key)} operators with kernels")
     if command == "diagnose":
         for name in metrics:
-            values = ops[name].to_numpy(zero_copy_only=False).astype(float)
+            values = _numbers(ops[name], np.nan).astype(float)
             valid = ~np.isnan(values)
             weighted = np.bincount(class_codes[valid], weights=values[valid] * duration[valid],
                                    minlength=len(per_class))
             mask = valid & (values > np.nanmedian(values) if valid.any() else valid)
             out.append(f"{name}: {weighted.sum():.3g}, {int(mask.sum())} over the median")
         for name in counters:
-            out.append(f"{name}: {np.nansum(kernels[name].to_numpy(zero_copy_only=False).astype(float)):.3g}")
+            out.append(f"{name}: {np.nansum(_numbers(kernels[name], np.nan).astype(float)):.3g}")
     return out, ops
+
+
+def _numbers(column: Any, fill: float) -> Any:
+    """A numeric Arrow column as numpy, ``fill`` where null, from its buffers: pyarrow's own
+    ``to_numpy`` imports pandas on first use (0.2-0.5 s), which ``oprof`` never loads."""
+    from profiler_core.ingest.arrow_columns import filled
+
+    return filled(column, fill)
 
 
 def _child(argv: list[str]) -> dict:
