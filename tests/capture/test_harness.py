@@ -228,7 +228,7 @@ def _kineto_child(tmp_path: Path, text: str, name: str, warmup: int = 1) -> tupl
 @pytest.mark.slow  # three fresh interpreters compiling a model: ~30 s
 def test_compiled_runs_trace_the_modules_that_run_eagerly(tmp_path: Path) -> None:
     from profiler_core.attribution.modules import ModuleSpans, read_module_map
-    from profiler_core.ingest.kineto_events import collect_events
+    from profiler_core.ingest import read_kineto
 
     # a graph break: the Python tracer on, no hook; the map names every module the tracer saw by the
     # called module's identity, the compiled wrapper as the model
@@ -239,7 +239,7 @@ def test_compiled_runs_trace_the_modules_that_run_eagerly(tmp_path: Path) -> Non
     assert ["Break", 0, "gate"] in mapped["modules"] and ["OptimizedModule", 0, ""] in mapped["modules"]
     assert ["run"] == [name for _, name in mapped["methods"]]
     run = tmp_path / "breaks"
-    events = collect_events(run / "kineto.json", json.loads((run / "kineto.json").read_text())["traceEvents"], 0)
+    events = read_kineto(run / "kineto.json", launches_only=True)  # a CPU trace: no kernel to check
     tracer = ModuleSpans(events.module_spans, read_module_map(run / "modules.json"))
     relu = [op for op in events.cpu_ops if op.name == "aten::relu"]
     assert relu and {tracer.op_path(op) for op in relu} == {"gate"}  # the eager op between the graphs
@@ -260,7 +260,7 @@ def test_compiled_runs_trace_the_modules_that_run_eagerly(tmp_path: Path) -> Non
 @pytest.mark.slow  # two fresh interpreters compiling a model: ~25 s
 def test_a_compiled_step_that_also_calls_the_model_eagerly_is_traced(tmp_path: Path) -> None:
     from profiler_core.attribution.modules import ModuleSpans, read_module_map
-    from profiler_core.ingest.kineto_events import collect_events
+    from profiler_core.ingest import read_kineto
 
     whole = BREAKS.replace("@torch._dynamo.disable", "")
     # whole graphs, and the last warm-up iteration probed under the Python tracer: nothing eager, no tracer
@@ -272,7 +272,7 @@ def test_a_compiled_step_that_also_calls_the_model_eagerly_is_traced(tmp_path: P
     spans, mapped = _kineto_child(tmp_path, mixed, "mixed.py", warmup=2)
     assert mapped is not None and ["Linear", 2, "c"] in mapped["modules"]
     run = tmp_path / "mixed"
-    events = collect_events(run / "kineto.json", json.loads((run / "kineto.json").read_text())["traceEvents"], 0)
+    events = read_kineto(run / "kineto.json", launches_only=True)  # a CPU trace: no kernel to check
     tracer = ModuleSpans(events.module_spans, read_module_map(run / "modules.json"))
     eager = [op for op in events.cpu_ops if op.name == "aten::relu"]
     assert eager and {tracer.op_path(op) for op in eager} == {"gate"}
@@ -306,7 +306,7 @@ def step(model, inputs):
 @pytest.mark.slow  # torch.profiler start-up: a few seconds
 def test_work_in_the_models_own_methods_outside_its_modules_is_the_models(tmp_path: Path) -> None:
     from profiler_core.attribution.modules import ModuleSpans, model_calls, read_module_map, read_module_methods
-    from profiler_core.ingest.kineto_events import collect_events
+    from profiler_core.ingest import read_kineto
 
     path = _workload(tmp_path, DECODE)
     out = tmp_path / "run" / "kineto.json"
@@ -314,9 +314,8 @@ def test_work_in_the_models_own_methods_outside_its_modules_is_the_models(tmp_pa
                          "eager", "--warmup", "1", "--iters", "1", "--out", str(out)]) == 0
     methods = read_module_methods(out.with_name("modules.json"))
     assert (str(path), "generate") in methods and not any(name == "forward" for _, name in methods)
-    # a CPU trace has no kernels: its events are collected as the reader does, less its kernel checks
-    events = json.loads(out.read_text())["traceEvents"]
-    found = collect_events(out, events, 0, frozenset(name for _, name in methods))
+    # a CPU trace has no kernels: read as a recording's trace is, without its kernel checks
+    found = read_kineto(out, python_functions=frozenset(name for _, name in methods), launches_only=True)
     assert found.python_calls and all(c.name.endswith("): generate") for c in found.python_calls)
     spans = ModuleSpans(found.module_spans, read_module_map(out.with_name("modules.json")),
                         model_calls(found.python_calls, methods))
