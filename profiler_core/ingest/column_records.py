@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from profiler_core.gc_pause import gc_paused
 from profiler_core.ingest.arrow_columns import dense_indices, one_chunk, to_numpy
 from profiler_core.ingest.record_factory import record_factory
-from profiler_core.record_columns import NcuColumns, TableRecords
+from profiler_core.record_columns import CPU_OP_COLUMNS, NcuColumns, TableRecords
 from profiler_core.records import CounterRow, CpuOp, Dim3, NcuReport, NvtxRange, RuntimeCall, TimelineKernel
 
 if TYPE_CHECKING:
@@ -36,8 +36,6 @@ _KERNEL_FIELDS = (
     "bytes_moved", "smem_bytes",
 )
 _RUNTIME_FIELDS = ("name", "start_ns", "end_ns", "tid", "correlation_id")
-_CPU_OP_FIELDS = ("name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes",
-                  "input_types", "category", "fwd_thread_id")
 _EXTERNAL = ("external_id",)  # Kineto's kernels and runtime calls also carry the launching op's id
 _NVTX_FIELDS = ("text", "start_ns", "end_ns", "tid", "domain")
 _SLICE_ROWS = 1 << 16  # rows converted at a time: their per-column lists are all that is held besides
@@ -47,7 +45,7 @@ _make_kernel = record_factory(TimelineKernel, _KERNEL_FIELDS)
 _make_kernel_ext = record_factory(TimelineKernel, _KERNEL_FIELDS + _EXTERNAL)
 _make_call = record_factory(RuntimeCall, _RUNTIME_FIELDS)
 _make_call_ext = record_factory(RuntimeCall, _RUNTIME_FIELDS + _EXTERNAL)
-_make_cpu_op = record_factory(CpuOp, _CPU_OP_FIELDS)
+_make_cpu_op = record_factory(CpuOp, CPU_OP_COLUMNS)
 _make_range = record_factory(NvtxRange, _NVTX_FIELDS)
 
 
@@ -112,7 +110,7 @@ def cpu_op_records(ops: pa.Table) -> list[CpuOp]:
     ``input_shapes`` JSON text becomes its nested tuples once."""
     from profiler_core.ingest.kineto_events import shapes_from_text
 
-    return _in_slices(ops, lambda part, values: list(map(_make_cpu_op, *(values(part, n) for n in _CPU_OP_FIELDS))),
+    return _in_slices(ops, lambda part, values: list(map(_make_cpu_op, *(values(part, n) for n in CPU_OP_COLUMNS))),
                       decode={"input_shapes": shapes_from_text})
 
 

@@ -29,6 +29,7 @@ from profiler_core.errors import ArtifactFormatError
 from profiler_core.ingest.cupti_ranges import CATEGORY as RANGE_CATEGORY
 from profiler_core.ingest.cupti_ranges import ProfilerRange, range_event
 from profiler_core.ingest.driver_copies import driver_copy_kind
+from profiler_core.record_columns import CPU_OP_COLUMNS, KINETO_RUNTIME_COLUMNS
 from profiler_core.records import Dim3, ModuleSpan
 
 _GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -49,11 +50,8 @@ KERNEL_ROW = (
     "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "graph_id",
     "graph_node_id", "bytes_moved", "smem_bytes",
 )
-CPU_OP_ROW = (
-    "name", "start_ns", "end_ns", "tid", "external_id", "sequence_number", "input_shapes", "input_types",
-    "category", "fwd_thread_id",
-)
-RUNTIME_ROW = ("name", "start_ns", "end_ns", "tid", "correlation_id", "external_id")
+CPU_OP_ROW = CPU_OP_COLUMNS  # a cpu op's and a runtime call's rows are their tables' columns, in order
+RUNTIME_ROW = KINETO_RUNTIME_COLUMNS
 Row = tuple[Any, ...]
 
 
