@@ -29,6 +29,7 @@ import orjson
 
 from profiler_core.attribution.columns import NONE, ArrowStrings, Interner, unique_ints
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable, padded_counters
+from profiler_core.attribution.operator_table import OperatorTable
 from profiler_core.attribution.profile_meta import TIER_CONFIDENCE, TIER_ORDER
 from profiler_core.columnar_files import read_table_bytes, write_file_set
 from profiler_core.errors import SchemaError
@@ -53,8 +54,25 @@ def _ints(values: np.ndarray, none: np.ndarray | None = None) -> Any:
     return from_numpy(values.astype(np.int64), mask=(values == NONE) if none is None else none)
 
 
-def to_arrow(t: KernelTable) -> Any:
-    """The kernel table as an Arrow table (the Parquet file's columns)."""
+def _operator_key_column(operator: np.ndarray, keys: Sequence[str], arrow_keys: Any | None) -> Any:
+    """Each kernel's operator key, dictionary-encoded by the keys its kernels name, in operator order
+    (null: no operator). ``arrow_keys``: ``keys`` as an Arrow string array, when one is made already:
+    where every operator has a kernel it is the dictionary itself, not 772k strings made again."""
+    import pyarrow as pa
+
+    n = len(keys)
+    codes = np.where(operator == NONE, n, operator)
+    if arrow_keys is not None and n and np.bincount(codes, minlength=n + 1)[:n].all():
+        unnamed = codes == n
+        # the codes are the dictionary's positions; a kernel of no operator points past the keys
+        dictionary = pa.concat_arrays([arrow_keys, string_array([""])]) if unnamed.any() else arrow_keys
+        return pa.DictionaryArray.from_arrays(from_numpy(codes.astype(np.int32), mask=unnamed), dictionary)
+    return _strings(codes, [*keys, None])
+
+
+def to_arrow(t: KernelTable, arrow_keys: Any | None = None) -> Any:
+    """The kernel table as an Arrow table (the Parquet file's columns); ``arrow_keys``: its operator
+    keys as an Arrow string array, when the operator table's key column is made of them already."""
     import pyarrow as pa
 
     s = t.strings.values
@@ -79,8 +97,7 @@ def to_arrow(t: KernelTable) -> Any:
         for c, f in enumerate(t.counter_fields):
             values = padded[rows, c]
             cols[f"counters.{f}"] = from_numpy(values, mask=np.isnan(values))
-    keys = [*t.operator_keys, None]
-    cols["operator_key"] = _strings(np.where(t.operator == NONE, len(keys) - 1, t.operator), keys)
+    cols["operator_key"] = _operator_key_column(t.operator, t.operator_keys, arrow_keys)
     cols["tier"] = _strings(t.tier.astype(np.int64), [x.value for x in TIERS])
     cols["confidence"] = _strings(t.tier.astype(np.int64), [TIER_CONFIDENCE[x].value for x in TIERS])
     for tier, ev in zip(TIER_ORDER, t.evidence, strict=True):
@@ -116,14 +133,24 @@ def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Pa
     target = Path(path)
     # Each table is made into Arrow as its file is written and let go after: the kernel table's
     # Arrow copy (400 MB at 1M kernels) is gone before the operators' is made.
-    tables: dict[str, Any] = {"kernels": lambda handle: pq.write_table(to_arrow(table), handle, compression="zstd")}
+    def write(arrow: Any, handle: IO[bytes]) -> None:
+        # no min/max statistics: the reader never filters by them, and at 1M kernels working them
+        # out (every string column's too) is 0.2 s of the write's CPU
+        pq.write_table(arrow, handle, compression="zstd", write_statistics=False)
+
+    # the engine's kernels name their operators by the operator table's own list of keys: made into
+    # Arrow once, it is the operator table's key column and the kernel table's dictionary of keys
+    ops = profile.operators
+    arrow_keys = (string_array(ops.keys) if isinstance(ops, OperatorTable) and ops.keys is table.operator_keys
+                  else None)
+    tables: dict[str, Any] = {"kernels": lambda handle: write(to_arrow(table, arrow_keys), handle)}
     operator_rows: list[int] = []
-    if _operator_arrow(profile.operators, make=False):
+    if _operator_arrow(ops, make=False):
 
         def write_operators(handle: IO[bytes]) -> None:
-            arrow = _operator_arrow(profile.operators)
+            arrow = _operator_arrow(ops, arrow_keys=arrow_keys)
             operator_rows.append(arrow.num_rows)
-            pq.write_table(arrow, handle, compression="zstd")
+            write(arrow, handle)
 
         tables["operators"] = write_operators
 
@@ -139,14 +166,14 @@ def write_columnar_profile(path: str | os.PathLike[str], profile: Profile) -> Pa
     return write_file_set(target, tables, write_json)
 
 
-def _operator_arrow(ops: Any, *, make: bool = True) -> Any:
+def _operator_arrow(ops: Any, *, make: bool = True, arrow_keys: Any | None = None) -> Any:
     """The operators as an Arrow table, when they are columns; None for a list of models
-    (``make=False``: only whether they are columns)."""
+    (``make=False``: only whether they are columns; ``arrow_keys``: an OperatorTable's keys as an
+    Arrow string array, made already)."""
     from profiler_core.attribution.operator_parquet import OperatorColumns, operators_to_arrow
-    from profiler_core.attribution.operator_table import OperatorTable
 
     if isinstance(ops, OperatorTable):
-        return operators_to_arrow(ops) if make else True
+        return operators_to_arrow(ops, arrow_keys) if make else True
     if isinstance(ops, OperatorColumns):
         return ops.arrow if make else True
     return None

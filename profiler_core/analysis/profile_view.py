@@ -365,29 +365,32 @@ class _OpAggregate:
         self.group, self.aggregation, self.named, self.every = group, aggregation, named, every
         self.sizes = aggregation.sizes if aggregation is not None else np.zeros(0, dtype=np.int64)
         self._columns: dict[int, list[tuple[int, str]]] = {}
-        self._values: dict[int, np.ndarray] = {}
+        # each counter worked out alone so far: (values, partial, missing), kept for the whole aggregate
+        self._worked: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @cached_property
     def agg(self) -> Aggregated:
-        """The whole aggregate (every counter of every row)."""
+        """The whole aggregate (every counter of every row; those already worked out alone are not
+        worked out again)."""
         assert self.aggregation is not None
         a = self.aggregation
         values = np.empty((len(a.specs), a.n_groups)).T
         partial = np.empty((len(a.specs), a.n_groups), dtype=bool).T
         missing = np.empty((len(a.specs), a.n_groups), dtype=bool).T
         for c in range(len(a.specs)):
-            values[:, c], partial[:, c], missing[:, c] = a.counter(c)
+            worked = self._worked.pop(c) if c in self._worked else a.counter(c)
+            values[:, c], partial[:, c], missing[:, c] = worked
         return Aggregated(values, missing, partial, a.sizes)
 
     def column(self, c: int) -> np.ndarray:
         """Counter ``c`` of every row (NaN: null), worked out alone unless the whole aggregate is."""
         if "agg" in self.__dict__:
             return self.agg.values[:, c]
-        values = self._values.get(c)
-        if values is None:
+        worked = self._worked.get(c)
+        if worked is None:
             assert self.aggregation is not None
-            values = self._values[c] = self.aggregation.counter(c)[0]
-        return values
+            worked = self._worked[c] = self.aggregation.counter(c)
+        return worked[0]
 
     def counters(self, g: int) -> dict[str, float | None]:
         """The counters operator row ``g`` names, with their values (None where null): the row alone

@@ -71,8 +71,9 @@ def _reasons_codes(ops: OperatorTable) -> tuple[np.ndarray, list[str]]:
     return codes, texts
 
 
-def operators_to_arrow(ops: OperatorTable) -> Any:
-    """The operator table as an Arrow table (the Parquet file's columns, module docstring)."""
+def operators_to_arrow(ops: OperatorTable, arrow_keys: Any | None = None) -> Any:
+    """The operator table as an Arrow table (the Parquet file's columns, module docstring);
+    ``arrow_keys``: its keys as an Arrow string array, when made already."""
     import pyarrow as pa
 
     n = len(ops)
@@ -88,7 +89,8 @@ def operators_to_arrow(ops: OperatorTable) -> Any:
     rep = ops.inherited_from
     reason_codes, reason_texts = _reasons_codes(ops)
     cols: dict[str, Any] = {
-        "key": string_array(ops.keys), "name": _dict_column(name_codes, name_values),
+        "key": string_array(ops.keys) if arrow_keys is None else arrow_keys,
+        "name": _dict_column(name_codes, name_values),
         "call_index": from_numpy(ops.call_index.astype(np.int64)),
         "op_id": from_numpy(ops.op_id.astype(np.int64), mask=ops.op_id == NONE),
         "input_shapes": _dict_column(ops.shapes, shapes_text),
