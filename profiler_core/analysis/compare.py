@@ -25,7 +25,7 @@ from profiler_core.analysis.counter_format import Direction, direction, format_v
 from profiler_core.analysis.findings import FindingsReport
 from profiler_core.analysis.profile_view import ProfileView, kernel_counters_many, pct, segment_sums
 from profiler_core.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from profiler_core.attribution.columns import Positional, unique_ints
+from profiler_core.attribution.columns import Positional, stable_order, unique_ints
 from profiler_core.attribution.operator_class import OverheadKind, overhead_kind
 from profiler_core.gc_pause import gc_paused
 from profiler_core.metrics.catalog import COUNTER_FIELDS
@@ -326,8 +326,8 @@ def _class_rows(bv: ProfileView, ov: ProfileView, scale: tuple[float, float],
     present = [c for c in range(len(every)) if b_n[c] or o_n[c]]
     classes = [every[c] for c in present]
     # every kernel's class is a present one: sorted by class, the kernels are the present classes' in turn
-    times = _time_rows_at(bv, ov, (np.argsort(b_codes, kind="stable"), b_n[present].astype(np.int64)),
-                          (np.argsort(o_codes, kind="stable"), o_n[present].astype(np.int64)), scale, t)
+    times = _time_rows_at(bv, ov, (stable_order(b_codes), b_n[present].astype(np.int64)),
+                          (stable_order(o_codes), o_n[present].astype(np.int64)), scale, t)
     rows = [ClassRow(op_class=c, **row) for c, row in zip(classes, times, strict=True)]
     return sorted(rows, key=lambda r: -max(r.base_ns, r.opt_ns))
 

@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from profiler_core.attribution.columns import Positional, row_codes
+from profiler_core.attribution.columns import Positional, row_codes, stable_order
 from profiler_core.attribution.kernel_table import KernelTable
 from profiler_core.attribution.names import is_generated_kernel_name
 from profiler_core.attribution.operator_class import gemm_precision
@@ -521,7 +521,7 @@ class RooflineRows(Positional[OperatorRoofline]):
         t_roof, t_known = self._work_column("t_roof")
         roof_ns = t_roof * 1e9
         head, _ = self._headroom
-        order = np.argsort(code, kind="stable")
+        order = stable_order(code)
         bounds = np.searchsorted(code[order], np.arange(len(codes) + 1))
         out = []
         for c, op_class in enumerate(codes):

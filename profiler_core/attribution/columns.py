@@ -390,29 +390,51 @@ def first_rows(codes: np.ndarray, size: int) -> np.ndarray:
     return first
 
 
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")``, the same order: integers spanning fewer than 65,536
+    values are sorted as 8- or 16-bit ones, which NumPy's stable sort orders by radix (1M codes of a
+    few hundred names: 0.01 s against 0.06 s as int64)."""
+    if values.dtype.kind in "iu" and len(values) > 1024:
+        lo = int(values.min())
+        span = int(values.max()) - lo
+        if span < 1 << 16:
+            small = np.uint8 if span < 1 << 8 else np.uint16
+            return np.argsort((values - lo).astype(small), kind="stable")
+    return np.argsort(values, kind="stable")
+
+
 def nth_within(codes: np.ndarray) -> np.ndarray:
     """For each position, how many earlier positions hold the same code (0 for the first)."""
+    return nth_and_order(codes)[0]
+
+
+def nth_and_order(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nth_within` of ``codes``, and the stable order of ``codes`` it was worked out from: the
+    order of the (code, nth) pairs too, which :func:`pair_lookup` takes instead of sorting them."""
     n = len(codes)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.argsort(codes, kind="stable")
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = stable_order(codes)
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
     run_start = np.repeat(starts, np.diff(np.r_[starts, n]))
     out = np.empty(n, dtype=np.int64)
     out[order] = np.arange(n) - run_start
-    return out
+    return out, order
 
 
-def pair_lookup(keys: np.ndarray, nth: np.ndarray, other_keys: np.ndarray, other_nth: np.ndarray) -> np.ndarray:
-    """Index in ``other`` of the same (key, nth) pair, or -1: the invocation-order join."""
+def pair_lookup(keys: np.ndarray, nth: np.ndarray, other_keys: np.ndarray, other_nth: np.ndarray,
+                other_order: np.ndarray | None = None) -> np.ndarray:
+    """Index in ``other`` of the same (key, nth) pair, or -1: the invocation-order join.
+    ``other_order``: the order of ``other``'s pairs, where :func:`nth_and_order` gave ``other_nth``
+    (the stable order of the keys is the pairs' order: within one key the nth rises with position)."""
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int64)
     if len(other_keys) == 0:
         return np.full(len(keys), NONE, dtype=np.int64)
     span = int(max(nth.max(initial=0), other_nth.max(initial=0))) + 1
     combined = other_keys * span + other_nth
-    order = np.argsort(combined, kind="stable")
+    order = np.argsort(combined, kind="stable") if other_order is None else other_order
     sorted_comb = combined[order]
     want = keys * span + nth
     pos = np.minimum(np.searchsorted(sorted_comb, want), len(sorted_comb) - 1)
@@ -423,7 +445,7 @@ def last_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     """For each query, the last position holding it in ``keys`` (-1 where absent): a dict built in order."""
     if len(keys) == 0:
         return np.full(len(query), NONE, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
+    order = stable_order(keys)
     sorted_keys = keys[order]
     pos = np.searchsorted(sorted_keys, query, side="right") - 1
     pos_c = np.maximum(pos, 0)
@@ -434,7 +456,7 @@ def first_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     """For each query, the first position holding it in ``keys`` (-1 where absent): ``setdefault`` order."""
     if len(keys) == 0:
         return np.full(len(query), NONE, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
+    order = stable_order(keys)
     sorted_keys = keys[order]
     pos = np.searchsorted(sorted_keys, query, side="left")
     pos_c = np.minimum(pos, len(keys) - 1)
@@ -449,6 +471,14 @@ def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tu
     if len(idx) == 0:
         return gid, 0
     cols = [c[idx] for c in key_columns]
+    packed = _packed(cols) if len(idx) >= _HASHED_GROUPS else None
+    if packed is not None:
+        # one int64 per tuple, numbered by Arrow's hash in order of first appearance (no sort)
+        import pyarrow as pa
+
+        encoded = pa.array(packed).dictionary_encode()
+        gid[idx] = encoded.indices.to_numpy()
+        return gid, len(encoded.dictionary)
     order = np.lexsort(cols[::-1])  # stable: equal keys keep launch order
     change = np.zeros(len(idx), dtype=bool)
     change[0] = True
@@ -461,3 +491,25 @@ def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tu
     rank[np.argsort(first_pos, kind="stable")] = np.arange(len(first_pos))
     gid[idx[order]] = rank[run]
     return gid, len(first_pos)
+
+
+_HASHED_GROUPS = 1 << 14  # tuples from which group_first_seen packs and hashes them instead of sorting
+
+
+def _packed(cols: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Integer columns as one int64 per row, equal exactly where the rows' tuples are (each column
+    shifted to start at 0 and given its own range of digits); None where the ranges need more than
+    62 bits together."""
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    width = 1
+    for c in cols:
+        if c.dtype.kind not in "iu":
+            return None
+        lo, hi = int(c.min()), int(c.max())
+        span = hi - lo + 1
+        width *= span
+        if width >= 1 << 62:
+            return None
+        key *= span
+        key += (c - lo).astype(np.int64, copy=False)
+    return key

@@ -21,6 +21,7 @@ from profiler_core.attribution.columns import (
     column,
     dim_codes,
     encode_attr,
+    nth_and_order,
     nth_within,
     pair_lookup,
     values,
@@ -71,7 +72,7 @@ def align(timeline: Sequence[TimelineKernel], other: Sequence[TimelineKernel], *
     """timeline.align_timelines as an index array (-1: no match)."""
     names = keyed(timeline, other)
     dims = Interner()
-    match = pair_lookup(names.left, nth_within(names.left), names.right, nth_within(names.right))
+    match = pair_lookup(names.left, nth_within(names.left), names.right, *nth_and_order(names.right))
     ok = match != NONE
     if ok.all() and len(timeline) == len(other):
         m = match
@@ -154,7 +155,7 @@ def _fast_join(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow]) ->
                 return CounterColumns("prefix", rep.astype(np.int64), source, inherited, warnings)
     if m != n:
         return None
-    match = pair_lookup(kk, nth_within(kk), rk, nth_within(rk))
+    match = pair_lookup(kk, nth_within(kk), rk, *nth_and_order(rk))
     if (match == NONE).any():
         return None
     if not (_agree(kg, rg[match]).all() and _agree(kb, rb[match]).all()):
@@ -175,10 +176,10 @@ def _mixes_instantiations(kernels: Sequence[TimelineKernel], kcfg: np.ndarray) -
 def _per_config(kernels: Sequence[TimelineKernel], rows: Sequence[CounterRow], kcfg: np.ndarray,
                 rcfg: np.ndarray, warnings: list[str]) -> CounterColumns:
     n = len(kernels)
-    knth, rnth = nth_within(kcfg), nth_within(rcfg)
-    measured_row = pair_lookup(kcfg, knth, rcfg, rnth)
-    first_row = pair_lookup(kcfg, np.zeros(n, dtype=np.int64), rcfg, rnth)
-    first_kernel = pair_lookup(kcfg, np.zeros(n, dtype=np.int64), kcfg, knth)
+    (knth, korder), (rnth, rorder) = nth_and_order(kcfg), nth_and_order(rcfg)
+    measured_row = pair_lookup(kcfg, knth, rcfg, rnth, rorder)
+    first_row = pair_lookup(kcfg, np.zeros(n, dtype=np.int64), rcfg, rnth, rorder)
+    first_kernel = pair_lookup(kcfg, np.zeros(n, dtype=np.int64), kcfg, knth, korder)
     measured = measured_row != NONE
     row = np.where(measured, measured_row, first_row)
     source = np.where(measured, MEASURED, INHERITED).astype(np.int8)

@@ -1,0 +1,67 @@
+"""The sort-free and radix paths of the column helpers give what the plain sorts give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from profiler_core.attribution import columns
+from profiler_core.attribution.columns import group_first_seen, nth_and_order, nth_within, pair_lookup, stable_order
+
+
+def _sorted_group_first_seen(key_columns: list[np.ndarray], valid: np.ndarray) -> tuple[np.ndarray, int]:
+    """group_first_seen as the definition reads: each valid tuple numbered at its first appearance."""
+    seen: dict[tuple[int, ...], int] = {}
+    gid = np.full(len(valid), -1, dtype=np.int64)
+    for i in np.flatnonzero(valid).tolist():
+        gid[i] = seen.setdefault(tuple(int(c[i]) for c in key_columns), len(seen))
+    return gid, len(seen)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_first_seen_hashed_numbers_tuples_in_first_seen_order(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 40_000  # above the size from which the tuples are packed and hashed
+    assert n >= columns._HASHED_GROUPS
+    spans = [int(rng.integers(2, 60_000)) for _ in range(int(rng.integers(1, 5)))]
+    key_columns = [rng.integers(-1, span, n) for span in spans]
+    valid = rng.random(n) > 0.2
+    gid, count = group_first_seen(key_columns, valid)
+    want_gid, want_count = _sorted_group_first_seen(key_columns, valid)
+    assert count == want_count
+    assert np.array_equal(gid, want_gid)
+
+
+def test_group_first_seen_past_62_bits_sorts() -> None:
+    rng = np.random.default_rng(7)
+    n = 20_000
+    wide = [rng.integers(0, 1 << 40, n), rng.integers(0, 1 << 40, n) // (1 << 39)]  # 41 + 1 bits: packs
+    wider = [rng.integers(0, 1 << 40, n), rng.integers(0, 1 << 30, n)]  # 70 bits: does not
+    valid = np.ones(n, dtype=bool)
+    assert columns._packed(wide) is not None and columns._packed(wider) is None
+    for key_columns in (wide, wider):
+        gid, count = group_first_seen(key_columns, valid)
+        want_gid, want_count = _sorted_group_first_seen(key_columns, valid)
+        assert count == want_count and np.array_equal(gid, want_gid)
+
+
+@pytest.mark.parametrize("span", [1, 200, 255, 256, 40_000, 65_535, 65_536, 1 << 40])
+def test_stable_order_is_the_stable_argsort(span: int) -> None:
+    rng = np.random.default_rng(span % 97)
+    values = rng.integers(-1, span, 5000) + (1 << 50 if span > 1 << 20 else 0)
+    assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))
+    assert np.array_equal(stable_order(values.astype(np.uint64) if span < 1 << 20 and values.min() >= 0
+                                       else values), np.argsort(values, kind="stable"))
+
+
+def test_pair_lookup_with_the_order_nth_came_from() -> None:
+    rng = np.random.default_rng(3)
+    left = rng.integers(-1, 300, 8000)
+    right = rng.integers(-1, 300, 6000)
+    nth, (right_nth, right_order) = nth_within(left), nth_and_order(right)
+    assert np.array_equal(right_nth, nth_within(right))
+    given = pair_lookup(left, nth, right, right_nth, right_order)
+    assert np.array_equal(given, pair_lookup(left, nth, right, right_nth))
+    # the lookup itself, by a dict of (key, nth) pairs
+    where = {(int(k), int(j)): i for i, (k, j) in enumerate(zip(right, right_nth, strict=True))}
+    assert given.tolist() == [where.get((int(k), int(j)), -1) for k, j in zip(left, nth, strict=True)]
