@@ -432,19 +432,46 @@ def pair_lookup(keys: np.ndarray, nth: np.ndarray, other_keys: np.ndarray, other
         return np.zeros(0, dtype=np.int64)
     if len(other_keys) == 0:
         return np.full(len(keys), NONE, dtype=np.int64)
-    span = int(max(nth.max(initial=0), other_nth.max(initial=0))) + 1
-    combined = other_keys * span + other_nth
+    dense = _dense_span(other_keys, len(keys)) if other_order is not None else None
+    if dense is not None and other_order is not None:
+        # over a small range of keys, key k's pairs fill the sorted order from the count of keys
+        # below k, nth after nth: the pair (k, j) is there at place j, if k has more than j
+        lo, size = dense
+        counts = np.bincount(other_keys - lo, minlength=size)
+        below = np.cumsum(counts) - counts
+        inside = (keys >= lo) & (keys < lo + size)
+        k = np.where(inside, keys - lo, 0)
+        found = inside & (nth < counts[k])
+        return np.where(found, other_order[np.where(found, below[k] + nth, 0)], NONE)
+    width = int(max(nth.max(initial=0), other_nth.max(initial=0))) + 1
+    combined = other_keys * width + other_nth
     order = np.argsort(combined, kind="stable") if other_order is None else other_order
     sorted_comb = combined[order]
-    want = keys * span + nth
+    want = keys * width + nth
     pos = np.minimum(np.searchsorted(sorted_comb, want), len(sorted_comb) - 1)
     return np.where(sorted_comb[pos] == want, order[pos], NONE)
+
+
+def _dense_span(keys: np.ndarray, queries: int) -> tuple[int, int] | None:
+    """(the least key, the range's size) where integer ``keys`` span a range small enough to count
+    over (up to :data:`_DENSE_SPAN`, or 4 entries per key or query); else None."""
+    if keys.dtype.kind not in "iu" or not len(keys):
+        return None
+    lo = int(keys.min())
+    size = int(keys.max()) - lo + 1
+    return (lo, size) if size <= max(_DENSE_SPAN, 4 * max(len(keys), queries)) else None
 
 
 def last_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     """For each query, the last position holding it in ``keys`` (-1 where absent): a dict built in order."""
     if len(keys) == 0:
         return np.full(len(query), NONE, dtype=np.int64)
+    span = _dense_span(keys, len(query))
+    if span is not None:
+        lo, size = span
+        last = np.full(size, NONE, dtype=np.int64)
+        np.maximum.at(last, keys - lo, np.arange(len(keys)))
+        return _at_key(last, query, lo)
     order = stable_order(keys)
     sorted_keys = keys[order]
     pos = np.searchsorted(sorted_keys, query, side="right") - 1
@@ -456,11 +483,23 @@ def first_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     """For each query, the first position holding it in ``keys`` (-1 where absent): ``setdefault`` order."""
     if len(keys) == 0:
         return np.full(len(query), NONE, dtype=np.int64)
+    span = _dense_span(keys, len(query))
+    if span is not None:
+        lo, size = span
+        first = first_rows(keys - lo, size)
+        return _at_key(np.where(first < len(keys), first, NONE), query, lo)
     order = stable_order(keys)
     sorted_keys = keys[order]
     pos = np.searchsorted(sorted_keys, query, side="left")
     pos_c = np.minimum(pos, len(keys) - 1)
     return np.where(sorted_keys[pos_c] == query, order[pos_c], NONE)
+
+
+def _at_key(table: np.ndarray, query: np.ndarray, lo: int) -> np.ndarray:
+    """``table[q - lo]`` for each query ``q`` (-1 where ``q`` is outside the table)."""
+    at = query - lo
+    inside = (at >= 0) & (at < len(table))
+    return np.where(inside, table[np.where(inside, at, 0)], NONE)
 
 
 def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tuple[np.ndarray, int]:

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from profiler_core.attribution import columns
-from profiler_core.attribution.columns import group_first_seen, nth_and_order, nth_within, pair_lookup, stable_order
+from profiler_core.attribution.columns import (
+    first_index_of,
+    group_first_seen,
+    last_index_of,
+    nth_and_order,
+    nth_within,
+    pair_lookup,
+    stable_order,
+)
 
 
 def _sorted_group_first_seen(key_columns: list[np.ndarray], valid: np.ndarray) -> tuple[np.ndarray, int]:
@@ -65,3 +73,30 @@ def test_pair_lookup_with_the_order_nth_came_from() -> None:
     # the lookup itself, by a dict of (key, nth) pairs
     where = {(int(k), int(j)): i for i, (k, j) in enumerate(zip(right, right_nth, strict=True))}
     assert given.tolist() == [where.get((int(k), int(j)), -1) for k, j in zip(left, nth, strict=True)]
+
+
+@pytest.mark.parametrize("span", [5, 300, 70_000, 1 << 40])  # the last two: past the counted range
+def test_pair_lookup_counted_and_sorted_agree_with_a_dict(span: int) -> None:
+    rng = np.random.default_rng(span % 101)
+    right = rng.integers(-1, span, 6000)
+    left = np.concatenate([rng.choice(right, 7000), rng.integers(-5, span + 5, 1000)])  # some absent
+    nth, (right_nth, right_order) = nth_within(left), nth_and_order(right)
+    where = {(int(k), int(j)): i for i, (k, j) in enumerate(zip(right, right_nth, strict=True))}
+    want = [where.get((int(k), int(j)), -1) for k, j in zip(left, nth, strict=True)]
+    assert pair_lookup(left, nth, right, right_nth, right_order).tolist() == want
+    assert pair_lookup(left, np.zeros_like(nth), right, right_nth, right_order).tolist() == \
+        [where.get((int(k), 0), -1) for k in left]
+
+
+@pytest.mark.parametrize("span", [5, 300, 70_000, 1 << 40])
+def test_first_and_last_index_of_agree_with_a_dict(span: int) -> None:
+    rng = np.random.default_rng(span % 89)
+    keys = rng.integers(-1, span, 5000)
+    query = np.concatenate([rng.choice(keys, 3000), rng.integers(-5, span + 5, 500)])
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, k in enumerate(keys.tolist()):
+        first.setdefault(k, i)
+        last[k] = i
+    assert first_index_of(keys, query).tolist() == [first.get(q, -1) for q in query.tolist()]
+    assert last_index_of(keys, query).tolist() == [last.get(q, -1) for q in query.tolist()]
