@@ -201,15 +201,23 @@ def _rows_by_hash(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return_inverse=True)`` gives them up to the groups' order; None where two different rows share
     a hash."""
     h = row_hash(bits)
-    order = np.argsort(h, kind="stable")  # equal hashes in row order: each group's first row leads
-    sorted_h = h[order]
-    starts = np.empty(len(h), dtype=bool)
-    starts[0] = True
-    np.not_equal(sorted_h[1:], sorted_h[:-1], out=starts[1:])
-    group_of_sorted = np.cumsum(starts) - 1
-    first = order[starts]
-    inverse = np.empty(len(h), dtype=np.int64)
-    inverse[order] = group_of_sorted
+    if len(h) >= _HASHED_GROUPS:
+        # the hashes numbered by Arrow's hash table in order of first appearance (no sort)
+        import pyarrow as pa
+
+        encoded = pa.array(h).dictionary_encode()
+        inverse = encoded.indices.to_numpy().astype(np.int64)
+        first = first_rows(inverse, len(encoded.dictionary))
+    else:
+        order = np.argsort(h, kind="stable")  # equal hashes in row order: each group's first row leads
+        sorted_h = h[order]
+        starts = np.empty(len(h), dtype=bool)
+        starts[0] = True
+        np.not_equal(sorted_h[1:], sorted_h[:-1], out=starts[1:])
+        group_of_sorted = np.cumsum(starts) - 1
+        first = order[starts]
+        inverse = np.empty(len(h), dtype=np.int64)
+        inverse[order] = group_of_sorted
     lead = first[inverse]
     if not all((column == column[lead]).all() for column in bits):  # a column at a time
         return None

@@ -100,3 +100,22 @@ def test_first_and_last_index_of_agree_with_a_dict(span: int) -> None:
         last[k] = i
     assert first_index_of(keys, query).tolist() == [first.get(q, -1) for q in query.tolist()]
     assert last_index_of(keys, query).tolist() == [last.get(q, -1) for q in query.tolist()]
+
+
+@pytest.mark.parametrize("hashing", ["hash", "colliding hash"])
+def test_row_codes_of_many_rows_number_them_as_first_seen(hashing: str) -> None:
+    # above the size from which the row hashes are numbered by Arrow's hash table
+    rng = np.random.default_rng(11)
+    n = 3 * columns._HASHED_GROUPS
+    floats = rng.choice(np.array([0.0, -0.0, 1.5, np.nan, -np.inf]), size=(n, 2))
+    ints = rng.integers(0, 40, n)
+    texts = [repr((*(None if v != v else v for v in r), k))
+             for r, k in zip(floats.tolist(), ints.tolist(), strict=True)]
+    seen: dict[str, int] = {}
+    want = [seen.setdefault(t, len(seen)) for t in texts]
+    with pytest.MonkeyPatch.context() as mp:
+        if hashing != "hash":  # every row one hash: the rows themselves are sorted
+            mp.setattr(columns, "row_hash", lambda bits: np.zeros(bits.shape[1], dtype=np.uint64))
+        codes, first = columns.row_codes(floats, ints)
+    assert codes.tolist() == want
+    assert first.tolist() == [want.index(c) for c in range(len(seen))]
