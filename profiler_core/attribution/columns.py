@@ -513,19 +513,26 @@ def _at_key(table: np.ndarray, query: np.ndarray, lo: int) -> np.ndarray:
 def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tuple[np.ndarray, int]:
     """Group ids of equal key tuples, numbered in order of first appearance (-1 where not ``valid``)."""
     n = len(valid)
+    every = bool(valid.all())
+    if n >= _HASHED_GROUPS:
+        # one int64 per tuple, numbered by Arrow's hash in order of first appearance (no sort); every
+        # tuple valid (the usual case), the columns are read as they are
+        packed = _packed(list(key_columns) if every else [c[valid] for c in key_columns])
+        if packed is not None:
+            import pyarrow as pa
+
+            encoded = pa.array(packed).dictionary_encode()
+            codes = encoded.indices.to_numpy().astype(np.int64)
+            if every:
+                return codes, len(encoded.dictionary)
+            gid = np.full(n, NONE, dtype=np.int64)
+            gid[valid] = codes
+            return gid, len(encoded.dictionary)
     gid = np.full(n, NONE, dtype=np.int64)
     idx = np.flatnonzero(valid)
     if len(idx) == 0:
         return gid, 0
     cols = [c[idx] for c in key_columns]
-    packed = _packed(cols) if len(idx) >= _HASHED_GROUPS else None
-    if packed is not None:
-        # one int64 per tuple, numbered by Arrow's hash in order of first appearance (no sort)
-        import pyarrow as pa
-
-        encoded = pa.array(packed).dictionary_encode()
-        gid[idx] = encoded.indices.to_numpy()
-        return gid, len(encoded.dictionary)
     order = np.lexsort(cols[::-1])  # stable: equal keys keep launch order
     change = np.zeros(len(idx), dtype=bool)
     change[0] = True
