@@ -21,6 +21,7 @@ from profiler_core.attribution.columns import (
     dim_codes,
     encode_attr,
     first_rows,
+    full_codes,
     group_first_seen,
 )
 from profiler_core.attribution.kernel_table import SOURCES, TIERS, EvidenceColumns, KernelTable, counter_matrix
@@ -119,14 +120,14 @@ def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np
     for tier in TIER_ORDER:
         t = by_tier.get(tier)
         if t is None:
-            evidence.append(EvidenceColumns(np.zeros(n, dtype=bool), np.full(n, vocab.none), np.full(n, NONE),
-                                            np.full(n, vocab.none)))
+            evidence.append(EvidenceColumns(np.zeros(n, dtype=bool), full_codes(n, vocab.none), np.full(n, NONE),
+                                            full_codes(n, vocab.none)))
         else:
             evidence.append(EvidenceColumns(t.has, t.op, t.op_id, t.detail))
     said = sum((t.has.astype(np.int8) for t in tiers), np.zeros(n, dtype=np.int8))
     attributed = said > 0
     tier_code = np.full(n, TIERS.index(TIERS[-1]), dtype=np.int8)
-    reason = np.full(n, vocab.none, dtype=np.int64)
+    reason = full_codes(n, vocab.none)
     agree = np.full(n, NONE, dtype=np.int8)
     fused_lists = Interner()
     fused_lists.code(())
@@ -177,7 +178,7 @@ def kernel_table(timeline: Sequence[TimelineKernel], knames: Interner, kname: np
         inherited_from=inherited_of, operator=np.full(n, NONE, dtype=np.int64), tier=tier_code,
         evidence=tuple(evidence), tiers_agree=agree, reason=reason, fused_with=fused_with,
         graph_id=graph_id, graph_id_known=graph_known, library=library,
-        module_path=np.full(n, vocab.none, dtype=np.int64),
+        module_path=full_codes(n, vocab.none),
     )
 
 

@@ -21,7 +21,16 @@ from typing import Any
 import numpy as np
 
 from profiler_core.attribution.collective import collective_operator
-from profiler_core.attribution.columns import NONE, Interner, column, encode_attr, first_index_of, sorted_unique, taken
+from profiler_core.attribution.columns import (
+    NONE,
+    Interner,
+    column,
+    encode_attr,
+    first_index_of,
+    full_codes,
+    sorted_unique,
+    taken,
+)
 from profiler_core.attribution.evidence import Claim, Resolver, compiled_markers, innermost_op
 from profiler_core.attribution.names import clean_op_name, is_generated_kernel_name, is_operator_name
 from profiler_core.ingest.kineto_events import shapes_from_text
@@ -62,10 +71,11 @@ class ClaimColumns:
 
     @classmethod
     def empty(cls, tier: Tier, n: int, vocab: Vocab) -> ClaimColumns:
-        z = np.zeros(n, dtype=np.int64)
-        return cls(tier, np.zeros(n, dtype=bool), np.full(n, vocab.none), z.copy(), z.copy(), z.copy(), z.copy(),
-                   np.full(n, NONE), np.full(n, vocab.no_shapes), np.full(n, vocab.no_fused),
-                   np.full(n, NONE, dtype=np.int8), np.full(n, vocab.none))
+        # columns of zeros (the vocabulary's codes for None are 0 when it is made before any other
+        # value) are mapped when first written: a tier that claims few kernels does not fill them
+        return cls(tier, np.zeros(n, dtype=bool), full_codes(n, vocab.none), full_codes(n, 0), full_codes(n, 0),
+                   full_codes(n, 0), full_codes(n, 0), full_codes(n, NONE), full_codes(n, vocab.no_shapes),
+                   full_codes(n, vocab.no_fused), np.full(n, NONE, dtype=np.int8), full_codes(n, vocab.none))
 
     def put(self, j: int, claim: Claim, vocab: Vocab) -> None:
         """Store one evidence.py claim at kernel ``j``."""
