@@ -148,12 +148,11 @@ def unique_ints(codes: np.ndarray, *, index: bool = False, inverse: bool = False
     ``np.unique`` with an index or inverse, ~0.01 s counted). The first index is the first
     occurrence and the inverse indexes the sorted distinct values, as ``np.unique`` gives them."""
     a = np.asarray(codes).ravel()
-    n = len(a)
-    lo = int(a.min()) if n and a.dtype.kind in "iu" else 0
-    span = int(a.max()) - lo + 1 if n and a.dtype.kind in "iu" else 0
-    if not span or span > max(_DENSE_SPAN, 4 * n):
+    dense = _dense_span(a)
+    if dense is None:
         out: Any = np.unique(a, return_index=index, return_inverse=inverse, return_counts=counts)  # type: ignore[call-overload]
         return tuple(out) if isinstance(out, tuple) else (out,)
+    lo, span = dense
     shifted = (a - lo).astype(np.int64, copy=False)
     tally = np.bincount(shifted, minlength=span)
     present = np.flatnonzero(tally)
@@ -209,12 +208,8 @@ def _rows_by_hash(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     a hash."""
     h = row_hash(bits)
     if len(h) >= _HASHED_GROUPS:
-        # the hashes numbered by Arrow's hash table in order of first appearance (no sort)
-        import pyarrow as pa
-
-        encoded = pa.array(h).dictionary_encode()
-        inverse = encoded.indices.to_numpy().astype(np.int64)
-        first = first_rows(inverse, len(encoded.dictionary))
+        inverse, count = _numbered_first_seen(h)
+        first = first_rows(inverse, count)
     else:
         order = np.argsort(h, kind="stable")  # equal hashes in row order: each group's first row leads
         sorted_h = h[order]
@@ -374,16 +369,14 @@ def _dim_keys(table: Any, attr: str) -> tuple[np.ndarray, int, list[tuple[int | 
 def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Each value's rank among the distinct values (int64), and how many distinct values there are
     (over a small range of integers by a table of the values present, else by a sort)."""
-    n = len(values)
-    if n and values.dtype.kind in "iu":
-        lo = int(values.min())
-        span = int(values.max()) - lo + 1
-        if span <= max(_DENSE_SPAN, 4 * n):
-            shifted = values - lo
-            present = np.zeros(span, dtype=bool)
-            present[shifted] = True
-            rank = np.cumsum(present) - 1
-            return rank[shifted].astype(np.int64, copy=False), int(rank[-1]) + 1
+    dense = _dense_span(values)
+    if dense is not None:
+        lo, span = dense
+        shifted = values - lo
+        present = np.zeros(span, dtype=bool)
+        present[shifted] = True
+        rank = np.cumsum(present) - 1
+        return rank[shifted].astype(np.int64, copy=False), int(rank[-1]) + 1
     distinct = sorted_unique(values)
     return np.searchsorted(distinct, values).astype(np.int64), len(distinct)
 
@@ -447,8 +440,7 @@ def pair_lookup(keys: np.ndarray, nth: np.ndarray, other_keys: np.ndarray, other
         return np.zeros(0, dtype=np.int64)
     if len(other_keys) == 0:
         return np.full(len(keys), NONE, dtype=np.int64)
-    dense = _dense_span(other_keys, len(keys)) if other_order is not None else None
-    if dense is not None and other_order is not None:
+    if other_order is not None and (dense := _dense_span(other_keys, len(keys))) is not None:
         # over a small range of keys, key k's pairs fill the sorted order from the count of keys
         # below k, nth after nth: the pair (k, j) is there at place j, if k has more than j
         lo, size = dense
@@ -467,9 +459,10 @@ def pair_lookup(keys: np.ndarray, nth: np.ndarray, other_keys: np.ndarray, other
     return np.where(sorted_comb[pos] == want, order[pos], NONE)
 
 
-def _dense_span(keys: np.ndarray, queries: int) -> tuple[int, int] | None:
+def _dense_span(keys: np.ndarray, queries: int = 0) -> tuple[int, int] | None:
     """(the least key, the range's size) where integer ``keys`` span a range small enough to count
-    over (up to :data:`_DENSE_SPAN`, or 4 entries per key or query); else None."""
+    over (up to :data:`_DENSE_SPAN`, or 4 entries per key or query); else None (no keys, or not
+    integers)."""
     if keys.dtype.kind not in "iu" or not len(keys):
         return None
     lo = int(keys.min())
@@ -487,7 +480,7 @@ def last_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
         last = np.full(size, NONE, dtype=np.int64)
         np.maximum.at(last, keys - lo, np.arange(len(keys)))
         return _at_key(last, query, lo)
-    order = stable_order(keys)
+    order = np.argsort(keys, kind="stable")  # past the counted range: over 65,536 values, no radix
     sorted_keys = keys[order]
     pos = np.searchsorted(sorted_keys, query, side="right") - 1
     pos_c = np.maximum(pos, 0)
@@ -503,7 +496,7 @@ def first_index_of(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
         lo, size = span
         first = first_rows(keys - lo, size)
         return _at_key(np.where(first < len(keys), first, NONE), query, lo)
-    order = stable_order(keys)
+    order = np.argsort(keys, kind="stable")  # past the counted range: over 65,536 values, no radix
     sorted_keys = keys[order]
     pos = np.searchsorted(sorted_keys, query, side="left")
     pos_c = np.minimum(pos, len(keys) - 1)
@@ -526,15 +519,12 @@ def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tu
         # tuple valid (the usual case), the columns are read as they are
         packed = _packed(list(key_columns) if every else [c[valid] for c in key_columns])
         if packed is not None:
-            import pyarrow as pa
-
-            encoded = pa.array(packed).dictionary_encode()
-            codes = encoded.indices.to_numpy().astype(np.int64)
+            codes, count = _numbered_first_seen(packed)
             if every:
-                return codes, len(encoded.dictionary)
+                return codes, count
             gid = np.full(n, NONE, dtype=np.int64)
             gid[valid] = codes
-            return gid, len(encoded.dictionary)
+            return gid, count
     gid = np.full(n, NONE, dtype=np.int64)
     idx = np.flatnonzero(valid)
     if len(idx) == 0:
@@ -555,6 +545,15 @@ def group_first_seen(key_columns: Sequence[np.ndarray], valid: np.ndarray) -> tu
 
 
 _HASHED_GROUPS = 1 << 14  # tuples from which group_first_seen packs and hashes them instead of sorting
+
+
+def _numbered_first_seen(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each of the 64-bit ``values`` numbered among the distinct ones in order of first appearance
+    (int64), and how many there are: by Arrow's hash table, without a sort."""
+    import pyarrow as pa
+
+    encoded = pa.array(values).dictionary_encode()
+    return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
 
 
 def _packed(cols: Sequence[np.ndarray]) -> np.ndarray | None:
